@@ -1,0 +1,12 @@
+/**
+ * The only clock the lock reads on the client: monotonic, so wall-clock steps can never stretch a
+ * lease. Validity is always measured from a moment taken before the command that set it was sent.
+ */
+import { performance } from 'node:perf_hooks';
+
+export const now = (): number => performance.now();
+
+/** Time before a lease's validity ends at which it is declared lost: ttl/10, at most 250 ms. */
+export function safetyMargin(ttl: number): number {
+  return Math.min(Math.ceil(ttl / 10), 250);
+}

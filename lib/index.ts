@@ -1,0 +1,13 @@
+export * from './errors';
+export type { Lease, LockInfo } from './lease';
+export { LockService } from './lock.service';
+export {
+  type AcquireOptions,
+  DEFAULT_CLAIM_WINDOW,
+  DEFAULT_PREFIX,
+  DEFAULT_TTL,
+  DEFAULT_WAIT_TIMEOUT,
+  type LockDefaults,
+  type LockServiceOptions,
+  MAX_KEY_LENGTH,
+} from './lock-options';

@@ -1,0 +1,38 @@
+/** A held lock. Obtained from LockService.acquire / tryAcquire / using. */
+export interface Lease {
+  /** The lock key as the caller gave it (without prefix). */
+  readonly key: string;
+  /** This holder's unique token; Redis records it as the owner. */
+  readonly token: string;
+  /**
+   * Fencing token: strictly greater than every token handed out earlier for this key. Pass it to the
+   * resource you write to and have it reject writes carrying a lower token.
+   */
+  readonly fence: number;
+  /** Aborts with a LockLostError when the lease stops being valid before it is released. */
+  readonly signal: AbortSignal;
+  /** Resets the lease to `ttl` ms from now (default: its ttl). Throws LockNotHeldError if no longer held. */
+  extend(ttl?: number): Promise<void>;
+  /**
+   * Releases the lock and hands it to the next waiter. Calling it again is a no-op; throws
+   * LockNotHeldError if the lease had already expired or been taken over.
+   */
+  release(): Promise<void>;
+  /** `await using lease = await locks.acquire(key)` releases at the end of the block. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** What `inspect` reports about a lock. */
+export interface LockInfo {
+  key: string;
+  /** Whether some holder (or a granted waiter that has yet to confirm) owns the lock. */
+  held: boolean;
+  /** The owner's token, or null when free. */
+  holder: string | null;
+  /** Milliseconds until the current hold expires unless renewed; 0 when free. */
+  ttl: number;
+  /** Waiters queued behind the holder. */
+  queueLength: number;
+  /** The last fencing token handed out, or 0 if none is remembered. */
+  fence: number;
+}

@@ -1,0 +1,256 @@
+/**
+ * LockService: the public face of the lock engine, usable with or without Nest
+ * (`new LockService(redis, options)`; the Nest module injects the same class). It validates input,
+ * keeps reentrancy per async call chain, and wires together the protocol (LockScripts), the wake
+ * channel, waiters and leases. Everything Redis-specific lives in ./protocol.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomBytes } from 'node:crypto';
+import { now } from './engine/clock';
+import { HeldLease, type LeaseHost } from './engine/held-lease';
+import { ReentrantLease } from './engine/reentrant-lease';
+import { Waiter, type WaiterHost } from './engine/waiter';
+import { WakeListener, type WakeMessage } from './engine/wake-listener';
+import { LockAbortedError } from './errors/lock-aborted.error';
+import { LockOptionsError } from './errors/lock-options.error';
+import { LockServiceClosedError } from './errors/lock-service-closed.error';
+import { LockTimeoutError } from './errors/lock-timeout.error';
+import { RedisUnavailableError } from './errors/redis-unavailable.error';
+import type { Lease, LockInfo } from './lease';
+import {
+  type AcquireOptions,
+  type LockServiceOptions,
+  type ResolvedAcquireOptions,
+  type ResolvedServiceOptions,
+  resolveAcquireOptions,
+  resolveServiceOptions,
+  validateKey,
+} from './lock-options';
+import { lockKeys, wakeChannelPrefix } from './protocol/keys';
+import { LockScripts, type RedisClient, type ScriptContext } from './protocol/lock-scripts';
+
+function isIoredisClient(value: unknown): value is RedisClient {
+  if (value === null || typeof value !== 'object') return false;
+  const c = value as Record<string, unknown>;
+  return (
+    typeof c.defineCommand === 'function' &&
+    typeof c.duplicate === 'function' &&
+    typeof c.subscribe === 'function' &&
+    typeof c.status === 'string'
+  );
+}
+
+export class LockService {
+  private readonly options: ResolvedServiceOptions;
+  private readonly scripts: LockScripts;
+  private readonly wake: WakeListener;
+  private readonly instanceId = randomBytes(9).toString('base64url');
+  private readonly channelPrefix: string;
+  private readonly trustReceivers: boolean;
+  private readonly waiters = new Map<string, Waiter>();
+  private readonly leases = new Set<HeldLease>();
+  private readonly orphans = new Map<string, ScriptContext>();
+  /** Leases held by the current async call chain, by Redis key: the basis of reentrancy. */
+  private readonly scope = new AsyncLocalStorage<ReadonlyMap<string, HeldLease>>();
+  private sequence = 0;
+  private closed = false;
+
+  private readonly leaseHost: LeaseHost;
+  private readonly waiterHost: WaiterHost;
+
+  /**
+   * @param client an ioredis `Redis` or `Cluster`; used for commands and duplicated once for the wake
+   *   channel. The service never closes it.
+   */
+  constructor(
+    /** The ioredis client commands are sent on (for health checks); the service never closes it. */
+    readonly client: RedisClient,
+    options?: LockServiceOptions,
+  ) {
+    if (!isIoredisClient(client)) {
+      throw new LockOptionsError(
+        'LockService needs an ioredis client (new Redis(...) or new Cluster(...)) as its first argument.',
+      );
+    }
+    this.options = resolveServiceOptions(options);
+    this.scripts = new LockScripts(client, this.options.commandTimeout);
+    this.channelPrefix = wakeChannelPrefix(this.options.prefix);
+    // On a Cluster, PUBLISH counts only the receivers on the node that ran the script.
+    this.trustReceivers = (client as { isCluster?: boolean }).isCluster !== true;
+    this.wake = new WakeListener(
+      client,
+      this.channelPrefix + this.instanceId,
+      (message) => this.onWake(message),
+      () => {
+        for (const waiter of this.waiters.values()) waiter.onReconnect();
+      },
+    );
+    const { scripts, leases, waiters } = this;
+    this.leaseHost = {
+      scripts,
+      forget: (lease) => leases.delete(lease),
+      validateTtl: (ttl) => resolveAcquireOptions(this.options, { ttl }, false).ttl,
+    };
+    this.waiterHost = {
+      scripts,
+      claimWindow: this.options.claimWindow,
+      register: (waiter) => waiters.set(waiter.token, waiter),
+      unregister: (waiter) => waiters.delete(waiter.token),
+      orphan: (ctx, lifetime) => this.adopt(ctx, lifetime),
+    };
+  }
+
+  /**
+   * Takes the lock, waiting in line up to `waitTimeout` ms (FIFO). Rejects with LockTimeoutError,
+   * LockAbortedError, RedisUnavailableError, LockKeyError or LockOptionsError.
+   */
+  async acquire(key: string, options?: AcquireOptions): Promise<Lease> {
+    const lease = await this.obtain(key, resolveAcquireOptions(this.options, options, false));
+    if (!lease) throw new LockTimeoutError(key, 0);
+    return lease;
+  }
+
+  /** Takes the lock if it is free and nobody is queued; resolves null otherwise. Never waits. */
+  async tryAcquire(key: string, options?: Omit<AcquireOptions, 'waitTimeout'>): Promise<Lease | null> {
+    const resolved = resolveAcquireOptions(this.options, options, false);
+    return this.obtain(key, { ...resolved, waitTimeout: 0 });
+  }
+
+  /**
+   * Runs `fn` while holding the lock (renewed every ttl/3 unless `renew: false`), then releases it.
+   * Nested `using`/`acquire` of the same key inside `fn` reuse this lease. If the lease is lost while
+   * `fn` runs, `lease.signal` aborts and the call rejects with LockLostError once `fn` settles.
+   */
+  async using<T>(key: string, fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+    if (typeof fn !== 'function')
+      throw new LockOptionsError('using() needs a function to run under the lock.');
+    const lease = await this.obtain(key, resolveAcquireOptions(this.options, options, true));
+    if (!lease) throw new LockTimeoutError(key, 0);
+    if (lease instanceof ReentrantLease) return fn(lease);
+    const held = lease as HeldLease;
+    const scope = new Map(this.scope.getStore());
+    scope.set(held.redisKey, held);
+    let result: T;
+    try {
+      result = await this.scope.run(scope, () => fn(held));
+    } catch (error) {
+      await held.release().catch(() => {});
+      throw error;
+    }
+    if (held.signal.aborted) {
+      await held.release().catch(() => {});
+      throw held.signal.reason;
+    }
+    await held.release();
+    return result;
+  }
+
+  /** Reads the lock's state in one step: holder, remaining ttl, queue length, last fence. */
+  async inspect(key: string): Promise<LockInfo> {
+    validateKey(key);
+    this.assertOpen(key);
+    const snapshot = await this.scripts.inspect(lockKeys(this.options.prefix, key));
+    return {
+      key,
+      held: snapshot.owner !== null,
+      holder: snapshot.owner,
+      ttl: Math.max(0, snapshot.ownerTtl),
+      queueLength: snapshot.queueLength,
+      fence: snapshot.fence,
+    };
+  }
+
+  /**
+   * Stops the service: waiters reject with LockServiceClosedError and leave their queues, held leases
+   * are released, renewals stop, and the wake connection closes. The client passed in stays open.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const cancels = [...this.waiters.values()].map((waiter) => waiter.close());
+    const releases = [...this.leases].map((lease) => lease.release().catch(() => {}));
+    await Promise.all([...cancels, ...releases]);
+    await this.wake.close();
+  }
+
+  private async obtain(key: string, options: ResolvedAcquireOptions): Promise<Lease | null> {
+    validateKey(key);
+    this.assertOpen(key);
+    const keys = lockKeys(this.options.prefix, key);
+    const outer = this.scope.getStore()?.get(keys.owner);
+    if (outer?.isHeld) return new ReentrantLease(outer);
+    if (options.signal?.aborted) throw new LockAbortedError(key, options.signal.reason);
+
+    const ctx = this.context(keys, options.ttl);
+    const started = now();
+    if (options.waitTimeout === 0 || !this.wake.ready) {
+      const reply = await this.scripts.acquire(ctx, 'try', 0);
+      if (reply.granted) return this.lease(ctx, key, reply.fence, started + options.ttl, options, true);
+      if (options.waitTimeout === 0) return null;
+      // First contention in this process: pushes must flow before we queue, or a grant could be missed.
+      await this.wake.ensureSubscribed().catch((error: unknown) => {
+        if (this.closed) throw new LockServiceClosedError(key);
+        throw new RedisUnavailableError('could not subscribe to the wake channel', key, error);
+      });
+      this.assertOpen(key);
+    }
+    const waiter = new Waiter(this.waiterHost, ctx, key, started, options.waitTimeout, options.signal);
+    const granted = await waiter.run();
+    return this.lease(ctx, key, granted.fence, granted.validUntil, options, granted.confirmed);
+  }
+
+  private lease(
+    ctx: ScriptContext,
+    key: string,
+    fence: number,
+    validUntil: number,
+    options: ResolvedAcquireOptions,
+    confirmed: boolean,
+  ): HeldLease {
+    const lease = new HeldLease(this.leaseHost, ctx, key, fence, validUntil, options.renew, confirmed);
+    this.leases.add(lease);
+    if (this.closed) {
+      // close() ran while this grant was in flight: do not leave it held.
+      lease.release().catch(() => {});
+      throw new LockServiceClosedError(key);
+    }
+    return lease;
+  }
+
+  private context(keys: ReturnType<typeof lockKeys>, ttl: number): ScriptContext {
+    return {
+      keys,
+      token: `${this.instanceId}:${(++this.sequence).toString(36)}`,
+      ttl,
+      claimWindow: this.options.claimWindow,
+      channelPrefix: this.channelPrefix,
+      trustReceivers: this.trustReceivers,
+      fenceRetention: this.options.fenceRetention,
+    };
+  }
+
+  private onWake(message: WakeMessage): void {
+    const waiter = this.waiters.get(message.token);
+    if (waiter) {
+      if (message.kind === 'grant') waiter.onGrant(message.fence, message.serverMs);
+      else waiter.onHead(message.holdMs);
+      return;
+    }
+    const orphan = this.orphans.get(message.token);
+    if (orphan && message.kind === 'grant') {
+      // Granted to a waiter that gave up while Redis was unreachable: pass the grant on now.
+      this.orphans.delete(message.token);
+      this.scripts.release(orphan).catch(() => {});
+    }
+  }
+
+  /** A waiter gave up but could not leave its queue; remember it until its queue entry expires. */
+  private adopt(ctx: ScriptContext, lifetime: number): void {
+    this.orphans.set(ctx.token, ctx);
+    setTimeout(() => this.orphans.delete(ctx.token), lifetime).unref();
+  }
+
+  private assertOpen(key: string): void {
+    if (this.closed) throw new LockServiceClosedError(key);
+  }
+}

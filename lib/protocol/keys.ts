@@ -1,0 +1,22 @@
+/**
+ * Names of the Redis keys and channels of a lock. Every key of lock K carries the hash tag {K}, so all
+ * of them live in one Cluster slot and one script can touch them together.
+ */
+export interface LockKeys {
+  /** Holds the owner's token; its PX expiry is the lease. */
+  owner: string;
+  /** FIFO list of waiting tokens. */
+  queue: string;
+  /** Highest fencing token handed out. */
+  fence: string;
+}
+
+export function lockKeys(prefix: string, key: string): LockKeys {
+  const owner = `${prefix}{${key}}`;
+  return { owner, queue: `${owner}:q`, fence: `${owner}:fence` };
+}
+
+/** Channels are per process (per LockService), not per key: one subscription serves every waiter. */
+export function wakeChannelPrefix(prefix: string): string {
+  return `${prefix}wake:`;
+}

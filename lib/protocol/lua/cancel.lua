@@ -1,0 +1,17 @@
+-- cancel.lua: a waiter gives up (timeout, abort, shutdown). It leaves the queue; if a grant raced in
+-- and made it the owner, the grant is passed on to the next waiter instead of stalling for a claim window.
+-- KEYS/ARGV[1..6]: see common.lua
+-- Returns 1 if the caller had been granted the lock (and passed it on), else 0.
+
+local was_head = redis.call('LINDEX', queue_key, 0) == token
+redis.call('LREM', queue_key, 0, token)
+if redis.call('GET', owner_key) == token then
+  redis.call('DEL', owner_key)
+  hand_off(nil)
+  return 1
+end
+if was_head then
+  -- The new head must learn when the current hold ends, as the old head would have.
+  notify_head(math.max(redis.call('PTTL', owner_key), 0))
+end
+return 0
