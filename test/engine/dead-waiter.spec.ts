@@ -1,0 +1,135 @@
+import { describe, expect, it } from '@jest/globals';
+import { elapsedSince, lockService, outcome, until } from '../support/lock-fixtures';
+import { spawnWorker, workerPath } from '../support/processes';
+import { useRedis } from '../support/redis-server';
+
+const server = useRedis();
+
+type AgentMessage = { type: string; id?: string; fence?: number; code?: string };
+
+const claimWindow = 400;
+const ttl = 10 * claimWindow; // a TTL-long stall would be unmistakable
+/** The length of a stall is the scenario here, not a stand-in for synchronisation. */
+const stall = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+/** Scheduling and one round trip on a loaded 2-core machine. */
+const slack = 150;
+
+async function queuedAgent(key: string, waitTimeout = 20_000) {
+  const agent = spawnWorker<AgentMessage>(workerPath('lock-agent'), { url: server().url, claimWindow });
+  await agent.next((m) => m.type === 'ready');
+  agent.send({ type: 'acquire', id: 'w1', key, ttl, waitTimeout });
+  return agent;
+}
+
+describe('a waiter that dies or gives up after being granted', () => {
+  it('killed after its grant was sent: the next waiter waits at most one claim window, not a TTL', async () => {
+    const locks = lockService(server(), { claimWindow });
+    const holder = await locks.acquire('dead-1', { ttl });
+    const agent = await queuedAgent('dead-1');
+    await until(
+      () => locks.inspect('dead-1'),
+      (i) => i.queueLength === 1,
+    );
+    const next = lockService(server(), { claimWindow });
+    const waiting = next.acquire('dead-1', { ttl, waitTimeout: 20_000 });
+    await until(
+      () => locks.inspect('dead-1'),
+      (i) => i.queueLength === 2,
+    );
+
+    agent.pause(); // its connection stays open, so the grant is delivered to a process that never runs
+    const releasedAt = performance.now();
+    await holder.release();
+    expect((await locks.inspect('dead-1')).queueLength).toBe(1);
+    await agent.kill();
+    const lease = await waiting;
+    const delay = elapsedSince(releasedAt);
+
+    expect(delay).toBeGreaterThanOrEqual(claimWindow - slack);
+    expect(delay).toBeLessThanOrEqual(claimWindow + slack);
+    await lease.release();
+  }, 30_000);
+
+  it('killed while queued: it is skipped at once on hand-off', async () => {
+    const locks = lockService(server(), { claimWindow });
+    const holder = await locks.acquire('dead-2', { ttl });
+    const agent = await queuedAgent('dead-2');
+    await until(
+      () => locks.inspect('dead-2'),
+      (i) => i.queueLength === 1,
+    );
+    const next = lockService(server(), { claimWindow });
+    const waiting = next.acquire('dead-2', { ttl, waitTimeout: 20_000 });
+    await until(
+      () => locks.inspect('dead-2'),
+      (i) => i.queueLength === 2,
+    );
+    await agent.kill();
+    const releasedAt = performance.now();
+    await holder.release();
+    const lease = await waiting;
+    expect(elapsedSince(releasedAt)).toBeLessThan(slack);
+    await lease.release();
+  }, 30_000);
+
+  it('aborted at the worst moment (right as the grant is made): the grant is passed on at once', async () => {
+    const locks = lockService(server(), { claimWindow });
+    const holder = await locks.acquire('dead-3', { ttl });
+    const controller = new AbortController();
+    const first = lockService(server(), { claimWindow }, undefined);
+    const aborted = outcome(first.acquire('dead-3', { ttl, waitTimeout: 20_000, signal: controller.signal }));
+    await until(
+      () => locks.inspect('dead-3'),
+      (i) => i.queueLength === 1,
+    );
+    const next = lockService(server(), { claimWindow });
+    const waiting = next.acquire('dead-3', { ttl, waitTimeout: 20_000 });
+    await until(
+      () => locks.inspect('dead-3'),
+      (i) => i.queueLength === 2,
+    );
+
+    // Release and abort in the same tick: Redis runs the release (granting the first waiter), and the
+    // first waiter's cancel reaches Redis only after it, so the grant must be passed on by the cancel.
+    const releasedAt = performance.now();
+    const released = holder.release();
+    controller.abort();
+    await released;
+    const lease = await waiting;
+    expect(elapsedSince(releasedAt)).toBeLessThan(slack);
+    expect((await aborted).error).toMatchObject({ code: 'LOCK_ABORTED' });
+    await lease.release();
+  }, 30_000);
+
+  it('stalled past its claim window and then timed out: the next waiter waits one claim window; the stalled one never holds', async () => {
+    const locks = lockService(server(), { claimWindow });
+    const holder = await locks.acquire('dead-4', { ttl });
+    const agent = await queuedAgent('dead-4', 1_500);
+    await until(
+      () => locks.inspect('dead-4'),
+      (i) => i.queueLength === 1,
+    );
+    const next = lockService(server(), { claimWindow });
+    const waiting = next.acquire('dead-4', { ttl, waitTimeout: 20_000 });
+    await until(
+      () => locks.inspect('dead-4'),
+      (i) => i.queueLength === 2,
+    );
+
+    agent.pause();
+    const releasedAt = performance.now();
+    await holder.release();
+    const lease = await waiting;
+    const delay = elapsedSince(releasedAt);
+    // Keep it frozen past its own waitTimeout, then let it run: it must give up, not take the lock.
+    await stall(1_600 - elapsedSince(releasedAt));
+    agent.resume();
+    const verdict = await agent.next((m) => m.id === 'w1', 10_000);
+
+    expect(delay).toBeLessThanOrEqual(claimWindow + slack);
+    expect(verdict).toMatchObject({ type: 'failed', code: 'LOCK_TIMEOUT' });
+    expect((await locks.inspect('dead-4')).holder).not.toBeNull(); // still the second waiter's
+    await lease.release();
+    await agent.stop();
+  }, 30_000);
+});

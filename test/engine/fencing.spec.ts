@@ -1,0 +1,48 @@
+import { describe, expect, it } from '@jest/globals';
+import { lockService, until } from '../support/lock-fixtures';
+import { spawnWorker, workerPath } from '../support/processes';
+import { useRedis } from '../support/redis-server';
+
+const server = useRedis();
+
+describe('fencing tokens', () => {
+  it('strictly increase over thousands of grants from several processes (first acquire, hand-off, expiry takeover)', async () => {
+    const workers = Array.from({ length: 3 }, () =>
+      spawnWorker<{ type: string; grants?: Array<[number, number]> }>(workerPath('counter'), {
+        url: server().url,
+        key: 'fenced',
+        counter: 'fenced:counter',
+        tasks: 4,
+        iterations: 200,
+        abandonEvery: 50, // 4 abandoned grants per task: 48 takeovers after expiry
+        abandonTtl: 150,
+      }),
+    );
+    const results = await Promise.all(workers.map((w) => w.next((m) => m.type === 'done', 120_000)));
+    await Promise.all(workers.map((w) => w.stop()));
+
+    // The counter value read under the lock orders the grants globally.
+    const grants = results.flatMap((r) => r.grants ?? []).sort((a, b) => a[0] - b[0]);
+    expect(grants).toHaveLength(2_400);
+    expect(grants.map(([position]) => position)).toEqual(Array.from({ length: 2_400 }, (_, i) => i));
+    for (let i = 1; i < grants.length; i++) {
+      expect(grants[i][1]).toBeGreaterThan(grants[i - 1][1]);
+    }
+  }, 180_000);
+
+  it('keep increasing when the fence counter is gone (expired, or Redis restarted without persistence)', async () => {
+    const locks = lockService(server());
+    const first = await locks.acquire('restart-fence');
+    await first.release();
+    await server().restart();
+    await until(
+      async () => locks.client.status,
+      (status) => status === 'ready',
+    );
+    const second = await locks.acquire('restart-fence', { waitTimeout: 5_000 });
+    expect(second.fence).toBeGreaterThan(first.fence);
+    await second.release();
+    // The counter key is bounded: it carries a TTL.
+    expect(await server().ttlOf('lock:{restart-fence}:fence')).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,93 @@
+import { describe, expect, it } from '@jest/globals';
+import { lockService, until } from '../support/lock-fixtures';
+import { spawnWorker, workerPath } from '../support/processes';
+import { useRedis } from '../support/redis-server';
+
+const server = useRedis();
+
+type AgentMessage = { type: string; id?: string; fence?: number; code?: string };
+
+describe('FIFO', () => {
+  it('grants follow arrival order, across processes', async () => {
+    const locks = lockService(server());
+    const agents = [0, 1].map(() =>
+      spawnWorker<AgentMessage>(workerPath('lock-agent'), { url: server().url, claimWindow: 500 }),
+    );
+    await Promise.all(agents.map((a) => a.next((m) => m.type === 'ready')));
+    const holder = await locks.acquire('fifo');
+
+    // Ten waiters join one at a time, alternating between the two processes; each joins only after
+    // the previous one is visibly queued, which fixes the arrival order.
+    const arrival: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const id = `w${i}`;
+      agents[i % 2].send({ type: 'acquire', id, key: 'fifo', waitTimeout: 30_000 });
+      arrival.push(id);
+      await until(
+        () => locks.inspect('fifo'),
+        (info) => info.queueLength === i + 1,
+      );
+    }
+
+    const grants: string[] = [];
+    // One outstanding next() per agent: a call that lost a race stays pending and is reused, since a
+    // fresh call beside it would compete with it for the agent's next grant.
+    const nextGrant = (a: number) =>
+      agents[a].next((m) => m.type === 'granted', 20_000).then((m) => ({ a, id: m.id as string }));
+    const serve = async () => {
+      const pending = [nextGrant(0), nextGrant(1)];
+      for (let i = 0; i < 10; i++) {
+        const { a, id } = await Promise.race(pending);
+        pending[a] = nextGrant(a);
+        grants.push(id);
+        agents[a].send({ type: 'release', id });
+      }
+      // The last calls never get a grant; keep their timeouts from failing the run.
+      for (const p of pending) p.catch(() => {});
+    };
+    const served = serve();
+    await holder.release();
+    await served;
+    expect(grants).toEqual(arrival);
+    await Promise.all(agents.map((a) => a.stop()));
+  }, 60_000);
+
+  it('a newcomer never gets the lock while the queue is non-empty, even when the lock itself is free', async () => {
+    const locks = lockService(server(), { claimWindow: 200 });
+    const agent = spawnWorker<AgentMessage>(workerPath('lock-agent'), {
+      url: server().url,
+      claimWindow: 200,
+    });
+    await agent.next((m) => m.type === 'ready');
+
+    // The holder's lease runs out without a release; the queued waiter's process is frozen, so nobody
+    // takes the free lock on its behalf until a newcomer shows up.
+    await locks.acquire('barge', { ttl: 300, renew: false });
+    agent.send({ type: 'acquire', id: 'queued', key: 'barge', waitTimeout: 30_000 });
+    await until(
+      () => locks.inspect('barge'),
+      (info) => info.queueLength === 1,
+    );
+    agent.pause();
+    try {
+      const newcomer = lockService(server(), { claimWindow: 200 });
+      await until(
+        () => newcomer.inspect('barge'),
+        (info) => !info.held,
+      );
+      // Free lock, non-empty queue: try-once must fail, and a waiting newcomer must queue behind.
+      expect(await newcomer.tryAcquire('barge')).toBeNull();
+      const info = await newcomer.inspect('barge');
+      expect(info.held).toBe(true); // the newcomer's attempt handed the lock to the queued waiter
+      expect(info.holder).not.toBeNull();
+      await expect(newcomer.acquire('barge', { waitTimeout: 100 })).rejects.toMatchObject({
+        code: 'LOCK_TIMEOUT',
+      });
+    } finally {
+      agent.resume();
+    }
+    const granted = await agent.next((m) => m.id === 'queued' && m.type !== 'lost', 10_000);
+    expect(granted.type).toBe('granted');
+    await agent.stop();
+  }, 60_000);
+});

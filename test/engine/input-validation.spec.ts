@@ -1,0 +1,93 @@
+import { describe, expect, it } from '@jest/globals';
+import { LockKeyError, LockOptionsError, LockService, MAX_KEY_LENGTH } from '../../lib';
+import { lockService } from '../support/lock-fixtures';
+import { useRedis } from '../support/redis-server';
+
+const server = useRedis();
+
+describe('bad input gets a typed error before anything is sent to Redis', () => {
+  const badKeys: Array<[string, unknown]> = [
+    ['empty', ''],
+    ['a number', 42],
+    ['undefined', undefined],
+    ['null', null],
+    ['an object', { id: 1 }],
+    ['too long', 'k'.repeat(MAX_KEY_LENGTH + 1)],
+    ['an opening brace', 'order{1'],
+    ['a closing brace', 'order}1'],
+    ['a lone surrogate', 'order:\uD800'],
+  ];
+  const badOptions: Array<[string, Record<string, unknown>]> = [
+    ['ttl 0', { ttl: 0 }],
+    ['ttl negative', { ttl: -5 }],
+    ['ttl NaN', { ttl: Number.NaN }],
+    ['ttl Infinity', { ttl: Number.POSITIVE_INFINITY }],
+    ['ttl fractional', { ttl: 1.5 }],
+    ['ttl string', { ttl: '100' }],
+    ['ttl shorter than the claim window', { ttl: 100 }],
+    ['waitTimeout negative', { waitTimeout: -1 }],
+    ['waitTimeout NaN', { waitTimeout: Number.NaN }],
+    ['waitTimeout huge', { waitTimeout: 2 ** 40 }],
+    ['renew not boolean', { renew: 'yes' }],
+    ['signal not a signal', { signal: {} }],
+  ];
+
+  it.each(badKeys)('key: %s', async (_, key) => {
+    const locks = lockService(server());
+    await server().resetStats();
+    for (const call of [
+      () => locks.acquire(key as string),
+      () => locks.tryAcquire(key as string),
+      () => locks.using(key as string, () => 1),
+      () => locks.inspect(key as string),
+    ]) {
+      await expect(call()).rejects.toBeInstanceOf(LockKeyError);
+    }
+    expect((await server().commandStats()).get('evalsha') ?? 0).toBe(0);
+    expect(await server().keys('*')).toEqual([]);
+  });
+
+  it.each(badOptions)('call option: %s', async (_, options) => {
+    const locks = lockService(server());
+    await server().resetStats();
+    await expect(locks.acquire('k', options)).rejects.toBeInstanceOf(LockOptionsError);
+    await expect(locks.using('k', () => 1, options)).rejects.toBeInstanceOf(LockOptionsError);
+    expect((await server().commandStats()).get('evalsha') ?? 0).toBe(0);
+    expect(await server().keys('*')).toEqual([]);
+  });
+
+  it('service options are checked when the service is created', () => {
+    const client = server().client();
+    const cases: unknown[] = [
+      { claimWindow: 0 },
+      { claimWindow: 5 },
+      { claimWindow: 2.5 },
+      { defaults: { ttl: 1_000 }, claimWindow: 2_000 },
+      { defaults: { waitTimeout: -1 } },
+      { defaults: 'fast' },
+      { prefix: 'has{brace}' },
+      { prefix: 42 },
+      { fenceRetention: 0 },
+      { commandTimeout: Number.NaN },
+      'not an object',
+    ];
+    for (const options of cases) {
+      expect(() => new LockService(client, options as never)).toThrow(LockOptionsError);
+    }
+  });
+
+  it('a client that is not an ioredis client is refused with a message saying what to pass', () => {
+    for (const client of [undefined, null, {}, { get() {} }, 'redis://localhost']) {
+      expect(() => new LockService(client as never)).toThrow(/ioredis client/);
+    }
+  });
+
+  it('messages say what was wrong and what to do', async () => {
+    const locks = lockService(server());
+    await expect(locks.acquire('a{b}')).rejects.toThrow(/brace.*hash tag/);
+    await expect(locks.acquire('k', { ttl: 100 })).rejects.toThrow(
+      /claim window.*Raise ttl or lower claimWindow/,
+    );
+    await expect(locks.acquire('k', { waitTimeout: -1 })).rejects.toThrow(/waitTimeout must be an integer/);
+  });
+});

@@ -1,0 +1,31 @@
+import { describe, expect, it } from '@jest/globals';
+import { lockService, outcome } from '../support/lock-fixtures';
+import { useRedis } from '../support/redis-server';
+
+const server = useRedis();
+
+describe('key hygiene', () => {
+  it('after a run with releases, timeouts, aborts and abandoned leases, every key the lock created is gone or has a TTL', async () => {
+    const a = lockService(server(), { claimWindow: 100 });
+    const b = lockService(server(), { claimWindow: 100 });
+    const keys = Array.from({ length: 20 }, (_, i) => `hyg:${i}`);
+    await Promise.all(
+      keys.flatMap((key) => [
+        a.using(key, async () => {}),
+        b.using(key, async () => {}),
+        outcome(b.acquire(key, { waitTimeout: 1 })),
+        outcome(a.acquire(key, { signal: AbortSignal.timeout(5) })),
+      ]),
+    );
+    // Abandoned (never released) leases expire by themselves.
+    await Promise.all(keys.slice(0, 5).map((key) => a.acquire(key, { ttl: 200 })));
+    const all = await server().keys('lock:*');
+    expect(all.length).toBeGreaterThan(0);
+    for (const key of all) {
+      const ttl = await server().ttlOf(key);
+      expect({ key, hasTtl: ttl > 0 }).toEqual({ key, hasTtl: true });
+    }
+    // Nothing but owners, queues and fence counters, all under the prefix with the {key} hash tag.
+    for (const key of all) expect(key).toMatch(/^lock:\{hyg:\d+\}(:q|:fence)?$/);
+  });
+});

@@ -1,0 +1,31 @@
+import { describe, expect, it } from '@jest/globals';
+import { spawnWorker, workerPath } from '../support/processes';
+import { useRedis } from '../support/redis-server';
+
+const server = useRedis();
+
+describe('mutual exclusion', () => {
+  it('4 processes x 8 tasks x 200 non-atomic increments under the lock lose no update', async () => {
+    const processes = 4;
+    const tasks = 8;
+    const iterations = 200;
+    const workers = Array.from({ length: processes }, () =>
+      spawnWorker<{ type: string; grants?: Array<[number, number]> }>(workerPath('counter'), {
+        url: server().url,
+        key: 'mutex',
+        counter: 'mutex:counter',
+        tasks,
+        iterations,
+      }),
+    );
+    const results = await Promise.all(workers.map((w) => w.next((m) => m.type === 'done', 120_000)));
+    await Promise.all(workers.map((w) => w.stop()));
+
+    const total = processes * tasks * iterations;
+    const admin = server().client();
+    expect(Number(await admin.get('mutex:counter'))).toBe(total);
+    // Every grant read a distinct counter value: no two holders ever overlapped.
+    const seen = results.flatMap((r) => r.grants ?? []).map(([position]) => position);
+    expect(new Set(seen).size).toBe(total);
+  }, 180_000);
+});

@@ -1,0 +1,96 @@
+import { describe, expect, it } from '@jest/globals';
+import { LockLostError } from '../../lib';
+import { lockService, outcome, until } from '../support/lock-fixtures';
+import { useRedis } from '../support/redis-server';
+
+const server = useRedis();
+
+/** Resolves with the time at which the signal aborted. */
+const abortedAt = (signal: AbortSignal) =>
+  new Promise<number>((resolve) => signal.addEventListener('abort', () => resolve(performance.now())));
+
+describe('renewal', () => {
+  it('a lease held for 5x its TTL inside using() stays held', async () => {
+    const locks = lockService(server(), { claimWindow: 100 });
+    const ttl = 400;
+    const observer = lockService(server());
+    const result = await locks.using(
+      'long-job',
+      async (lease) => {
+        const until = performance.now() + 5 * ttl;
+        while (performance.now() < until) {
+          const info = await observer.inspect('long-job');
+          expect(info.holder).toBe(lease.token);
+          expect(lease.signal.aborted).toBe(false);
+          // The length of the job is the scenario; checks run every 50 ms along the way.
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        return 'done';
+      },
+      { ttl },
+    );
+    expect(result).toBe('done');
+    expect((await observer.inspect('long-job')).held).toBe(false);
+  });
+
+  it('when the key is deleted behind its back, the signal aborts with LockLostError before the validity ends', async () => {
+    const locks = lockService(server(), { claimWindow: 100 });
+    const ttl = 900;
+    const admin = server().client();
+    const run = outcome(
+      locks.using(
+        'deleted',
+        async (lease) => {
+          const deletedAt = performance.now();
+          await admin.del('lock:{deleted}');
+          const lostAt = await abortedAt(lease.signal);
+          // Detected by the next renewal (every ttl/3), while the lease would still have been valid.
+          expect(lostAt - deletedAt).toBeLessThan(ttl);
+          expect(lease.signal.reason).toBeInstanceOf(LockLostError);
+        },
+        { ttl },
+      ),
+    );
+    const { error } = await run;
+    expect(error).toBeInstanceOf(LockLostError);
+  });
+
+  it('when Redis is paused past the TTL, the signal aborts with LockLostError before the validity ends', async () => {
+    const locks = lockService(server(), { commandTimeout: 10_000, claimWindow: 100 });
+    const ttl = 600;
+    let pausedAt = 0;
+    const run = outcome(
+      locks.using(
+        'paused',
+        async (lease) => {
+          pausedAt = performance.now();
+          server().pause();
+          const lostAt = await abortedAt(lease.signal);
+          server().resume();
+          // The last confirmed extension was sent before the pause, so validity ended by pausedAt + ttl.
+          expect(lostAt).toBeLessThan(pausedAt + ttl);
+          expect(lease.signal.reason).toMatchObject({ code: 'LOCK_LOST', key: 'paused' });
+        },
+        { ttl },
+      ),
+    );
+    const { error } = await run;
+    server().resume();
+    expect(error).toBeInstanceOf(LockLostError);
+  });
+
+  it('without renew, the signal aborts before the TTL runs out', async () => {
+    const locks = lockService(server(), { claimWindow: 100 });
+    const sentBefore = performance.now();
+    const lease = await locks.acquire('no-renew', { ttl: 300 });
+    const lostAt = await abortedAt(lease.signal);
+    expect(lostAt).toBeLessThan(sentBefore + 300);
+    // Once Redis has expired it too, releasing says so with a clear, typed error.
+    await until(
+      () => locks.inspect('no-renew'),
+      (info) => !info.held,
+    );
+    await expect(lease.release()).rejects.toMatchObject({ code: 'LOCK_NOT_HELD', key: 'no-renew' });
+    await expect(lease.extend()).rejects.toMatchObject({ code: 'LOCK_NOT_HELD' });
+  });
+});

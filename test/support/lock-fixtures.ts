@@ -1,0 +1,52 @@
+// Helpers shared by the engine's property suites: services that are closed after each test, and
+// small synchronisation tools (no sleeps standing in for synchronisation).
+import { afterEach } from '@jest/globals';
+import type { Redis, RedisOptions } from 'ioredis';
+import { LockService, type LockServiceOptions } from '../../lib';
+import type { RedisServer } from './redis-server';
+
+const open: Array<{ service: LockService; client: Redis }> = [];
+
+/** A LockService on its own client to `server`; closed (with its client) after the test. */
+export function lockService(
+  server: RedisServer,
+  options?: LockServiceOptions,
+  clientOptions?: RedisOptions,
+): LockService {
+  const client = server.client(clientOptions);
+  const service = new LockService(client, options);
+  open.push({ service, client });
+  return service;
+}
+
+afterEach(async () => {
+  const all = open.splice(0);
+  await Promise.all(all.map(({ service }) => service.close().catch(() => {})));
+  for (const { client } of all) client.disconnect();
+});
+
+/** Resolves once `predicate` holds, checking each time `probe` resolves; fails after `timeoutMs`. */
+export async function until<T>(
+  probe: () => Promise<T>,
+  predicate: (value: T) => boolean,
+  timeoutMs = 5_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (predicate(value)) return value;
+    if (Date.now() > deadline) throw new Error(`condition not reached within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** Settles a promise into a value or the error it rejected with, for assertions. */
+export async function outcome<T>(promise: Promise<T>): Promise<{ value?: T; error?: unknown }> {
+  try {
+    return { value: await promise };
+  } catch (error) {
+    return { error };
+  }
+}
+
+export const elapsedSince = (start: number): number => performance.now() - start;

@@ -1,0 +1,48 @@
+// A LockService in its own process, driven over IPC by a test: acquire, release, report. Used where a
+// property is about several processes (a holder that is SIGKILLed, a waiter that is SIGSTOPped, ...).
+import Redis from 'ioredis';
+import { type Lease, LockError, LockService } from '../../lib';
+import { onMessage, ready, send, workerArgs } from '../support/worker-runtime';
+
+interface Args {
+  url: string;
+  claimWindow?: number;
+  ttl?: number;
+}
+
+type Command =
+  | { type: 'acquire'; id: string; key: string; ttl?: number; waitTimeout?: number; renew?: boolean }
+  | { type: 'release'; id: string };
+
+const args = workerArgs<Args>();
+const redis = new Redis(args.url);
+redis.on('error', () => {});
+const locks = new LockService(redis, {
+  claimWindow: args.claimWindow,
+  defaults: args.ttl === undefined ? undefined : { ttl: args.ttl },
+});
+const leases = new Map<string, Lease>();
+
+onMessage(async (message: Command) => {
+  if (message.type === 'acquire') {
+    try {
+      const lease = await locks.acquire(message.key, {
+        ttl: message.ttl,
+        waitTimeout: message.waitTimeout,
+        renew: message.renew,
+      });
+      leases.set(message.id, lease);
+      lease.signal.addEventListener('abort', () => send({ type: 'lost', id: message.id }));
+      send({ type: 'granted', id: message.id, fence: lease.fence, at: Date.now() });
+    } catch (error) {
+      send({ type: 'failed', id: message.id, code: error instanceof LockError ? error.code : String(error) });
+    }
+  } else if (message.type === 'release') {
+    const lease = leases.get(message.id);
+    leases.delete(message.id);
+    await lease?.release();
+    send({ type: 'released', id: message.id });
+  }
+});
+
+ready();
