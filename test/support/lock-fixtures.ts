@@ -50,3 +50,16 @@ export async function outcome<T>(promise: Promise<T>): Promise<{ value?: T; erro
 }
 
 export const elapsedSince = (start: number): number => performance.now() - start;
+
+/**
+ * Commands in an INFO commandstats map, less the harness' own (INFO, CONFIG RESETSTAT) and a client's
+ * connection set-up. A script's first call counts once: its rejected EVALSHA is not in `calls`.
+ */
+export function commandsIn(stats: Map<string, number>): number {
+  let total = 0;
+  for (const [name, calls] of stats) {
+    if (name === 'info' || name.startsWith('config|') || name.startsWith('client|')) continue;
+    total += calls;
+  }
+  return total;
+}
