@@ -11,3 +11,4 @@ export {
   type LockServiceOptions,
   MAX_KEY_LENGTH,
 } from './lock-options';
+export * from './nest';

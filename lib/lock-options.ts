@@ -160,6 +160,16 @@ export function resolveAcquireOptions(
   };
 }
 
+/**
+ * Checks the types and ranges of call options on their own, before any service is known (decorators
+ * run at class definition). The checks against a service's settings come later (LockService.checkOptions).
+ */
+export function checkCallOptions(options: AcquireOptions): void {
+  if (options.ttl !== undefined) milliseconds('ttl', options.ttl, 1);
+  if (options.waitTimeout !== undefined) milliseconds('waitTimeout', options.waitTimeout, 0);
+  optionalBoolean('renew', options.renew);
+}
+
 function hasLoneSurrogate(value: string): boolean {
   return /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(value);
 }

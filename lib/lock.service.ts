@@ -29,6 +29,11 @@ import {
 import { lockKeys, wakeChannelPrefix } from './protocol/keys';
 import { LockScripts, type RedisClient, type ScriptContext } from './protocol/lock-scripts';
 
+interface LeaseScope {
+  readonly byKey: ReadonlyMap<string, HeldLease>;
+  readonly innermost: HeldLease;
+}
+
 function isIoredisClient(value: unknown): value is RedisClient {
   if (value === null || typeof value !== 'object') return false;
   const c = value as Record<string, unknown>;
@@ -51,9 +56,12 @@ export class LockService {
   private readonly leases = new Set<HeldLease>();
   private readonly orphans = new Map<string, ScriptContext>();
   /** Leases held by the current async call chain, by Redis key: the basis of reentrancy. */
-  private readonly scope = new AsyncLocalStorage<ReadonlyMap<string, HeldLease>>();
+  private readonly scope = new AsyncLocalStorage<LeaseScope>();
+  /** Calls of `using` whose function is still running: close() lets them finish first. */
+  private readonly running = new Set<Promise<unknown>>();
   private sequence = 0;
   private closed = false;
+  private closing: Promise<void> | undefined;
 
   private readonly leaseHost: LeaseHost;
   private readonly waiterHost: WaiterHost;
@@ -128,14 +136,18 @@ export class LockService {
     if (!lease) throw new LockTimeoutError(key, 0);
     if (lease instanceof ReentrantLease) return fn(lease);
     const held = lease as HeldLease;
-    const scope = new Map(this.scope.getStore());
-    scope.set(held.redisKey, held);
+    const byKey = new Map(this.scope.getStore()?.byKey);
+    byKey.set(held.redisKey, held);
     let result: T;
+    const run = this.scope.run({ byKey, innermost: held }, async () => fn(held));
+    this.running.add(run);
     try {
-      result = await this.scope.run(scope, () => fn(held));
+      result = await run;
     } catch (error) {
       await held.release().catch(() => {});
       throw error;
+    } finally {
+      this.running.delete(run);
     }
     if (held.signal.aborted) {
       await held.release().catch(() => {});
@@ -143,6 +155,28 @@ export class LockService {
     }
     await held.release();
     return result;
+  }
+
+  /**
+   * The lease the current async call chain holds through `using` (or `@Locked`): for `key` if given,
+   * else the innermost one. Undefined outside any. Releasing it is a no-op: its `using` releases it.
+   */
+  currentLease(key?: string): Lease | undefined {
+    const store = this.scope.getStore();
+    if (!store) return undefined;
+    const held =
+      key === undefined
+        ? store.innermost
+        : store.byKey.get(lockKeys(this.options.prefix, validateKey(key)).owner);
+    return held?.isHeld ? new ReentrantLease(held) : undefined;
+  }
+
+  /**
+   * Checks call options against this service (types, ranges, ttl not below the claim window) without
+   * sending anything; throws LockOptionsError. The Nest module runs it for every @Locked at start-up.
+   */
+  checkOptions(options: AcquireOptions | undefined): void {
+    resolveAcquireOptions(this.options, options, true);
   }
 
   /** Reads the lock's state in one step: holder, remaining ttl, queue length, last fence. */
@@ -161,13 +195,34 @@ export class LockService {
   }
 
   /**
-   * Stops the service: waiters reject with LockServiceClosedError and leave their queues, held leases
-   * are released, renewals stop, and the wake connection closes. The client passed in stays open.
+   * Stops the service: new calls and waiters reject with LockServiceClosedError (waiters leave their
+   * queues), running `using` functions get up to `gracePeriod` ms (default 0) to finish, then every
+   * lease still held is released, renewals stop and the wake connection closes. The client passed in
+   * stays open. Calling it again waits for the same shutdown.
    */
-  async close(): Promise<void> {
-    if (this.closed) return;
+  close(options?: { gracePeriod?: number }): Promise<void> {
+    const grace = options?.gracePeriod ?? 0;
+    if (!Number.isInteger(grace) || grace < 0) {
+      return Promise.reject(
+        new LockOptionsError(`gracePeriod must be a non-negative integer of ms, got ${String(grace)}.`),
+      );
+    }
+    this.closing ??= this.shutdown(grace);
+    return this.closing;
+  }
+
+  private async shutdown(grace: number): Promise<void> {
     this.closed = true;
     const cancels = [...this.waiters.values()].map((waiter) => waiter.close());
+    if (grace > 0 && this.running.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, grace);
+      });
+      const finished = Promise.allSettled([...this.running]).then(() => undefined);
+      await Promise.race([finished, deadline]);
+      clearTimeout(timer);
+    }
     const releases = [...this.leases].map((lease) => lease.release().catch(() => {}));
     await Promise.all([...cancels, ...releases]);
     await this.wake.close();
@@ -177,7 +232,7 @@ export class LockService {
     validateKey(key);
     this.assertOpen(key);
     const keys = lockKeys(this.options.prefix, key);
-    const outer = this.scope.getStore()?.get(keys.owner);
+    const outer = this.scope.getStore()?.byKey.get(keys.owner);
     if (outer?.isHeld) return new ReentrantLease(outer);
     if (options.signal?.aborted) throw new LockAbortedError(key, options.signal.reason);
 

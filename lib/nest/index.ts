@@ -1,0 +1,20 @@
+export { InjectLockService, InjectRedisLockHealth } from './inject.decorators';
+export type { KeyResolver, LockKeyFunction, LockKeyTemplate } from './key-template';
+export { LockInterceptor } from './lock.interceptor';
+export { LockHttpExceptionFilter } from './lock-http.filter';
+export { Locked, LockedRoute } from './locked.decorator';
+export { LOCKED_METADATA, LOCKED_ROUTE_METADATA } from './redis-lock.constants';
+export {
+  RedisLockHealthIndicator,
+  type RedisLockHealthOptions,
+  type RedisLockHealthResult,
+  type RedisLockHealthStatus,
+} from './redis-lock.health';
+export { RedisLockModule } from './redis-lock.module';
+export { REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.module-definition';
+export { getLockInterceptorToken, getLockServiceToken, getRedisLockHealthToken } from './redis-lock.tokens';
+export type {
+  LockedOptions,
+  RedisLockModuleExtras,
+  RedisLockModuleOptions,
+} from './redis-lock-options.interface';

@@ -1,0 +1,154 @@
+/**
+ * Lock key templates: `'order:<0>'`, `'transfer:<1.from.id>'`, or a function of the arguments. A
+ * template is compiled once, when the decorator runs, so a malformed one fails at start-up; resolving it
+ * against one call's arguments never yields a silent `order:undefined`: every doubtful value is a
+ * LockKeyError that names the method and the template.
+ */
+import { LockKeyError } from '../errors/lock-key.error';
+import { validateKey } from '../lock-options';
+
+/** A key as a function of the method's arguments, for anything a template cannot express. */
+export type LockKeyFunction = (...args: never[]) => string;
+
+/** What `@Locked` accepts as its key. */
+export type LockKeyTemplate = string | LockKeyFunction;
+
+/** Turns one call's arguments into a lock key; throws LockKeyError. */
+export type KeyResolver = (args: readonly unknown[]) => string;
+
+type Part = string | { index: number; path: readonly string[]; source: string };
+
+/** `<n>` or `<n.a.b>`: an argument index, then property names (letters, digits, `_`, `$`). */
+const PLACEHOLDER = /<([^<>]*)>/g;
+const SEGMENT = /^[A-Za-z_$][\w$]*$|^\d+$/;
+/** Property names that would reach into prototypes rather than the argument's own data. */
+const FORBIDDEN = new Set(['__proto__', 'prototype', 'constructor']);
+
+/**
+ * Compiles a template for the method called `where` (e.g. `OrdersService.pay`). Throws LockKeyError
+ * when the template itself is malformed.
+ */
+export function compileKeyTemplate(template: unknown, where: string): KeyResolver {
+  if (typeof template === 'function') return functionResolver(template as LockKeyFunction, where);
+  if (typeof template !== 'string') {
+    throw new LockKeyError(
+      `@Locked() on ${where}: the key must be a template string such as 'order:<0>' or a function of the ` +
+        `arguments, got ${typeof template}.`,
+    );
+  }
+  const parts = parse(template, where);
+  return (args) => resolve(parts, args, template, where);
+}
+
+function parse(template: string, where: string): Part[] {
+  const fail = (why: string): never => {
+    throw new LockKeyError(`@Locked('${template}') on ${where}: ${why}`);
+  };
+  if (template.length === 0) fail('the template is empty; give a key such as "order:<0>".');
+  const parts: Part[] = [];
+  let last = 0;
+  for (const match of template.matchAll(PLACEHOLDER)) {
+    parts.push(template.slice(last, match.index));
+    const source = match[1].trim();
+    const [first, ...path] = source.split('.');
+    if (!/^\d+$/.test(first ?? '')) {
+      fail(`<${match[1]}> must start with an argument index, as in <0> or <1.id>.`);
+    }
+    for (const segment of path) {
+      if (!SEGMENT.test(segment) || FORBIDDEN.has(segment)) {
+        fail(`<${match[1]}> has an invalid property name "${segment}".`);
+      }
+    }
+    parts.push({ index: Number(first), path, source });
+    last = (match.index ?? 0) + match[0].length;
+  }
+  parts.push(template.slice(last));
+  for (const part of parts) {
+    if (typeof part !== 'string') continue;
+    if (/[<>]/.test(part)) fail('it has an unmatched "<" or ">".');
+    if (/[{}]/.test(part)) fail('braces would break the {key} hash tag; remove them.');
+  }
+  return parts.filter((part) => part !== '');
+}
+
+function resolve(parts: readonly Part[], args: readonly unknown[], template: string, where: string): string {
+  let key = '';
+  for (const part of parts) {
+    if (typeof part === 'string') {
+      key += part;
+      continue;
+    }
+    const fail = (why: string): never => {
+      throw new LockKeyError(`@Locked('${template}') on ${where}: <${part.source}> ${why}`);
+    };
+    if (part.index >= args.length) fail(`refers to argument ${part.index}, but the call had ${args.length}.`);
+    let value = args[part.index];
+    let at = String(part.index);
+    for (const segment of part.path) {
+      if (value === null || value === undefined) fail(`is ${value} at ${at}.`);
+      try {
+        value = (value as Record<string, unknown>)[segment];
+      } catch (error) {
+        throw new LockKeyError(
+          `@Locked('${template}') on ${where}: reading ${at}.${segment} threw.`,
+          undefined,
+          error,
+        );
+      }
+      at += `.${segment}`;
+    }
+    key += scalar(value, fail);
+  }
+  return checked(key, where, template);
+}
+
+function scalar(value: unknown, fail: (why: string) => never): string {
+  switch (typeof value) {
+    case 'string':
+      if (value.length === 0) fail('is an empty string.');
+      return value;
+    case 'number':
+      if (!Number.isFinite(value)) fail(`is ${value}, not a usable key part.`);
+      return String(value);
+    case 'bigint':
+    case 'boolean':
+      return String(value);
+    case 'undefined':
+      return fail('is undefined.');
+    case 'object':
+      return fail(
+        value === null
+          ? 'is null.'
+          : `is ${Array.isArray(value) ? 'an array' : 'an object'}; point at a string or number inside it, as in <0.id>.`,
+      );
+    default:
+      return fail(`is a ${typeof value}, not a string or number.`);
+  }
+}
+
+function functionResolver(fn: LockKeyFunction, where: string): KeyResolver {
+  return (args) => {
+    let key: unknown;
+    try {
+      key = (fn as (...args: unknown[]) => unknown)(...args);
+    } catch (error) {
+      throw new LockKeyError(`@Locked(fn) on ${where}: the key function threw.`, undefined, error);
+    }
+    if (typeof key !== 'string') {
+      throw new LockKeyError(
+        `@Locked(fn) on ${where}: the key function returned ${typeof key}, not a string.`,
+      );
+    }
+    return checked(key, where, 'fn');
+  };
+}
+
+/** The general key rules (length, braces, well-formed Unicode), with the method named in the message. */
+function checked(key: string, where: string, template: string): string {
+  try {
+    return validateKey(key);
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    throw new LockKeyError(`@Locked('${template}') on ${where}: ${why}`, undefined, error);
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * Runs a call under a lock: resolve the key from the arguments, wait for the lock, run, release. Every
+ * @Locked method delegates here (the instance is injected into the decorated class), and it is also a
+ * Nest interceptor for routes marked with @LockedRoute. Sync and Promise results give a Promise;
+ * Observable results give an Observable that takes the lock on subscribe and holds it until it
+ * completes, errors or is unsubscribed.
+ */
+import {
+  type CallHandler,
+  type ExecutionContext,
+  Inject,
+  Injectable,
+  type NestInterceptor,
+} from '@nestjs/common';
+import { isObservable, Observable, of } from 'rxjs';
+import { LockTimeoutError } from '../errors/lock-timeout.error';
+import { LockService } from '../lock.service';
+import type { AcquireOptions } from '../lock-options';
+import { LOCKED_ROUTE_METADATA } from './redis-lock.constants';
+import type { LockedSpec } from './redis-lock-options.interface';
+
+@Injectable()
+export class LockInterceptor implements NestInterceptor {
+  constructor(@Inject(LockService) readonly locks: LockService) {}
+
+  /**
+   * Runs `method` on `self` with `args` under the lock `spec` names. Returns an Observable when the
+   * method declares one, else a Promise of its result (undefined when skipped on timeout).
+   */
+  run(spec: LockedSpec, self: unknown, args: unknown[], method: (...a: unknown[]) => unknown): unknown {
+    if (spec.observable) return this.observe(spec, args, () => method.apply(self, args));
+    return this.call(spec, args, () => method.apply(self, args));
+  }
+
+  /** As a Nest interceptor: the route's @LockedRoute key resolves against the handler's raw arguments. */
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const spec = Reflect.getMetadata(LOCKED_ROUTE_METADATA, context.getHandler()) as LockedSpec | undefined;
+    if (!spec) return next.handle();
+    return this.observe(spec, context.getArgs(), () => next.handle());
+  }
+
+  private async call(spec: LockedSpec, args: unknown[], invoke: () => unknown): Promise<unknown> {
+    const key = spec.key(args);
+    try {
+      return await this.locks.using(
+        key,
+        async () => {
+          const result = invoke();
+          // An Observable the method did not declare: run it to completion under the lock.
+          return isObservable(result) ? lastValue(result) : result;
+        },
+        acquireOptions(spec),
+      );
+    } catch (error) {
+      if (spec.options.onTimeout === 'skip' && error instanceof LockTimeoutError) return undefined;
+      throw error;
+    }
+  }
+
+  private observe(spec: LockedSpec, args: unknown[], invoke: () => unknown): Observable<unknown> {
+    return new Observable<unknown>((subscriber) => {
+      // Unsubscribing while still waiting aborts the wait; while holding, it ends the hold.
+      const abort = new AbortController();
+      let finish: (() => void) | undefined;
+      let inner: { unsubscribe(): void } | undefined;
+      let key: string;
+      try {
+        key = spec.key(args);
+      } catch (error) {
+        subscriber.error(error);
+        return;
+      }
+      this.locks
+        .using(
+          key,
+          () =>
+            new Promise<void>((resolve, reject) => {
+              finish = resolve;
+              if (subscriber.closed) return resolve();
+              const result = invoke();
+              const source = isObservable(result) ? result : of(result);
+              inner = source.subscribe({
+                next: (value) => subscriber.next(value),
+                error: reject,
+                complete: resolve,
+              });
+            }),
+          { ...acquireOptions(spec), signal: abort.signal },
+        )
+        .then(
+          () => subscriber.complete(),
+          (error: unknown) => {
+            if (subscriber.closed) return;
+            if (spec.options.onTimeout === 'skip' && error instanceof LockTimeoutError) subscriber.complete();
+            else subscriber.error(error);
+          },
+        );
+      return () => {
+        abort.abort();
+        inner?.unsubscribe();
+        finish?.();
+      };
+    });
+  }
+}
+
+function acquireOptions(spec: LockedSpec): AcquireOptions {
+  const { ttl, waitTimeout, renew } = spec.options;
+  // renew left unset falls back to the module defaults, then to true (as in `using`).
+  return { ttl, waitTimeout, renew };
+}
+
+/** The last value of an Observable (undefined if it completes empty), as a Promise. */
+function lastValue(source: Observable<unknown>): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    let last: unknown;
+    source.subscribe({ next: (value) => (last = value), error: reject, complete: () => resolve(last) });
+  });
+}

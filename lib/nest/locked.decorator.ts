@@ -1,0 +1,135 @@
+/**
+ * @Locked(key, options): runs a method of any provider or controller under a distributed lock. The
+ * decorator compiles the key template and checks the options when the class is defined; at run time
+ * the method delegates to the LockInterceptor that Nest injects into the instance (a property
+ * injection, so singleton, request-scoped and transient classes all work). The wrapper keeps `this`,
+ * the function's name and every metadata key, above or below route, pipe and Swagger decorators.
+ */
+import 'reflect-metadata';
+import { Inject, SetMetadata } from '@nestjs/common';
+import { Observable } from 'rxjs';
+import { LockOptionsError } from '../errors/lock-options.error';
+import { checkCallOptions } from '../lock-options';
+import { compileKeyTemplate, type LockKeyTemplate } from './key-template';
+import type { LockInterceptor } from './lock.interceptor';
+import { LOCKED_METADATA, LOCKED_ROUTE_METADATA } from './redis-lock.constants';
+import { getLockInterceptorToken, interceptorProperty } from './redis-lock.tokens';
+import type { LockedOptions, LockedSpec } from './redis-lock-options.interface';
+
+const OPTION_NAMES = new Set(['ttl', 'waitTimeout', 'renew', 'onTimeout', 'service']);
+
+type Method = (...args: unknown[]) => unknown;
+
+/**
+ * Runs the method under the lock named by `key`: a template such as `'order:<0>'` or
+ * `'transfer:<1.from>'` (argument index, then property path, resolved after pipes) or a function of
+ * the arguments. Reentrant within one call chain. Returns a Promise (or an Observable when the method
+ * declares one).
+ */
+export function Locked(key: LockKeyTemplate, options: LockedOptions = {}): MethodDecorator {
+  return (target, propertyKey, descriptor) => {
+    const where = describeMethod(target, propertyKey);
+    const original = descriptor.value as unknown;
+    if (typeof original !== 'function') {
+      throw new LockOptionsError(`@Locked() on ${where}: it can only decorate methods.`);
+    }
+    if (typeof target === 'function') {
+      throw new LockOptionsError(`@Locked() on ${where}: static methods have no instance to inject into.`);
+    }
+    const spec = compileSpec(key, options, where, target, propertyKey);
+    const property = interceptorProperty(spec.options.service);
+    // Nest sets this property on every instance it creates of the class, whatever its scope.
+    Inject(getLockInterceptorToken(spec.options.service))(target, property);
+
+    const wrapper = function (this: Record<symbol, LockInterceptor | undefined>, ...args: unknown[]) {
+      const interceptor = this?.[property];
+      if (!interceptor) {
+        const error = new LockOptionsError(
+          `@Locked() on ${where}: no LockInterceptor on this instance. Call the method on the instance ` +
+            'Nest created, with RedisLockModule imported' +
+            (spec.options.service ? ` (forRoot({ name: '${spec.options.service}' }))` : '') +
+            '.',
+        );
+        return spec.observable ? new Observable((s) => s.error(error)) : Promise.reject(error);
+      }
+      return interceptor.run(spec, this, args, original as Method);
+    };
+    copyIdentity(original as Method, wrapper);
+    Reflect.defineMetadata(LOCKED_METADATA, spec, wrapper);
+    descriptor.value = wrapper as never;
+    return descriptor;
+  };
+}
+
+/**
+ * Marks a route for LockInterceptor used as a Nest interceptor (`@UseInterceptors(LockInterceptor)`).
+ * The template resolves against the handler's raw arguments, before pipes: for HTTP `<0>` is the
+ * request, so `'order:<0.params.id>'`. The lock then also covers the route's other interceptors.
+ */
+export function LockedRoute(
+  key: LockKeyTemplate,
+  options: Omit<LockedOptions, 'service'> = {},
+): MethodDecorator {
+  return (target, propertyKey, descriptor) => {
+    const where = describeMethod(target, propertyKey);
+    if ('service' in options) {
+      throw new LockOptionsError(
+        `@LockedRoute() on ${where}: choose the configuration with the interceptor you use instead of "service".`,
+      );
+    }
+    const spec = compileSpec(key, options, where, target, propertyKey);
+    return SetMetadata(LOCKED_ROUTE_METADATA, { ...spec, observable: true })(target, propertyKey, descriptor);
+  };
+}
+
+function compileSpec(
+  key: LockKeyTemplate,
+  options: LockedOptions,
+  where: string,
+  target: object,
+  propertyKey: string | symbol,
+): LockedSpec {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new LockOptionsError(`@Locked() on ${where}: options must be an object.`);
+  }
+  for (const name of Object.keys(options)) {
+    if (!OPTION_NAMES.has(name)) {
+      throw new LockOptionsError(
+        `@Locked() on ${where}: unknown option "${name}" (known: ${[...OPTION_NAMES].join(', ')}).`,
+      );
+    }
+  }
+  try {
+    checkCallOptions(options);
+  } catch (error) {
+    throw new LockOptionsError(`@Locked() on ${where}: ${(error as Error).message}`);
+  }
+  if (options.onTimeout !== undefined && options.onTimeout !== 'throw' && options.onTimeout !== 'skip') {
+    throw new LockOptionsError(`@Locked() on ${where}: onTimeout must be 'throw' or 'skip'.`);
+  }
+  if (options.service !== undefined && (typeof options.service !== 'string' || options.service === '')) {
+    throw new LockOptionsError(`@Locked() on ${where}: service must be the non-empty name given to forRoot.`);
+  }
+  const returnType = Reflect.getMetadata('design:returntype', target, propertyKey);
+  return {
+    where,
+    template: key,
+    key: compileKeyTemplate(key, where),
+    options: Object.freeze({ ...options }),
+    observable: returnType === Observable,
+  };
+}
+
+function describeMethod(target: object, propertyKey: string | symbol): string {
+  const owner = typeof target === 'function' ? target.name : target.constructor?.name;
+  return `${owner || 'anonymous class'}.${String(propertyKey)}`;
+}
+
+/** The wrapper must look like the method to Nest, Swagger and friends: name, length and metadata. */
+function copyIdentity(original: Method, wrapper: Method): void {
+  Object.defineProperty(wrapper, 'name', { value: original.name, configurable: true });
+  Object.defineProperty(wrapper, 'length', { value: original.length, configurable: true });
+  for (const key of Reflect.getOwnMetadataKeys(original)) {
+    Reflect.defineMetadata(key, Reflect.getOwnMetadata(key, original), wrapper);
+  }
+}

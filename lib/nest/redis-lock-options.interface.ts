@@ -1,0 +1,68 @@
+/** Options of RedisLockModule and of @Locked. */
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { LockServiceOptions } from '../lock-options';
+import type { LockKeyTemplate } from './key-template';
+
+/**
+ * How the module reaches Redis, plus the LockService options (`prefix`, `defaults`, `claimWindow`, ...).
+ * Give exactly one of `client`, `url` or `redis`.
+ */
+export interface RedisLockModuleOptions extends LockServiceOptions {
+  /** An existing ioredis `Redis` or `Cluster`. The module uses it and never closes it. */
+  client?: Redis | Cluster;
+  /** A Redis URL (`redis://user:pass@host:6379/0`); the module opens the connection and closes it on shutdown. */
+  url?: string;
+  /** ioredis options; the module opens the connection and closes it on shutdown. With `url`, extra options. */
+  redis?: RedisOptions;
+  /**
+   * On application shutdown, how long running @Locked calls (and `using` functions) may take to finish
+   * before their leases are released anyway, in ms. Default 5 000.
+   */
+  shutdownGracePeriod?: number;
+  /** `Retry-After` (seconds) sent with the 409 of a lock timeout and the 503 of Redis being down. Default 1. */
+  retryAfterSeconds?: number;
+}
+
+/** Set at `forRoot` / `forRootAsync` level, beside the options (they shape the module itself). */
+export interface RedisLockModuleExtras {
+  /** Register the module globally, so every module can inject LockService. Default true. */
+  isGlobal?: boolean;
+  /**
+   * Name of this configuration, for several in one app (e.g. two Redis servers). A named one is injected
+   * with `@InjectLockService(name)` and used with `@Locked(key, { service: name })`. Default: unnamed.
+   */
+  name?: string;
+  /**
+   * Map lock errors to HTTP responses (LockTimeoutError → 409 Conflict, RedisUnavailableError → 503),
+   * both with `Retry-After`. Outside HTTP the typed error propagates. Default true.
+   */
+  httpErrors?: boolean;
+}
+
+/** Options of @Locked (and @LockedRoute). Unset values fall back to the module's `defaults`. */
+export interface LockedOptions {
+  /** Lease time to live, ms. */
+  ttl?: number;
+  /** How long to wait for the lock, ms; 0 tries once. */
+  waitTimeout?: number;
+  /** Renew the lease while the method runs. Default true. */
+  renew?: boolean;
+  /**
+   * What happens when the lock is not granted in time: 'throw' (default) rejects with LockTimeoutError;
+   * 'skip' returns undefined without running the method (for a job that must run on one instance only).
+   */
+  onTimeout?: 'throw' | 'skip';
+  /** The named configuration (`forRoot({ name })`) whose LockService runs this lock. Default: unnamed. */
+  service?: string;
+}
+
+/** A @Locked declaration, compiled when the decorator runs. */
+export interface LockedSpec {
+  /** `Class.method`, for messages. */
+  readonly where: string;
+  readonly template: LockKeyTemplate;
+  readonly key: (args: readonly unknown[]) => string;
+  readonly options: Readonly<LockedOptions>;
+  /** The method declares an Observable result: the wrapper then returns an Observable too. */
+  readonly observable: boolean;
+}

@@ -1,0 +1,32 @@
+/**
+ * Injection tokens of the Nest module. The unnamed configuration uses the classes
+ * themselves as tokens (inject `LockService` directly); a named one (`forRoot({ name })`) uses the
+ * string tokens below, so several configurations can live in one application.
+ */
+import { LockService } from '../lock.service';
+import { LockInterceptor } from './lock.interceptor';
+import { RedisLockHealthIndicator } from './redis-lock.health';
+
+type Token = string | (abstract new (...args: never[]) => unknown);
+
+const named = (what: string, name: string): string => `nestjs-redis-lock:${what}:${name}`;
+
+/** The injection token of the LockService of configuration `name` (LockService itself when unnamed). */
+export function getLockServiceToken(name?: string): Token {
+  return name === undefined ? LockService : named('LockService', name);
+}
+
+/** The injection token of the LockInterceptor of configuration `name`. */
+export function getLockInterceptorToken(name?: string): Token {
+  return name === undefined ? LockInterceptor : named('LockInterceptor', name);
+}
+
+/** The injection token of the health indicator of configuration `name`. */
+export function getRedisLockHealthToken(name?: string): Token {
+  return name === undefined ? RedisLockHealthIndicator : named('RedisLockHealthIndicator', name);
+}
+
+/** The instance property through which a @Locked method reaches its interceptor (property injection). */
+export function interceptorProperty(name?: string): symbol {
+  return Symbol.for(`nestjs-redis-lock:interceptor:${name ?? ''}`);
+}
