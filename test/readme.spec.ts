@@ -29,6 +29,8 @@ describe('README', () => {
         module: ts.ModuleKind.CommonJS,
         moduleResolution: ts.ModuleResolutionKind.Node10,
         esModuleInterop: true,
+        experimentalDecorators: true,
+        emitDecoratorMetadata: true,
         skipLibCheck: true,
         types: ['node'],
         typeRoots: [resolve(root, 'node_modules/@types')],

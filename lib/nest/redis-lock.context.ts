@@ -4,7 +4,7 @@
  * never closes it), and on application shutdown lets running locked calls finish for the grace period
  * before releasing every lease, so no renewal timer or lock outlives the application.
  */
-import { Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { LockService } from '../lock.service';
@@ -14,7 +14,7 @@ import type { RedisLockModuleOptions } from './redis-lock-options.interface';
 const DEFAULT_GRACE_PERIOD = 5_000;
 const DEFAULT_RETRY_AFTER = 1;
 
-export class RedisLockContext implements OnApplicationShutdown {
+export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
   readonly service: LockService;
   readonly retryAfterSeconds: number;
   private readonly gracePeriod: number;
@@ -62,7 +62,9 @@ export class RedisLockContext implements OnApplicationShutdown {
     if (url !== undefined && (typeof url !== 'string' || !/^rediss?:\/\//.test(url))) {
       throw new LockOptionsError(`url must be a redis:// or rediss:// URL, got ${JSON.stringify(url)}.`);
     }
-    const client = url === undefined ? new Redis(options.redis ?? {}) : new Redis(url, options.redis ?? {});
+    // Connected in onModuleInit, not here: if the application fails to start, nothing is left open.
+    const redisOptions = { ...options.redis, lazyConnect: true };
+    const client = url === undefined ? new Redis(redisOptions) : new Redis(url, redisOptions);
     watchErrors(client, name);
     try {
       return new RedisLockContext(client, true, options);
@@ -72,12 +74,29 @@ export class RedisLockContext implements OnApplicationShutdown {
     }
   }
 
+  onModuleInit(): void {
+    // Redis being down at start-up must not stop the application: lock calls fail fast with
+    // RedisUnavailableError and the health indicator reports it until the connection comes up.
+    if (this.owned && this.client.status === 'wait') this.client.connect().catch(() => {});
+  }
+
   async onApplicationShutdown(): Promise<void> {
     await this.service.close({ gracePeriod: this.gracePeriod });
     if (!this.owned) return;
+    const client = this.client;
+    if (client.status === 'end') return;
+    // Resolve once the socket is really closed, so nothing of ours is left open after shutdown.
+    const ended = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 1_000);
+      client.once('end', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
     // quit() waits for pending replies; with Redis gone it would wait on the reconnect loop instead.
-    if (this.client.status === 'ready') await this.client.quit().catch(() => this.client.disconnect());
-    else this.client.disconnect();
+    if (client.status === 'ready') await client.quit().catch(() => client.disconnect());
+    else client.disconnect();
+    await ended;
   }
 }
 
