@@ -1,42 +1,38 @@
-// Placeholder sample: one LockService over REDIS_URL and a route that shows a lock's state. The full
-// sample (orders, stock, cache stampede, cron singleton, health) builds on the Nest module.
-import { Controller, Get, Inject, Module, type OnApplicationShutdown, Param } from '@nestjs/common';
-import Redis from 'ioredis';
-import { type LockInfo, LockService } from 'nestjs-redis-lock';
+import { type DynamicModule, Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { TerminusModule } from '@nestjs/terminus';
+import { RedisLockModule } from 'nestjs-redis-lock';
+import { Data, SAMPLE_OPTIONS, type SampleOptions } from './data';
+import { JobsController } from './jobs/jobs.controller';
+import { QueueService } from './jobs/queue.service';
+import { ReportJob } from './jobs/report.job';
+import { OpsController } from './ops/ops.controller';
+import { OrdersController } from './orders/orders.controller';
+import { OrdersService } from './orders/orders.service';
+import { CatalogService } from './products/catalog.service';
+import { ProductsController } from './products/products.controller';
+import { StockService } from './products/stock.service';
 
-const REDIS = Symbol('REDIS');
-
-@Controller()
-class LocksController {
-  constructor(@Inject(LockService) private readonly locks: LockService) {}
-
-  @Get('locks/:key')
-  inspect(@Param('key') key: string): Promise<LockInfo> {
-    return this.locks.inspect(key);
+@Module({})
+export class AppModule {
+  static register(options: SampleOptions): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        RedisLockModule.forRoot({ url: options.redisUrl, defaults: { ttl: 15_000 } }),
+        ScheduleModule.forRoot(),
+        TerminusModule,
+      ],
+      controllers: [OrdersController, ProductsController, JobsController, OpsController],
+      providers: [
+        { provide: SAMPLE_OPTIONS, useValue: options },
+        Data,
+        OrdersService,
+        StockService,
+        CatalogService,
+        ReportJob,
+        QueueService,
+      ],
+    };
   }
 }
-
-class RedisLifecycle implements OnApplicationShutdown {
-  constructor(
-    @Inject(REDIS) private readonly redis: Redis,
-    @Inject(LockService) private readonly locks: LockService,
-  ) {}
-
-  async onApplicationShutdown(): Promise<void> {
-    await this.locks.close();
-    this.redis.disconnect();
-  }
-}
-
-@Module({
-  controllers: [LocksController],
-  providers: [
-    {
-      provide: REDIS,
-      useFactory: () => new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { lazyConnect: true }),
-    },
-    { provide: LockService, inject: [REDIS], useFactory: (redis: Redis) => new LockService(redis) },
-    RedisLifecycle,
-  ],
-})
-export class AppModule {}

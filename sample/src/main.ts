@@ -1,16 +1,52 @@
+// The sample app: orders paid once, stock never oversold, a cache without stampedes, a job that runs on
+// one instance, health and lock inspection. Run several instances against one Redis to see the lock work.
 import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module';
+import { ConfigError, loadConfig } from './config';
+import { findRedis } from './embedded-redis';
 
 async function bootstrap(): Promise<void> {
-  const app = await NestFactory.create(AppModule);
-  app.enableShutdownHooks();
-  const port = Number(process.env.PORT ?? 3000);
-  await app.listen(port);
-  console.log(`nestjs-redis-lock sample listening on http://localhost:${port} (try GET /locks/demo)`);
+  const logger = new Logger('Sample');
+  const config = loadConfig();
+  const redis = await findRedis(config.redisUrl);
+  logger.log(`Redis: ${redis.url} (${redis.origin})`);
+  try {
+    const app = await NestFactory.create(
+      AppModule.register({ redisUrl: redis.url, instance: config.instance, dbDelayMs: config.dbDelayMs }),
+      { logger: ['log', 'warn', 'error'] },
+    );
+    // Our own signal handling rather than enableShutdownHooks(): the child redis-server must stop only
+    // after the app has released its locks and closed its connections, and the process then ends by
+    // itself (nothing of ours keeps it alive). A second signal forces the exit.
+    let closing = false;
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      process.on(signal, () => {
+        if (closing) process.exit(1);
+        closing = true;
+        logger.log(`${signal}: shutting down`);
+        app
+          .close()
+          .then(() => redis.stop())
+          .catch((error: unknown) => {
+            logger.error(error);
+            process.exitCode = 1;
+          });
+      });
+    }
+    await app.listen(config.port, '127.0.0.1');
+    logger.log(`instance "${config.instance}" listening on http://127.0.0.1:${config.port}`);
+    logger.log(
+      'try: curl -X POST localhost:3000/orders/1/pay · curl localhost:3000/products/1 · curl localhost:3000/health',
+    );
+  } catch (error) {
+    await redis.stop();
+    throw error;
+  }
 }
 
 bootstrap().catch((error: unknown) => {
-  console.error(error);
+  console.error(error instanceof ConfigError ? error.message : error);
   process.exit(1);
 });
