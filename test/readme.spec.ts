@@ -7,11 +7,12 @@ import { describe, expect, it } from '@jest/globals';
 import ts from 'typescript';
 
 const root = process.cwd();
-const snippets = [...readFileSync(join(root, 'README.md'), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map(
-  (m) => m[1],
+const documents = ['README.md', 'docs/recipes.md'];
+const snippets = documents.flatMap((doc) =>
+  [...readFileSync(join(root, doc), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]),
 );
 
-describe('README', () => {
+describe('README and docs/recipes.md', () => {
   it('has TypeScript snippets', () => {
     expect(snippets.length).toBeGreaterThan(0);
   });
