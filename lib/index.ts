@@ -1,4 +1,5 @@
 export * from './errors';
+export { FencedStore, type FencedValue, type FencedWriteResult } from './fencing/fenced-store';
 export type { Lease, LockInfo } from './lease';
 export { LockService } from './lock.service';
 export {
