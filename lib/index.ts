@@ -1,5 +1,10 @@
 export * from './errors';
-export { FencedStore, type FencedValue, type FencedWriteResult } from './fencing/fenced-store';
+export {
+  FencedStore,
+  type FencedStoreOptions,
+  type FencedValue,
+  type FencedWriteResult,
+} from './fencing/fenced-store';
 export type { Lease, LockInfo } from './lease';
 export { LockService } from './lock.service';
 export {

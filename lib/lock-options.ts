@@ -74,13 +74,75 @@ export interface ResolvedAcquireOptions {
   signal: AbortSignal | undefined;
 }
 
-function describe(value: unknown): string {
+/**
+ * A short, safe description of a value for error messages: never longer than a line, never calls a
+ * throwing `toString`, never echoes a 10 MB string or Buffer.
+ */
+export function describeValue(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
-  if (typeof value === 'symbol' || typeof value === 'function') return typeof value;
+  if (typeof value === 'symbol' || typeof value === 'function') return `a ${typeof value}`;
+  if (typeof value === 'bigint') return `${value}n (a bigint)`;
+  if (value === null || typeof value !== 'object') return String(value);
+  if (Buffer.isBuffer(value)) return `a Buffer of ${value.length} bytes`;
+  if (Array.isArray(value)) return 'an array';
   try {
-    return String(value);
+    const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
+    return typeof name === 'string' && name !== '' && name !== 'Object' ? `a ${name}` : 'an object';
   } catch {
-    return typeof value;
+    return 'an object';
+  }
+}
+
+const describe = describeValue;
+
+/** Reads `object[name]`, turning a throwing getter (or Proxy trap) into a LockOptionsError naming it. */
+function read(object: Record<string, unknown>, name: string, path: string): unknown {
+  try {
+    return object[name];
+  } catch (error) {
+    throw new LockOptionsError(
+      `Reading the option ${path} threw (${error instanceof Error ? error.message.slice(0, 100) : describe(error)}); ` +
+        'pass plain values, not getters that throw.',
+      error,
+    );
+  }
+}
+
+/**
+ * A plain copy of an options object's own enumerable properties, read once: a throwing getter or Proxy
+ * trap becomes a LockOptionsError naming the option, and later reads cannot change what was validated.
+ */
+export function snapshotOptions(value: object, what: string): Record<string, unknown> {
+  let keys: string[];
+  try {
+    keys = Object.keys(value);
+  } catch (error) {
+    throw new LockOptionsError(`Listing the keys of ${what} threw; pass a plain object.`, error);
+  }
+  const copy: Record<string, unknown> = {};
+  for (const key of keys) {
+    // defineProperty, so that an own "__proto__" key (from JSON.parse) stays a key to be refused.
+    const field = read(value as Record<string, unknown>, key, key);
+    Object.defineProperty(copy, key, { value: field, enumerable: true, writable: true, configurable: true });
+  }
+  return copy;
+}
+
+/** The own keys of an options object; throws LockOptionsError naming the first one not in `known`. */
+function checkKnownKeys(object: object, known: readonly string[], what: string): void {
+  let keys: string[];
+  try {
+    keys = Object.keys(object);
+  } catch (error) {
+    throw new LockOptionsError(`Listing the keys of ${what} threw; pass a plain object.`, error);
+  }
+  for (const key of keys) {
+    if (known.includes(key)) continue;
+    const near = known.find((k) => k.toLowerCase() === key.toLowerCase());
+    throw new LockOptionsError(
+      `Unknown option "${key.length > 40 ? `${key.slice(0, 40)}…` : key}" in ${what}` +
+        (near ? `: did you mean "${near}"?` : ` (known: ${known.join(', ')}).`),
+    );
   }
 }
 
@@ -115,47 +177,107 @@ function checkTtlCoversClaim(ttl: number, claimWindow: number): void {
   }
 }
 
-/** Validates service options and fills in defaults. Throws LockOptionsError. */
-export function resolveServiceOptions(options: unknown): ResolvedServiceOptions {
-  const o = plainObject('LockService options', options);
-  const defaults = plainObject('defaults', o.defaults);
-  const prefix = o.prefix === undefined ? DEFAULT_PREFIX : o.prefix;
-  if (typeof prefix !== 'string' || prefix.length > 256 || /[{}]/.test(prefix) || hasLoneSurrogate(prefix)) {
+/** The options a LockService knows (the module adds its connection options to these). */
+export const SERVICE_OPTION_NAMES: readonly string[] = [
+  'prefix',
+  'defaults',
+  'claimWindow',
+  'fenceRetention',
+  'commandTimeout',
+];
+const DEFAULT_NAMES: readonly string[] = ['ttl', 'waitTimeout', 'renew'];
+
+/**
+ * Refuses option names outside `known`, with a hint for a per-call default (ttl, waitTimeout, renew) put
+ * at the top level instead of in `defaults`. Throws LockOptionsError.
+ */
+/** The `gracePeriod` of `close()`: a non-negative integer of ms that a Node timer can hold. */
+export function resolveGracePeriod(options: unknown): number {
+  if (options === undefined || options === null) return 0;
+  if (typeof options !== 'object') {
+    throw new LockOptionsError(`close() options must be an object, got ${describe(options)}.`);
+  }
+  const grace = read(options as Record<string, unknown>, 'gracePeriod', 'gracePeriod') ?? 0;
+  if (typeof grace !== 'number' || !Number.isInteger(grace) || grace < 0 || grace > MAX_MS) {
     throw new LockOptionsError(
-      `prefix must be a string of at most 256 characters without braces, got ${describe(prefix)}.`,
+      `gracePeriod must be a non-negative integer of ms up to ${MAX_MS}, got ${describe(grace)}.`,
     );
   }
-  const claimWindow = milliseconds('claimWindow', o.claimWindow ?? DEFAULT_CLAIM_WINDOW, MIN_CLAIM_WINDOW);
-  const ttl = milliseconds('defaults.ttl', defaults.ttl ?? DEFAULT_TTL, 1);
+  return grace;
+}
+
+export function checkOptionNames(o: object, known: readonly string[], what: string): void {
+  for (const name of DEFAULT_NAMES) {
+    if (Object.hasOwn(o, name) && !known.includes(name)) {
+      throw new LockOptionsError(
+        `Unknown option "${name}" in ${what}: per-call defaults go in defaults, as in { defaults: { ${name}: ... } }.`,
+      );
+    }
+  }
+  checkKnownKeys(o, known, what);
+}
+
+/**
+ * Validates service options and fills in defaults. Throws LockOptionsError, naming an unknown key (a
+ * typo such as `claimwindow` would otherwise be ignored silently).
+ */
+export function resolveServiceOptions(options: unknown): ResolvedServiceOptions {
+  const o = plainObject('LockService options', options);
+  checkOptionNames(o, SERVICE_OPTION_NAMES, 'the lock options');
+  const defaults = plainObject('defaults', read(o, 'defaults', 'defaults'));
+  checkKnownKeys(defaults, DEFAULT_NAMES, 'defaults');
+  const given = (name: string): unknown => read(o, name, name);
+  const byDefault = (name: string): unknown => read(defaults, name, `defaults.${name}`);
+  const rawPrefix = given('prefix');
+  const prefix = rawPrefix === undefined ? DEFAULT_PREFIX : rawPrefix;
+  if (typeof prefix !== 'string' || prefix.length > 256 || /[{}]/.test(prefix) || hasLoneSurrogate(prefix)) {
+    throw new LockOptionsError(
+      'prefix must be a string of at most 256 characters, without braces or lone surrogates, got ' +
+        `${describe(prefix)}. Use something like "lock:" or "myapp:lock:".`,
+    );
+  }
+  const claimWindow = milliseconds(
+    'claimWindow',
+    given('claimWindow') ?? DEFAULT_CLAIM_WINDOW,
+    MIN_CLAIM_WINDOW,
+  );
+  const ttl = milliseconds('defaults.ttl', byDefault('ttl') ?? DEFAULT_TTL, 1);
   checkTtlCoversClaim(ttl, claimWindow);
   return {
     prefix,
     ttl,
     claimWindow,
-    waitTimeout: milliseconds('defaults.waitTimeout', defaults.waitTimeout ?? DEFAULT_WAIT_TIMEOUT, 0),
-    renew: optionalBoolean('defaults.renew', defaults.renew),
-    fenceRetention: milliseconds('fenceRetention', o.fenceRetention ?? DEFAULT_FENCE_RETENTION, 1),
-    commandTimeout: milliseconds('commandTimeout', o.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT, 1),
+    waitTimeout: milliseconds('defaults.waitTimeout', byDefault('waitTimeout') ?? DEFAULT_WAIT_TIMEOUT, 0),
+    renew: optionalBoolean('defaults.renew', byDefault('renew')),
+    fenceRetention: milliseconds('fenceRetention', given('fenceRetention') ?? DEFAULT_FENCE_RETENTION, 1),
+    commandTimeout: milliseconds('commandTimeout', given('commandTimeout') ?? DEFAULT_COMMAND_TIMEOUT, 1),
   };
 }
 
 /** Validates one call's options against the service's. Throws LockOptionsError. */
+const CALL_OPTION_NAMES = ['ttl', 'waitTimeout', 'renew', 'signal'] as const;
+
 export function resolveAcquireOptions(
   service: ResolvedServiceOptions,
   options: unknown,
   renewByDefault: boolean,
 ): ResolvedAcquireOptions {
   const o = plainObject('lock options', options);
-  const ttl = milliseconds('ttl', o.ttl ?? service.ttl, 1);
+  // A misspelt option (timeout for waitTimeout) would otherwise be ignored without a word.
+  if (options !== undefined) checkKnownKeys(o, CALL_OPTION_NAMES, 'lock options');
+  const given = (name: string): unknown => read(o, name, name);
+  const ttl = milliseconds('ttl', given('ttl') ?? service.ttl, 1);
   checkTtlCoversClaim(ttl, service.claimWindow);
-  const signal = o.signal;
+  const signal = given('signal');
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw new LockOptionsError(`signal must be an AbortSignal, got ${describe(signal)}.`);
+    throw new LockOptionsError(
+      `signal must be an AbortSignal (e.g. new AbortController().signal), got ${describe(signal)}.`,
+    );
   }
   return {
     ttl,
-    waitTimeout: milliseconds('waitTimeout', o.waitTimeout ?? service.waitTimeout, 0),
-    renew: optionalBoolean('renew', o.renew) ?? service.renew ?? renewByDefault,
+    waitTimeout: milliseconds('waitTimeout', given('waitTimeout') ?? service.waitTimeout, 0),
+    renew: optionalBoolean('renew', given('renew')) ?? service.renew ?? renewByDefault,
     signal,
   };
 }
@@ -165,12 +287,15 @@ export function resolveAcquireOptions(
  * run at class definition). The checks against a service's settings come later (LockService.checkOptions).
  */
 export function checkCallOptions(options: AcquireOptions): void {
-  if (options.ttl !== undefined) milliseconds('ttl', options.ttl, 1);
-  if (options.waitTimeout !== undefined) milliseconds('waitTimeout', options.waitTimeout, 0);
-  optionalBoolean('renew', options.renew);
+  const o = options as Record<string, unknown>;
+  const ttl = read(o, 'ttl', 'ttl');
+  if (ttl !== undefined) milliseconds('ttl', ttl, 1);
+  const waitTimeout = read(o, 'waitTimeout', 'waitTimeout');
+  if (waitTimeout !== undefined) milliseconds('waitTimeout', waitTimeout, 0);
+  optionalBoolean('renew', read(o, 'renew', 'renew'));
 }
 
-function hasLoneSurrogate(value: string): boolean {
+export function hasLoneSurrogate(value: string): boolean {
   return /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(value);
 }
 
@@ -181,9 +306,13 @@ function hasLoneSurrogate(value: string): boolean {
  */
 export function validateKey(key: unknown): string {
   if (typeof key !== 'string') {
-    throw new LockKeyError(`A lock key must be a string, got ${typeof key}.`);
+    throw new LockKeyError(
+      `A lock key must be a string, got ${describe(key)}. Build it from the resource's id, as in \`order:\${id}\`.`,
+    );
   }
-  if (key.length === 0) throw new LockKeyError('A lock key must not be empty.');
+  if (key.length === 0) {
+    throw new LockKeyError('A lock key must not be empty: name the resource, as in "order:42".');
+  }
   if (key.length > MAX_KEY_LENGTH) {
     throw new LockKeyError(
       `A lock key must be at most ${MAX_KEY_LENGTH} characters, got ${key.length}. Hash long inputs first.`,
@@ -196,7 +325,10 @@ export function validateKey(key: unknown): string {
     );
   }
   if (hasLoneSurrogate(key)) {
-    throw new LockKeyError('A lock key must be well-formed Unicode (it contains a lone surrogate).');
+    throw new LockKeyError(
+      'A lock key must be well-formed Unicode (it contains a lone surrogate, so two different keys would ' +
+        'name the same Redis key). Fix the input, or hash or base64-encode it.',
+    );
   }
   return key;
 }

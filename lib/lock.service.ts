@@ -23,6 +23,7 @@ import {
   type ResolvedAcquireOptions,
   type ResolvedServiceOptions,
   resolveAcquireOptions,
+  resolveGracePeriod,
   resolveServiceOptions,
   validateKey,
 } from './lock-options';
@@ -34,7 +35,8 @@ interface LeaseScope {
   readonly innermost: HeldLease;
 }
 
-function isIoredisClient(value: unknown): value is RedisClient {
+/** The duck type of an ioredis Redis or Cluster usable for locks (also checked by the Nest module). */
+export function isIoredisClient(value: unknown): value is RedisClient {
   if (value === null || typeof value !== 'object') return false;
   const c = value as Record<string, unknown>;
   return (
@@ -52,7 +54,7 @@ export class LockService {
   private readonly instanceId = randomBytes(9).toString('base64url');
   private readonly channelPrefix: string;
   private readonly trustReceivers: boolean;
-  private readonly waiters = new Map<string, Waiter>();
+  private readonly waiters = new Map<string, Waiter<HeldLease>>();
   private readonly leases = new Set<HeldLease>();
   private readonly orphans = new Map<string, ScriptContext>();
   /** Leases held by the current async call chain, by Redis key: the basis of reentrancy. */
@@ -64,7 +66,7 @@ export class LockService {
   private closing: Promise<void> | undefined;
 
   private readonly leaseHost: LeaseHost;
-  private readonly waiterHost: WaiterHost;
+  private readonly waiterHost: WaiterHost<HeldLease>;
 
   /**
    * @param client an ioredis `Redis` or `Cluster`; used for commands and duplicated once for the wake
@@ -105,6 +107,8 @@ export class LockService {
       register: (waiter) => waiters.set(waiter.token, waiter),
       unregister: (waiter) => waiters.delete(waiter.token),
       orphan: (ctx, lifetime) => this.adopt(ctx, lifetime),
+      granted: (waiter, grant) =>
+        this.lease(waiter.ctx, waiter.key, grant.fence, grant.validUntil, waiter.renew, grant.confirmed),
     };
   }
 
@@ -112,16 +116,20 @@ export class LockService {
    * Takes the lock, waiting in line up to `waitTimeout` ms (FIFO). Rejects with LockTimeoutError,
    * LockAbortedError, RedisUnavailableError, LockKeyError or LockOptionsError.
    */
-  async acquire(key: string, options?: AcquireOptions): Promise<Lease> {
-    const lease = await this.obtain(key, resolveAcquireOptions(this.options, options, false));
-    if (!lease) throw new LockTimeoutError(key, 0);
-    return lease;
+  acquire(key: string, options?: AcquireOptions): Promise<Lease> {
+    let resolved: ResolvedAcquireOptions;
+    try {
+      resolved = resolveAcquireOptions(this.options, options, false);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.obtain(key, resolved, true) as Promise<Lease>;
   }
 
   /** Takes the lock if it is free and nobody is queued; resolves null otherwise. Never waits. */
   async tryAcquire(key: string, options?: Omit<AcquireOptions, 'waitTimeout'>): Promise<Lease | null> {
     const resolved = resolveAcquireOptions(this.options, options, false);
-    return this.obtain(key, { ...resolved, waitTimeout: 0 });
+    return this.obtain(key, { ...resolved, waitTimeout: 0 }, false);
   }
 
   /**
@@ -132,10 +140,14 @@ export class LockService {
   async using<T>(key: string, fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
     if (typeof fn !== 'function')
       throw new LockOptionsError('using() needs a function to run under the lock.');
-    const lease = await this.obtain(key, resolveAcquireOptions(this.options, options, true));
-    if (!lease) throw new LockTimeoutError(key, 0);
+    const lease = (await this.obtain(key, resolveAcquireOptions(this.options, options, true), true)) as Lease;
     if (lease instanceof ReentrantLease) return fn(lease);
     const held = lease as HeldLease;
+    if (!held.isHeld) {
+      // Its validity ran out before `fn` could start (the process was frozen after the grant).
+      await held.release().catch(() => {});
+      throw held.lossReason;
+    }
     const byKey = new Map(this.scope.getStore()?.byKey);
     byKey.set(held.redisKey, held);
     let result: T;
@@ -149,9 +161,10 @@ export class LockService {
     } finally {
       this.running.delete(run);
     }
-    if (held.signal.aborted) {
+    const lost = held.lossReason;
+    if (lost) {
       await held.release().catch(() => {});
-      throw held.signal.reason;
+      throw lost;
     }
     await held.release();
     return result;
@@ -162,12 +175,11 @@ export class LockService {
    * else the innermost one. Undefined outside any. Releasing it is a no-op: its `using` releases it.
    */
   currentLease(key?: string): Lease | undefined {
+    // The key is checked even outside any scope, so a bad key fails the same way wherever it is asked.
+    const owner = key === undefined ? undefined : lockKeys(this.options.prefix, validateKey(key)).owner;
     const store = this.scope.getStore();
     if (!store) return undefined;
-    const held =
-      key === undefined
-        ? store.innermost
-        : store.byKey.get(lockKeys(this.options.prefix, validateKey(key)).owner);
+    const held = owner === undefined ? store.innermost : store.byKey.get(owner);
     return held?.isHeld ? new ReentrantLease(held) : undefined;
   }
 
@@ -197,15 +209,17 @@ export class LockService {
   /**
    * Stops the service: new calls and waiters reject with LockServiceClosedError (waiters leave their
    * queues), running `using` functions get up to `gracePeriod` ms (default 0) to finish, then every
-   * lease still held is released, renewals stop and the wake connection closes. The client passed in
+   * lease still held is lost (its signal aborts with LockLostError) and released, renewals stop and
+   * the wake connection closes. The client passed in
    * stays open. Calling it again waits for the same shutdown.
    */
   close(options?: { gracePeriod?: number }): Promise<void> {
-    const grace = options?.gracePeriod ?? 0;
-    if (!Number.isInteger(grace) || grace < 0) {
-      return Promise.reject(
-        new LockOptionsError(`gracePeriod must be a non-negative integer of ms, got ${String(grace)}.`),
-      );
+    let grace: number;
+    try {
+      grace = resolveGracePeriod(options);
+    } catch (error) {
+      // A promise-returning method never throws synchronously, even for hostile options.
+      return Promise.reject(error);
     }
     this.closing ??= this.shutdown(grace);
     return this.closing;
@@ -223,35 +237,78 @@ export class LockService {
       await Promise.race([finished, deadline]);
       clearTimeout(timer);
     }
-    const releases = [...this.leases].map((lease) => lease.release().catch(() => {}));
-    await Promise.all([...cancels, ...releases]);
-    await this.wake.close();
+    // Calls still running past the grace period lose their lease first, so their signal aborts and
+    // their `using` rejects with LockLostError instead of finishing as if it still held the lock.
+    const held = [...this.leases];
+    for (const lease of held) {
+      lease.lose('the lock service was closed before the call finished (its grace period ran out)');
+    }
+    const releases = held.map((lease) => lease.release().catch(() => {}));
+    // Cancels and releases go over the command connection, so the wake connection closes alongside.
+    await Promise.all([...cancels, ...releases, this.wake.close()]);
   }
 
-  private async obtain(key: string, options: ResolvedAcquireOptions): Promise<Lease | null> {
-    validateKey(key);
-    this.assertOpen(key);
-    const keys = lockKeys(this.options.prefix, key);
-    const outer = this.scope.getStore()?.byKey.get(keys.owner);
-    if (outer?.isHeld) return new ReentrantLease(outer);
-    if (options.signal?.aborted) throw new LockAbortedError(key, options.signal.reason);
-
-    const ctx = this.context(keys, options.ttl);
-    const started = now();
-    if (options.waitTimeout === 0 || !this.wake.ready) {
-      const reply = await this.scripts.acquire(ctx, 'try', 0);
-      if (reply.granted) return this.lease(ctx, key, reply.fence, started + options.ttl, options, true);
-      if (options.waitTimeout === 0) return null;
-      // First contention in this process: pushes must flow before we queue, or a grant could be missed.
-      await this.wake.ensureSubscribed().catch((error: unknown) => {
-        if (this.closed) throw new LockServiceClosedError(key);
-        throw new RedisUnavailableError('could not subscribe to the wake channel', key, error);
-      });
+  /**
+   * Resolves with a lease; for a try-once call that found the lock taken, with null, or (when
+   * `busyIsTimeout`) rejects with LockTimeoutError. Not async: a waiting call holds no suspended frames,
+   * only its Waiter, so a thousand waiters stay small.
+   */
+  private obtain(
+    key: string,
+    options: ResolvedAcquireOptions,
+    busyIsTimeout: boolean,
+  ): Promise<Lease | null> {
+    try {
+      validateKey(key);
+      const keys = lockKeys(this.options.prefix, key);
+      // Reentry is checked before closing: a call running out its grace period may nest another
+      // call on the lock it already holds.
+      const outer = this.scope.getStore()?.byKey.get(keys.owner);
+      if (outer?.isHeld) return Promise.resolve(new ReentrantLease(outer));
       this.assertOpen(key);
+      if (options.signal?.aborted) throw new LockAbortedError(key, options.signal.reason);
+      const ctx = this.context(keys, options.ttl);
+      const started = now();
+      if (options.waitTimeout === 0 || !this.wake.ready) {
+        return this.tryFirst(ctx, key, started, options, busyIsTimeout);
+      }
+      return this.wait(ctx, key, started, options);
+    } catch (error) {
+      return Promise.reject(error);
     }
-    const waiter = new Waiter(this.waiterHost, ctx, key, started, options.waitTimeout, options.signal);
-    const granted = await waiter.run();
-    return this.lease(ctx, key, granted.fence, granted.validUntil, options, granted.confirmed);
+  }
+
+  /** One attempt without queueing; then, for a waiting call, subscribe to pushes and queue. */
+  private async tryFirst(
+    ctx: ScriptContext,
+    key: string,
+    started: number,
+    options: ResolvedAcquireOptions,
+    busyIsTimeout: boolean,
+  ): Promise<Lease | null> {
+    const reply = await this.scripts.acquire(ctx, 'try', 0);
+    if (reply.granted) return this.lease(ctx, key, reply.fence, started + options.ttl, options.renew, true);
+    if (options.waitTimeout === 0) {
+      if (busyIsTimeout) throw new LockTimeoutError(key, 0);
+      return null;
+    }
+    // First contention in this process: pushes must flow before we queue, or a grant could be missed.
+    await this.wake.ensureSubscribed().catch((error: unknown) => {
+      if (this.closed) throw new LockServiceClosedError(key);
+      throw new RedisUnavailableError('could not subscribe to the wake channel', key, error);
+    });
+    this.assertOpen(key);
+    return this.wait(ctx, key, started, options);
+  }
+
+  private wait(
+    ctx: ScriptContext,
+    key: string,
+    started: number,
+    options: ResolvedAcquireOptions,
+  ): Promise<HeldLease> {
+    const { waitTimeout, signal, renew } = options;
+    return new Waiter(this.waiterHost, ctx, key, started, waitTimeout, signal, renew).run();
   }
 
   private lease(
@@ -259,10 +316,10 @@ export class LockService {
     key: string,
     fence: number,
     validUntil: number,
-    options: ResolvedAcquireOptions,
+    renew: boolean,
     confirmed: boolean,
   ): HeldLease {
-    const lease = new HeldLease(this.leaseHost, ctx, key, fence, validUntil, options.renew, confirmed);
+    const lease = new HeldLease(this.leaseHost, ctx, key, fence, validUntil, renew, confirmed);
     this.leases.add(lease);
     if (this.closed) {
       // close() ran while this grant was in flight: do not leave it held.

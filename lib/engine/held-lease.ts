@@ -23,7 +23,9 @@ export class HeldLease implements Lease {
   readonly key: string;
   readonly token: string;
   readonly fence: number;
-  private readonly controller = new AbortController();
+  /** Created on first use of `signal`: most leases are released without anyone reading it. */
+  private controller: AbortController | undefined;
+  private lostReason: LockLostError | undefined;
   private state: State = 'held';
   private ttl: number;
   private validUntil: number;
@@ -48,12 +50,26 @@ export class HeldLease implements Lease {
     this.validUntil = validUntil;
     this.confirmed = confirmed;
     this.armExpiry();
-    if (!confirmed) this.refresh();
-    else if (renew) this.scheduleRenewal(this.ttl / 3);
+    if (!confirmed) {
+      // Most work handed off this way ends well inside the claim window, so the confirmation waits for
+      // half of what is left of it: a short critical section releases without ever sending it (one
+      // round trip and one script less per hand-off), a longer one keeps the other half for retries.
+      this.scheduleRenewal((validUntil - safetyMargin(ctx.claimWindow) - now()) / 2);
+    } else if (renew) this.scheduleRenewal(this.ttl / 3);
   }
 
   get signal(): AbortSignal {
+    this.expireIfDue();
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.lostReason) this.controller.abort(this.lostReason);
+    }
     return this.controller.signal;
+  }
+
+  /** Why the lease was lost, once it was (read without creating the signal). */
+  get lossReason(): LockLostError | undefined {
+    return this.lostReason;
   }
 
   /** The owner key in Redis (prefix and hash tag included): how reentrancy scopes find this lease. */
@@ -63,6 +79,7 @@ export class HeldLease implements Lease {
 
   /** Held and, as far as this process can tell, still valid. */
   get isHeld(): boolean {
+    this.expireIfDue();
     return this.state === 'held';
   }
 
@@ -96,7 +113,8 @@ export class HeldLease implements Lease {
   lose(reason: string, cause?: unknown): void {
     if (this.state !== 'held') return;
     this.stop('lost');
-    this.controller.abort(new LockLostError(this.key, reason, cause));
+    this.lostReason = new LockLostError(this.key, reason, cause);
+    this.controller?.abort(this.lostReason);
   }
 
   private stop(state: State): void {
@@ -111,24 +129,40 @@ export class HeldLease implements Lease {
     this.validUntil = validUntil;
     this.armExpiry();
     if (this.renew) this.scheduleRenewal(this.ttl / 3);
+    else clearTimeout(this.renewTimer); // an extend() confirmed a grant whose confirmation was pending
+  }
+
+  /** How long before its validity ends a lease is declared lost. */
+  private margin(): number {
+    // An unconfirmed grant only lives for the claim window, so its margin is sized from that window.
+    return safetyMargin(this.confirmed ? this.ttl : this.ctx.claimWindow);
   }
 
   /** Declares the lease lost shortly before its validity ends unless an extension moved it. */
   private armExpiry(): void {
     clearTimeout(this.expiryTimer);
-    // An unconfirmed grant only lives for the claim window, so its margin is sized from that window.
-    const margin = safetyMargin(this.confirmed ? this.ttl : this.ctx.claimWindow);
-    const delay = Math.max(0, this.validUntil - margin - now());
-    this.expiryTimer = setTimeout(() => {
-      this.lose(
-        this.confirmed
-          ? this.renew
-            ? 'renewal could not be confirmed by Redis before the lease expired'
-            : 'its ttl ran out before it was released (use renew: true or extend())'
-          : 'the grant could not be confirmed before its claim window ended',
-      );
-    }, delay);
+    const delay = Math.max(0, this.validUntil - this.margin() - now());
+    this.expiryTimer = setTimeout(() => this.expire(), delay);
     this.expiryTimer.unref();
+  }
+
+  /**
+   * The expiry timer's check, made on the spot. A process that was frozen (GC pause, SIGSTOP, a
+   * suspended VM) resumes with its own code first and its timers after: reading `signal` or `isHeld`
+   * then already tells the truth, so `using` never starts work on a lease that ran out meanwhile.
+   */
+  private expireIfDue(): void {
+    if (this.state === 'held' && now() >= this.validUntil - this.margin()) this.expire();
+  }
+
+  private expire(): void {
+    this.lose(
+      this.confirmed
+        ? this.renew
+          ? 'renewal could not be confirmed by Redis before the lease expired'
+          : 'its ttl ran out before it was released (use renew: true or extend())'
+        : 'the grant could not be confirmed before its claim window ended',
+    );
   }
 
   private scheduleRenewal(delay: number): void {

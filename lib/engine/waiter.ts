@@ -1,8 +1,9 @@
 /**
  * One caller waiting in a lock's queue. It never polls: it is woken by a push on the service's wake
- * channel (a grant, or a note that it reached the head of the queue). Its only timers are its
- * deadline and one fallback re-check, set for the moment the current hold would run out, so that a
- * crashed holder or a lost push costs latency, never a hang.
+ * channel (a grant, or a note that it reached the head of the queue). Its one timer fires at its
+ * deadline or at a fallback re-check, set for the moment the current hold would run out, so that a
+ * crashed holder or a lost push costs latency, never a hang. A thousand waiters are a thousand of
+ * these objects, so each keeps to one promise, one timer and no closures it does not need.
  *
  * A pushed grant lets the waiter start at once, before Redis has confirmed it, as long as the grant is
  * certainly still valid: the grant's server time plus the claim window, mapped to the local monotonic
@@ -16,31 +17,32 @@ import { LockTimeoutError } from '../errors/lock-timeout.error';
 import type { AcquireReply, LockScripts, ScriptContext } from '../protocol/lock-scripts';
 import { now, safetyMargin } from './clock';
 
-export interface WaiterHost {
+export interface WaiterHost<T> {
   readonly scripts: LockScripts;
   readonly claimWindow: number;
-  register(waiter: Waiter): void;
-  unregister(waiter: Waiter): void;
+  register(waiter: Waiter<T>): void;
+  unregister(waiter: Waiter<T>): void;
   /** Remembers a waiter whose cancel failed, so a late grant to it can be passed on. */
   orphan(ctx: ScriptContext, lifetime: number): void;
+  /** Turns a grant into what the waiter's promise resolves with (a lease); may throw (service closed). */
+  granted(waiter: Waiter<T>, grant: Granted): T;
 }
 
 export interface Granted {
   fence: number;
   /** End of validity on the local monotonic clock. */
   validUntil: number;
-  /** False when Redis has yet to confirm the grant (the lease confirms it right away). */
+  /** False when Redis has yet to confirm the grant (the lease confirms it later). */
   confirmed: boolean;
 }
 
 /** Retry delay after a failed re-check while Redis is unreachable. */
 const RETRY_MS = 100;
 
-export class Waiter {
-  private readonly started: number;
+export class Waiter<T> {
   private readonly deadline: number;
-  private readonly done: Promise<Granted>;
-  private resolve!: (granted: Granted) => void;
+  private readonly done: Promise<T>;
+  private resolve!: (value: T) => void;
   private reject!: (error: unknown) => void;
   private settled = false;
   private checking = false;
@@ -49,21 +51,24 @@ export class Waiter {
   /** Upper bound of (server clock - local clock), in ms, from this waiter's round trips. */
   private offsetBound = Number.POSITIVE_INFINITY;
   private cancelled: Promise<void> | undefined;
-  private fallbackTimer: NodeJS.Timeout | undefined;
-  private deadlineTimer: NodeJS.Timeout | undefined;
-  private readonly onAbort = () => this.fail(new LockAbortedError(this.key, this.signal?.reason));
+  /** When the fallback re-check is due (monotonic ms); the one timer fires at this or the deadline. */
+  private recheckAt = Number.POSITIVE_INFINITY;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly onAbort: (() => void) | undefined;
 
   constructor(
-    private readonly host: WaiterHost,
+    private readonly host: WaiterHost<T>,
     readonly ctx: ScriptContext,
     readonly key: string,
-    started: number,
+    private readonly started: number,
     waitTimeout: number,
     private readonly signal: AbortSignal | undefined,
+    /** Passed through to the host when granted (whether the lease renews itself). */
+    readonly renew: boolean,
   ) {
-    this.started = started;
     this.deadline = started + waitTimeout;
-    this.done = new Promise<Granted>((resolve, reject) => {
+    if (signal) this.onAbort = () => this.fail(new LockAbortedError(this.key, this.signal?.reason));
+    this.done = new Promise<T>((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
     });
@@ -74,12 +79,17 @@ export class Waiter {
   }
 
   /** Joins the queue and resolves when granted; rejects with a typed error otherwise. */
-  run(): Promise<Granted> {
+  run(): Promise<T> {
     this.host.register(this);
-    this.deadlineTimer = setTimeout(() => this.expire(), Math.max(0, this.deadline - now()));
-    this.signal?.addEventListener('abort', this.onAbort, { once: true });
-    if (this.signal?.aborted) this.onAbort();
-    else this.check(true);
+    this.arm();
+    if (this.signal && this.onAbort) {
+      this.signal.addEventListener('abort', this.onAbort, { once: true });
+      if (this.signal.aborted) {
+        this.onAbort();
+        return this.done;
+      }
+    }
+    this.check(true);
     return this.done;
   }
 
@@ -121,7 +131,7 @@ export class Waiter {
       return;
     }
     this.checking = true;
-    clearTimeout(this.fallbackTimer);
+    this.recheckAt = Number.POSITIVE_INFINITY;
     const sent = now();
     const queueTtl = Math.max(1, Math.ceil(this.deadline - sent)) + this.host.claimWindow;
     this.host.scripts.acquire(this.ctx, 'wait', queueTtl).then(
@@ -158,19 +168,47 @@ export class Waiter {
   }
 
   private scheduleCheck(delay: number): void {
-    clearTimeout(this.fallbackTimer);
-    this.fallbackTimer = setTimeout(() => this.check(false), Math.max(1, delay));
+    this.recheckAt = now() + Math.max(1, delay);
+    this.arm();
   }
 
-  private expire(): void {
-    const waited = Math.round(now() - this.started);
+  /** (Re)sets the one timer for the earlier of the deadline and the fallback re-check. */
+  private arm(): void {
+    clearTimeout(this.timer);
+    const at = Math.min(this.deadline, this.recheckAt);
+    this.timer = setTimeout(Waiter.fire, Math.max(0, Math.ceil(at - now())), this);
+  }
+
+  private static fire<T>(this: void, waiter: Waiter<T>): void {
+    waiter.timer = undefined;
+    // Node's timers run off a loop clock cached before the timer was set, so one can fire a fraction
+    // of a millisecond early: never give up before the full waitTimeout has passed.
+    const time = now();
+    if (time >= waiter.deadline) {
+      waiter.expire(time);
+      return;
+    }
+    if (time >= waiter.recheckAt - 1) {
+      waiter.recheckAt = Number.POSITIVE_INFINITY;
+      waiter.check(false);
+    }
+    if (!waiter.settled && !waiter.timer) waiter.arm();
+  }
+
+  private expire(time: number): void {
+    const waited = Math.round(time - this.started);
     const error =
       this.lastError instanceof LockError ? this.lastError : new LockTimeoutError(this.key, waited);
     this.fail(error);
   }
 
-  private win(granted: Granted): void {
-    if (this.settle()) this.resolve(granted);
+  private win(grant: Granted): void {
+    if (!this.settle()) return;
+    try {
+      this.resolve(this.host.granted(this, grant));
+    } catch (error) {
+      this.reject(error);
+    }
   }
 
   private fail(error: unknown): void {
@@ -187,9 +225,9 @@ export class Waiter {
   private settle(): boolean {
     if (this.settled) return false;
     this.settled = true;
-    clearTimeout(this.fallbackTimer);
-    clearTimeout(this.deadlineTimer);
-    this.signal?.removeEventListener('abort', this.onAbort);
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.signal && this.onAbort) this.signal.removeEventListener('abort', this.onAbort);
     this.host.unregister(this);
     return true;
   }

@@ -19,6 +19,9 @@ export function parseWakeMessage(raw: string): WakeMessage | undefined {
   return undefined;
 }
 
+/** How long closing waits for Redis to answer QUIT on the wake connection before dropping it. */
+const QUIT_TIMEOUT = 1_000;
+
 export class WakeListener {
   private subscriber: RedisClient | undefined;
   private subscribed: Promise<void> | undefined;
@@ -87,11 +90,22 @@ export class WakeListener {
     const subscriber = this.subscriber;
     this.subscriber = undefined;
     if (!subscriber) return;
-    // quit() waits for pending replies; if the server is gone it would wait for the reconnect loop.
-    if (subscriber.status === 'ready') {
-      await subscriber.quit().catch(() => subscriber.disconnect());
-    } else {
+    // quit() waits for pending replies; if the server is gone it would wait for the reconnect loop,
+    // and a frozen server never answers it: give QUIT a bounded time, then drop the socket.
+    if (subscriber.status !== 'ready') {
       subscriber.disconnect();
+      return;
     }
+    let timer: NodeJS.Timeout | undefined;
+    const quit = subscriber.quit().then(
+      () => true,
+      () => false,
+    );
+    const timedOut = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), QUIT_TIMEOUT);
+    });
+    const quitted = await Promise.race([quit, timedOut]);
+    clearTimeout(timer);
+    if (!quitted) subscriber.disconnect();
   }
 }

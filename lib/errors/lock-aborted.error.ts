@@ -3,6 +3,11 @@ import { LockError } from './lock.error';
 /** The caller's AbortSignal fired while waiting for the lock; `cause` is the signal's reason. */
 export class LockAbortedError extends LockError {
   constructor(key: string, cause: unknown) {
-    super('LOCK_ABORTED', `Waiting for lock "${key}" was aborted by the caller's signal.`, { key, cause });
+    super(
+      'LOCK_ABORTED',
+      `Waiting for lock "${key}" was aborted by the caller's signal (its reason is error.cause). ` +
+        'The call holds no lock: retry with a live signal if the work is still wanted.',
+      { key, cause },
+    );
   }
 }

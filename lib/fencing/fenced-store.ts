@@ -3,9 +3,16 @@
  * and is refused when the resource has already accepted a newer one, in one script, so the check and
  * the write cannot be separated by another writer. For SQL, the same rule is a `WHERE fence <= $token`
  * (docs/recipes.md).
+ *
+ * Like the lock, it fails fast: bad arguments are a LockOptionsError before anything is sent, and a
+ * connection that is down (or a reply that does not come within `commandTimeout`) is a
+ * RedisUnavailableError instead of a wait in ioredis' offline queue.
  */
 import { createHash } from 'node:crypto';
+import { LockError } from '../errors/lock.error';
 import { LockOptionsError } from '../errors/lock-options.error';
+import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { DEFAULT_COMMAND_TIMEOUT, describeValue } from '../lock-options';
 import type { RedisClient } from '../protocol/lock-scripts';
 import { fencedWriteLua } from '../protocol/lua/scripts.generated';
 
@@ -22,18 +29,79 @@ export interface FencedValue {
   fence: number;
 }
 
+export interface FencedStoreOptions {
+  /** Longest wait for a reply before the call fails with RedisUnavailableError, in ms. Default 5 000. */
+  commandTimeout?: number;
+}
+
 type Script = (key: string, fence: string, value: string, ttl: number) => Promise<[number, string]>;
 
 const COMMAND = `redisLock_fencedWrite_${createHash('sha1').update(fencedWriteLua).digest('hex').slice(0, 10)}`;
+/** Connection states in which a command would sit in ioredis' offline queue instead of being sent. */
+const OFFLINE = new Set(['reconnecting', 'close', 'end']);
+/** Connection events after which no reply to a pending command is coming soon. */
+const DOWN_EVENTS = ['close', 'end'] as const;
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+function hasLoneSurrogate(value: string): boolean {
+  return /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(value);
+}
+
+function checkKey(key: unknown): string {
+  if (typeof key !== 'string' || key.length === 0) {
+    throw new LockOptionsError(
+      `A fenced key must be a non-empty string (the resource's Redis key), got ${describeValue(key)}.`,
+    );
+  }
+  if (hasLoneSurrogate(key)) {
+    throw new LockOptionsError(
+      'A fenced key must be well-formed Unicode (it contains a lone surrogate, so two different keys would ' +
+        'name the same Redis key). Fix the input, or hash or base64-encode it.',
+    );
+  }
+  return key;
+}
 
 export class FencedStore {
   private readonly write: Script;
+  private readonly commandTimeout: number;
+  /** Pending calls to fail at once if the connection goes down; one listener pair serves them all. */
+  private readonly pending = new Set<() => void>();
+  private readonly onDown = (): void => {
+    for (const fail of [...this.pending]) fail();
+  };
 
-  /** @param client the ioredis client holding the resources (it may be the lock's own). */
-  constructor(private readonly client: RedisClient) {
-    if (typeof (client as { defineCommand?: unknown })?.defineCommand !== 'function') {
-      throw new LockOptionsError('FencedStore needs an ioredis client (new Redis(...) or new Cluster(...)).');
+  /**
+   * @param client the ioredis client holding the resources (it may be the lock's own).
+   * @param options `commandTimeout` (ms, default 5 000).
+   */
+  constructor(
+    private readonly client: RedisClient,
+    options?: FencedStoreOptions,
+  ) {
+    const c = client as unknown as Record<string, unknown> | null | undefined;
+    if (
+      c === null ||
+      typeof c !== 'object' ||
+      typeof c.defineCommand !== 'function' ||
+      typeof c.hmget !== 'function' ||
+      typeof c.status !== 'string'
+    ) {
+      throw new LockOptionsError(
+        `FencedStore needs an ioredis client (new Redis(...) or new Cluster(...)), got ${describeValue(client)}.`,
+      );
     }
+    if (options !== undefined && (options === null || typeof options !== 'object')) {
+      throw new LockOptionsError(`FencedStore options must be an object, got ${describeValue(options)}.`);
+    }
+    const timeout = options?.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT;
+    if (!Number.isInteger(timeout) || timeout < 1 || timeout > MAX_TIMER_MS) {
+      throw new LockOptionsError(
+        `commandTimeout must be an integer number of milliseconds between 1 and ${MAX_TIMER_MS}, got ` +
+          `${describeValue(timeout)}.`,
+      );
+    }
+    this.commandTimeout = timeout;
     const commands = client as unknown as Record<string, Script | undefined>;
     if (typeof commands[COMMAND] !== 'function')
       client.defineCommand(COMMAND, { numberOfKeys: 1, lua: fencedWriteLua });
@@ -50,24 +118,111 @@ export class FencedStore {
     value: string,
     options?: { ttl?: number },
   ): Promise<FencedWriteResult> {
-    if (typeof key !== 'string' || key.length === 0)
-      throw new LockOptionsError('A fenced key must be a non-empty string.');
-    if (!Number.isSafeInteger(fence) || fence < 0) {
+    checkKey(key);
+    if (typeof fence !== 'number' || !Number.isSafeInteger(fence) || fence < 0) {
       throw new LockOptionsError(
-        `fence must be a lease's fence (a non-negative safe integer), got ${String(fence)}.`,
+        `fence must be a lease's fence (a non-negative safe integer), got ${describeValue(fence)}. ` +
+          'Pass lease.fence as it is.',
       );
     }
-    if (typeof value !== 'string') throw new LockOptionsError('A fenced value must be a string.');
-    const ttl = options?.ttl ?? 0;
-    if (!Number.isInteger(ttl) || ttl < 0)
-      throw new LockOptionsError(`ttl must be a non-negative integer of ms, got ${String(ttl)}.`);
-    const [written, newest] = await this.write(key, String(fence), value, ttl);
+    if (typeof value !== 'string') {
+      throw new LockOptionsError(
+        `A fenced value must be a string, got ${describeValue(value)}. Serialize objects with ` +
+          'JSON.stringify and binary data with base64.',
+      );
+    }
+    if (hasLoneSurrogate(value)) {
+      throw new LockOptionsError(
+        'A fenced value must be well-formed Unicode (it contains a lone surrogate, which Redis would store ' +
+          'as U+FFFD). Encode binary data with base64.',
+      );
+    }
+    if (options !== undefined && (options === null || typeof options !== 'object')) {
+      throw new LockOptionsError(`set() options must be an object, got ${describeValue(options)}.`);
+    }
+    let ttl: unknown;
+    try {
+      ttl = options?.ttl ?? 0;
+    } catch (error) {
+      throw new LockOptionsError('Reading the option ttl threw; pass plain values.', error);
+    }
+    if (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl < 0) {
+      throw new LockOptionsError(
+        `ttl must be a non-negative safe integer of ms (0 keeps the resource), got ${describeValue(ttl)}.`,
+      );
+    }
+    const [written, newest] = await this.call(key, 'write', () => this.write(key, String(fence), value, ttl));
     return { written: written === 1, fence: Number(newest) };
   }
 
   /** The stored value and the fence of the write that stored it. */
   async get(key: string): Promise<FencedValue> {
-    const [value, fence] = await this.client.hmget(key, 'v', 'f');
+    checkKey(key);
+    const [value, fence] = await this.call(key, 'read', () => this.client.hmget(key, 'v', 'f'));
     return { value: value ?? null, fence: Number(fence ?? 0) };
   }
+
+  /**
+   * Sends one command, failing fast with RedisUnavailableError when the connection is down or goes down
+   * before the reply (instead of parking the call in ioredis' offline queue), or after commandTimeout.
+   */
+  private call<T>(key: string, what: 'write' | 'read', send: () => Promise<T>): Promise<T> {
+    const status = this.client.status;
+    const shown = describeValue(key);
+    if (OFFLINE.has(status)) {
+      return Promise.reject(new RedisUnavailableError(`connection is ${status}`, key));
+    }
+    const outcome =
+      what === 'write' ? ` (the fenced ${what} to ${shown} may or may not have been applied)` : '';
+    return new Promise<T>((resolve, reject) => {
+      let done = false;
+      const finish = (error: LockError | undefined, value?: T): void => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        this.pending.delete(down);
+        if (this.pending.size === 0) {
+          for (const event of DOWN_EVENTS) this.client.off(event, this.onDown);
+        }
+        if (error) reject(error);
+        else resolve(value as T);
+      };
+      const down = (): void =>
+        finish(new RedisUnavailableError(`the connection closed before the reply${outcome}`, key));
+      const timer = setTimeout(
+        () => finish(new RedisUnavailableError(`no reply within ${this.commandTimeout} ms${outcome}`, key)),
+        this.commandTimeout,
+      );
+      if (this.pending.size === 0) {
+        for (const event of DOWN_EVENTS) this.client.on(event, this.onDown);
+      }
+      this.pending.add(down);
+      let sent: Promise<T>;
+      try {
+        sent = send();
+      } catch (error) {
+        finish(translateError(error, key, shown));
+        return;
+      }
+      sent.then(
+        (value) => finish(undefined, value),
+        (error: unknown) => finish(translateError(error, key, shown)),
+      );
+    });
+  }
+}
+
+/** Redis' own replies (wrong type, script errors) are protocol errors; anything else is the connection. */
+function translateError(error: unknown, key: string, shown: string): LockError {
+  if (error instanceof LockError) return error;
+  const name = error instanceof Error ? error.name : '';
+  const message = error instanceof Error ? error.message : String(error);
+  if (name === 'ReplyError') {
+    return new LockError(
+      'LOCK_REDIS_ERROR',
+      `Redis rejected a fenced store command for ${shown}: ${message}. Is that key used by something else?`,
+      { key, cause: error },
+    );
+  }
+  return new RedisUnavailableError(message, key, error);
 }

@@ -1,7 +1,8 @@
 /**
  * Runs the lock's Lua scripts: one script per state transition (acquire, release, cancel, extend,
  * inspect), registered with ioredis `defineCommand` so each call is one EVALSHA. This class is the
- * whole Redis protocol seen from Node; it owns no timers and no state beyond the scripts' names.
+ * whole Redis protocol seen from Node. Its only state beyond the scripts' names is the connection
+ * attempt that calls made while the client connects wait on; its only timers bound a single call.
  */
 import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
@@ -47,9 +48,13 @@ const SOURCES: Record<ScriptName, { lua: string; keys: number }> = {
 
 /** Connection states in which a command would sit in ioredis' offline queue instead of being sent. */
 const OFFLINE = new Set(['reconnecting', 'close', 'end']);
+/** States on the way to 'ready': a call waits for the outcome of this attempt, not for a reconnect loop. */
+const CONNECTING = new Set(['wait', 'connecting', 'connect']);
 
 export class LockScripts {
   private readonly commands: Record<ScriptName, string>;
+  /** The connection attempt calls are waiting on, while the client is still connecting. */
+  private connecting: Promise<void> | undefined;
 
   constructor(
     private readonly client: RedisClient,
@@ -117,27 +122,74 @@ export class LockScripts {
   /**
    * Sends one script call. Fails fast with RedisUnavailableError when the connection is down (rather
    * than parking the call in ioredis' offline queue) or when no reply arrives within commandTimeout.
+   * While the client is still connecting, the call waits for that attempt only: it is sent once the
+   * client is ready and fails as soon as the attempt fails, so a closed port or an unreachable Cluster
+   * answers in milliseconds, and no script reaches Redis after its caller was told it failed to connect.
    */
   private run(name: ScriptName, key: string, args: (string | number)[]): Promise<unknown> {
-    if (OFFLINE.has(this.client.status)) {
-      return Promise.reject(new RedisUnavailableError(`connection is ${this.client.status}`, key));
+    const status = this.client.status;
+    if (OFFLINE.has(status)) {
+      return Promise.reject(new RedisUnavailableError(`connection is ${status}`, key));
     }
     const fn = (this.client as unknown as Record<string, ScriptFn>)[this.commands[name]];
     return new Promise((resolve, reject) => {
+      let timedOut = false;
       const timer = setTimeout(() => {
+        timedOut = true;
         reject(new RedisUnavailableError(`no reply within ${this.commandTimeout} ms`, key));
       }, this.commandTimeout);
-      fn.apply(this.client, args).then(
-        (value) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(translateError(error, key));
-        },
-      );
+      const send = (): void => {
+        // A call that already timed out while the client was connecting is never sent.
+        if (timedOut) return;
+        fn.apply(this.client, args).then(
+          (value) => {
+            clearTimeout(timer);
+            resolve(value);
+          },
+          (error: unknown) => {
+            clearTimeout(timer);
+            reject(translateError(error, key));
+          },
+        );
+      };
+      if (!CONNECTING.has(status)) {
+        send();
+        return;
+      }
+      this.whenConnected().then(send, () => {
+        clearTimeout(timer);
+        reject(new RedisUnavailableError(`could not connect (connection is ${this.client.status})`, key));
+      });
     });
+  }
+
+  /**
+   * Settles on the outcome of the connection attempt under way: resolves on 'ready', rejects on
+   * 'close' or 'end'. One set of listeners per attempt, however many calls wait on it.
+   */
+  private whenConnected(): Promise<void> {
+    if (this.connecting) return this.connecting;
+    const client = this.client;
+    const attempt = new Promise<void>((resolve, reject) => {
+      const settle = (failed: boolean): void => {
+        client.off('ready', onReady);
+        client.off('close', onFailed);
+        client.off('end', onFailed);
+        this.connecting = undefined;
+        if (failed) reject(new Error(`connection is ${client.status}`));
+        else resolve();
+      };
+      const onReady = (): void => settle(false);
+      const onFailed = (): void => settle(true);
+      client.once('ready', onReady);
+      client.once('close', onFailed);
+      client.once('end', onFailed);
+    });
+    attempt.catch(() => {}); // every caller handles the failure; none may leave it unhandled
+    this.connecting = attempt;
+    // A lazyConnect client has not started connecting: start it, as sending a command would have.
+    if (client.status === 'wait') client.connect().catch(() => {});
+    return attempt;
   }
 }
 

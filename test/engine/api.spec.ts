@@ -95,7 +95,9 @@ describe('LockService API', () => {
     expect((await waiting).error).toMatchObject({ code: 'LOCK_SERVICE_CLOSED' });
     expect((await locks.inspect('closing')).queueLength).toBe(0);
     expect((await locks.inspect('closing-2')).held).toBe(false);
-    expect(ownHeld.signal.aborted).toBe(false);
+    // The holder is told its lock is gone: work still running under it must stop.
+    expect(ownHeld.signal.aborted).toBe(true);
+    expect(ownHeld.signal.reason).toMatchObject({ code: 'LOCK_LOST', key: 'closing-2' });
     await expect(other.acquire('x')).rejects.toMatchObject({ code: 'LOCK_SERVICE_CLOSED' });
     await held.release();
   });

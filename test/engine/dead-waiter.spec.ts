@@ -14,9 +14,14 @@ const stall = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.
 /** Scheduling and one round trip on a loaded 2-core machine. */
 const slack = 150;
 
-async function queuedAgent(key: string, waitTimeout = 20_000) {
+/** Started before the holder takes the lock, so a slow process start cannot eat into the holder's TTL. */
+async function readyAgent() {
   const agent = spawnWorker<AgentMessage>(workerPath('lock-agent'), { url: server().url, claimWindow });
   await agent.next((m) => m.type === 'ready');
+  return agent;
+}
+
+function queue(agent: Awaited<ReturnType<typeof readyAgent>>, key: string, waitTimeout = 20_000) {
   agent.send({ type: 'acquire', id: 'w1', key, ttl, waitTimeout });
   return agent;
 }
@@ -24,8 +29,9 @@ async function queuedAgent(key: string, waitTimeout = 20_000) {
 describe('a waiter that dies or gives up after being granted', () => {
   it('killed after its grant was sent: the next waiter waits at most one claim window, not a TTL', async () => {
     const locks = lockService(server(), { claimWindow });
+    const agent = await readyAgent();
     const holder = await locks.acquire('dead-1', { ttl });
-    const agent = await queuedAgent('dead-1');
+    queue(agent, 'dead-1');
     await until(
       () => locks.inspect('dead-1'),
       (i) => i.queueLength === 1,
@@ -52,8 +58,9 @@ describe('a waiter that dies or gives up after being granted', () => {
 
   it('killed while queued: it is skipped at once on hand-off', async () => {
     const locks = lockService(server(), { claimWindow });
+    const agent = await readyAgent();
     const holder = await locks.acquire('dead-2', { ttl });
-    const agent = await queuedAgent('dead-2');
+    queue(agent, 'dead-2');
     await until(
       () => locks.inspect('dead-2'),
       (i) => i.queueLength === 1,
@@ -103,8 +110,9 @@ describe('a waiter that dies or gives up after being granted', () => {
 
   it('stalled past its claim window and then timed out: the next waiter waits one claim window; the stalled one never holds', async () => {
     const locks = lockService(server(), { claimWindow });
+    const agent = await readyAgent();
     const holder = await locks.acquire('dead-4', { ttl });
-    const agent = await queuedAgent('dead-4', 1_500);
+    queue(agent, 'dead-4', 1_500);
     await until(
       () => locks.inspect('dead-4'),
       (i) => i.queueLength === 1,

@@ -30,6 +30,8 @@ describe('bad input gets a typed error before anything is sent to Redis', () => 
     ['waitTimeout huge', { waitTimeout: 2 ** 40 }],
     ['renew not boolean', { renew: 'yes' }],
     ['signal not a signal', { signal: {} }],
+    ['an unknown option (timeout for waitTimeout)', { timeout: 5_000 }],
+    ['a misspelt option', { waittimeout: 5_000 }],
   ];
 
   it.each(badKeys)('key: %s', async (_, key) => {
@@ -74,6 +76,16 @@ describe('bad input gets a typed error before anything is sent to Redis', () => 
     for (const options of cases) {
       expect(() => new LockService(client, options as never)).toThrow(LockOptionsError);
     }
+  });
+
+  it('an unknown call option is named, with the option it was probably meant to be', async () => {
+    const locks = lockService(server());
+    await expect(locks.acquire('k', { waittimeout: 5_000 } as never)).rejects.toThrow(
+      'Unknown option "waittimeout" in lock options: did you mean "waitTimeout"?',
+    );
+    await expect(locks.tryAcquire('k', { timeout: 5_000 } as never)).rejects.toThrow(
+      'Unknown option "timeout" in lock options (known: ttl, waitTimeout, renew, signal).',
+    );
   });
 
   it('a client that is not an ioredis client is refused with a message saying what to pass', () => {

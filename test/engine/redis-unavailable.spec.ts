@@ -30,6 +30,20 @@ describe('Redis unreachable', () => {
     await (await locks.acquire('up-again')).release();
   });
 
+  it('calls made while the client is still connecting are sent once it is ready, sharing one wait', async () => {
+    const locks = lockService(server(), undefined, { lazyConnect: true });
+    expect(locks.client.status).toBe('wait');
+    const before = locks.client.listenerCount('ready');
+    // A burst at start-up: far more callers than an EventEmitter's default limit of 10 listeners,
+    // which would print a "possible memory leak" warning if each call listened for itself.
+    const burst = Array.from({ length: 50 }, (_, i) => locks.tryAcquire(`boot-${i}`));
+    expect(locks.client.listenerCount('ready') - before).toBeLessThanOrEqual(1);
+    const leases = await Promise.all(burst);
+    expect(leases.every((lease) => lease !== null)).toBe(true);
+    await Promise.all(leases.map((lease) => lease?.release()));
+    expect(locks.client.listenerCount('ready')).toBe(before);
+  });
+
   it('a server that stops answering fails a call after commandTimeout, not never', async () => {
     const locks = lockService(server(), { commandTimeout: 300 });
     await (await locks.acquire('warm')).release();

@@ -25,6 +25,32 @@ describe('reentrancy', () => {
     expect((stats.get('evalsha') ?? 0) + (stats.get('eval') ?? 0)).toBe(4);
   });
 
+  it('while the service closes with a grace period, a running call may re-enter its lock; a new call may not', async () => {
+    const locks = lockService(server());
+    let entered!: () => void;
+    let proceed!: () => void;
+    const inside = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const gate = new Promise<void>((resolve) => {
+      proceed = resolve;
+    });
+    const running = locks.using('re-close', async (outer) => {
+      entered();
+      await gate;
+      const nested = await locks.using('re-close', async (inner) => inner.fence);
+      return [outer.fence, nested];
+    });
+    await inside;
+    const closing = locks.close({ gracePeriod: 10_000 });
+    const fresh = await outcome(locks.acquire('re-other'));
+    expect(fresh.error).toMatchObject({ code: 'LOCK_SERVICE_CLOSED' });
+    proceed();
+    const [outerFence, nestedFence] = await running;
+    expect(nestedFence).toBe(outerFence);
+    await closing;
+  });
+
   it('a concurrent unrelated caller still waits, even in the same process and service', async () => {
     const locks = lockService(server());
     let entered!: () => void;

@@ -93,4 +93,17 @@ describe('renewal', () => {
     await expect(lease.release()).rejects.toMatchObject({ code: 'LOCK_NOT_HELD', key: 'no-renew' });
     await expect(lease.extend()).rejects.toMatchObject({ code: 'LOCK_NOT_HELD' });
   });
+  it('a process frozen past its validity sees the lease lost as soon as it looks, before any timer runs', async () => {
+    const locks = lockService(server(), { claimWindow: 100 });
+    const lease = await locks.acquire('frozen', { ttl: 300, renew: false });
+    // Freeze this process (as a GC pause or SIGSTOP would): no timer can fire while the loop is blocked.
+    const frozenUntil = performance.now() + 400;
+    while (performance.now() < frozenUntil) {
+      // blocked
+    }
+    // The first code to run after the freeze reads the signal: it is already aborted.
+    expect(lease.signal.aborted).toBe(true);
+    expect(lease.signal.reason).toBeInstanceOf(LockLostError);
+    await expect(lease.release()).rejects.toMatchObject({ code: 'LOCK_NOT_HELD' });
+  });
 });

@@ -29,7 +29,7 @@ afterEach(async () => {
 export async function until<T>(
   probe: () => Promise<T>,
   predicate: (value: T) => boolean,
-  timeoutMs = 5_000,
+  timeoutMs = 15_000,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -79,7 +79,7 @@ function checkArgs(args: readonly string[]): void {
 }
 
 /** A port that was free a moment ago on 127.0.0.1 (another process may still take it: callers retry). */
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.once('error', reject);

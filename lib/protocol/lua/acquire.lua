@@ -10,6 +10,11 @@ local mode = ARGV[7]
 local queue_ttl = tonumber(ARGV[8])
 local now_us = server_time_us()
 
+-- The usual case: nobody queued and the key free. SET NX checks and takes it in one call.
+if redis.call('LLEN', queue_key) == 0 and redis.call('SET', owner_key, token, 'NX', 'PX', ttl) then
+  return {1, next_fence(now_us), now_us}
+end
+
 local current = redis.call('GET', owner_key)
 if current == token then
   -- A grant reached us (or we already hold it): confirm with the full ttl.
@@ -27,12 +32,6 @@ local function join_queue()
 end
 
 if not current then
-  if redis.call('LLEN', queue_key) == 0 then
-    local fence = peek_fence(now_us)
-    redis.call('SET', owner_key, token, 'PX', ttl)
-    store_fence(fence)
-    return {1, fence, now_us}
-  end
   -- Free, but others queued first (their grant expired or their holder died): FIFO, so the head goes
   -- first. A waiting caller joins before the hand-off, so it is served if everyone ahead is gone.
   if mode == 'wait' then join_queue() end

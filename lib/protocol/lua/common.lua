@@ -27,15 +27,17 @@ local function server_time_us()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- Fencing tokens must exceed every earlier token of this lock even after the counter expired or Redis
--- restarted without persistence, so the next token is at least the server clock in microseconds.
-local function peek_fence(now_us)
-  local last = tonumber(redis.call('GET', fence_key) or '0')
-  return math.max(last + 1, now_us)
-end
-
-local function store_fence(fence)
-  redis.call('SET', fence_key, string.format('%.0f', fence), 'PX', math.max(fence_retention, ttl))
+-- Hands out the next fencing token and records it, in one call in the usual case. Tokens must exceed
+-- every earlier token of this lock even after the counter expired or Redis restarted without
+-- persistence, so a token is at least the server clock in microseconds (and above the last one).
+local function next_fence(now_us)
+  local retention = math.max(fence_retention, ttl)
+  local last = tonumber(redis.call('SET', fence_key, string.format('%.0f', now_us), 'PX', retention, 'GET') or '0')
+  if last < now_us then return now_us end
+  -- More than one grant in one microsecond, or the clock stepped back: count on from the last token.
+  local fence = last + 1
+  redis.call('SET', fence_key, string.format('%.0f', fence), 'PX', retention)
+  return fence
 end
 
 local function channel_of(waiter)
@@ -59,14 +61,16 @@ end
 -- its full ttl; anyone else gets a grant that lasts one claim window until it confirms (extend.lua).
 -- Returns the fence granted to the caller, or false.
 local function hand_off(caller)
-  local now_us = server_time_us()
+  local now_us
   while true do
     local head = redis.call('LPOP', queue_key)
     if not head then return false end
-    local fence = peek_fence(now_us)
+    -- Read the clock only once someone is queued: an uncontended release needs no TIME call.
+    now_us = now_us or server_time_us()
+    -- A token handed to a waiter that turns out to be gone is simply skipped: tokens only need to grow.
+    local fence = next_fence(now_us)
     if head == caller then
       redis.call('SET', owner_key, head, 'PX', ttl)
-      store_fence(fence)
       notify_head(ttl)
       return fence
     end
@@ -74,7 +78,6 @@ local function hand_off(caller)
     local receivers = redis.call('PUBLISH', channel_of(head), grant)
     if receivers > 0 or not trust_receivers then
       redis.call('SET', owner_key, head, 'PX', claim_window)
-      store_fence(fence)
       notify_head(claim_window)
       return false
     end

@@ -1,0 +1,60 @@
+import { describe, expect, it } from '@jest/globals';
+import { lockService, until } from '../support/lock-fixtures';
+import { useRedis } from '../support/redis-server';
+
+const server = useRedis();
+const CLAIM_WINDOW = 1_000;
+const TTL = 10_000;
+
+/** A holder on one service and a queued waiter on another; resolves once the waiter is in the queue. */
+async function queuedBehindHolder(key: string) {
+  const holders = lockService(server(), { claimWindow: CLAIM_WINDOW });
+  const waiters = lockService(server(), { claimWindow: CLAIM_WINDOW });
+  const holder = await holders.acquire(key, { ttl: TTL });
+  const waiting = waiters.acquire(key, { ttl: TTL, waitTimeout: 10_000 });
+  const admin = server().client();
+  await until(
+    () => admin.llen(`lock:{${key}}:q`),
+    (length) => length === 1,
+  );
+  return { holders, holder, waiting, admin };
+}
+
+describe('hand-off by push', () => {
+  it('a short critical section after a hand-off never sends the confirmation', async () => {
+    const { holder, waiting } = await queuedBehindHolder('short');
+    await server().resetStats();
+    await holder.release();
+    const lease = await waiting;
+    await lease.release();
+    // Confirming a grant is extend.lua's PEXPIRE of the owner key; nothing else here sends a PEXPIRE
+    // (the queue's expiry was set when the waiter joined, before the counters were reset).
+    const stats = await server().commandStats();
+    expect(stats.get('pexpire') ?? 0).toBe(0);
+    // The holder's release and the waiter's: two script calls (EVAL the first time a client runs one).
+    expect((stats.get('evalsha') ?? 0) + (stats.get('eval') ?? 0)).toBe(2);
+  });
+
+  it('a longer one is confirmed inside the claim window and keeps the lock for its full ttl', async () => {
+    const { holders, holder, waiting, admin } = await queuedBehindHolder('long');
+    await holder.release();
+    const lease = await waiting;
+    // Unconfirmed: Redis gives the grant only the claim window.
+    expect(await admin.pttl('lock:{long}')).toBeLessThanOrEqual(CLAIM_WINDOW);
+    // Confirmed before the claim window ends: the owner key gets the full ttl back.
+    const confirmed = await until(
+      () => admin.pttl('lock:{long}'),
+      (ms) => ms > CLAIM_WINDOW,
+      CLAIM_WINDOW,
+    );
+    expect(confirmed).toBeGreaterThan(TTL - 2_000);
+    // Well past the claim window the lease is still valid and nobody else can take the lock.
+    await until(
+      async () => (await admin.pttl('lock:{long}')) < TTL - 2.5 * CLAIM_WINDOW,
+      (past) => past,
+    );
+    expect(lease.signal.aborted).toBe(false);
+    expect(await holders.tryAcquire('long')).toBeNull();
+    await expect(lease.release()).resolves.toBeUndefined();
+  });
+});
