@@ -5,7 +5,7 @@
  * LockKeyError that names the method and the template.
  */
 import { LockKeyError } from '../errors/lock-key.error';
-import { validateKey } from '../lock-options';
+import { hasLoneSurrogate, MAX_KEY_LENGTH, validateKey } from '../lock-options';
 
 /** A key as a function of the method's arguments, for anything a template cannot express. */
 export type LockKeyFunction = (...args: never[]) => string;
@@ -41,8 +41,10 @@ export function compileKeyTemplate(template: unknown, where: string): KeyResolve
 }
 
 function parse(template: string, where: string): Part[] {
+  // A runaway template must not become a runaway message.
+  const shown = template.length > 80 ? `${template.slice(0, 80)}…` : template;
   const fail = (why: string): never => {
-    throw new LockKeyError(`@Locked('${template}') on ${where}: ${why}`);
+    throw new LockKeyError(`@Locked('${shown}') on ${where}: ${why}`);
   };
   if (template.length === 0) fail('the template is empty; give a key such as "order:<0>".');
   const parts: Part[] = [];
@@ -67,6 +69,14 @@ function parse(template: string, where: string): Part[] {
     if (typeof part !== 'string') continue;
     if (/[<>]/.test(part)) fail('it has an unmatched "<" or ">".');
     if (/[{}]/.test(part)) fail('braces would break the {key} hash tag; remove them.');
+    if (hasLoneSurrogate(part)) fail('it contains a lone surrogate; a key must be well-formed Unicode.');
+  }
+  // The fixed text alone already over the limit would fail on every call: say so at definition.
+  const fixed = parts.reduce((n, part) => n + (typeof part === 'string' ? part.length : 0), 0);
+  if (fixed > MAX_KEY_LENGTH) {
+    fail(
+      `its fixed text is ${fixed} characters, over the ${MAX_KEY_LENGTH}-character key limit; hash long inputs.`,
+    );
   }
   return parts.filter((part) => part !== '');
 }

@@ -41,10 +41,14 @@ export class LockInterceptor implements NestInterceptor {
 
   private async call(spec: LockedSpec, args: unknown[], invoke: () => unknown): Promise<unknown> {
     const key = spec.key(args);
+    // 'skip' is about this lock only: a LockTimeoutError from a lock the method itself takes must reach
+    // the caller, not pass for a skip after the method has (partly) run.
+    let started = false;
     try {
       return await this.locks.using(
         key,
         async () => {
+          started = true;
           const result = invoke();
           // An Observable the method did not declare: run it to completion under the lock.
           return isObservable(result) ? lastValue(result) : result;
@@ -52,7 +56,7 @@ export class LockInterceptor implements NestInterceptor {
         acquireOptions(spec),
       );
     } catch (error) {
-      if (spec.options.onTimeout === 'skip' && error instanceof LockTimeoutError) return undefined;
+      if (skipped(spec, error, started)) return undefined;
       throw error;
     }
   }
@@ -63,6 +67,7 @@ export class LockInterceptor implements NestInterceptor {
       const abort = new AbortController();
       let finish: (() => void) | undefined;
       let inner: { unsubscribe(): void } | undefined;
+      let started = false;
       let key: string;
       try {
         key = spec.key(args);
@@ -77,6 +82,7 @@ export class LockInterceptor implements NestInterceptor {
             new Promise<void>((resolve, reject) => {
               finish = resolve;
               if (subscriber.closed) return resolve();
+              started = true;
               const result = invoke();
               const source = isObservable(result) ? result : of(result);
               inner = source.subscribe({
@@ -84,6 +90,9 @@ export class LockInterceptor implements NestInterceptor {
                 error: reject,
                 complete: resolve,
               });
+              // The subscriber may have unsubscribed during that subscribe (take(1) on a value emitted
+              // synchronously): the teardown ran before `inner` was set, so end the source here.
+              if (subscriber.closed) inner.unsubscribe();
             }),
           { ...acquireOptions(spec), signal: abort.signal },
         )
@@ -91,7 +100,7 @@ export class LockInterceptor implements NestInterceptor {
           () => subscriber.complete(),
           (error: unknown) => {
             if (subscriber.closed) return;
-            if (spec.options.onTimeout === 'skip' && error instanceof LockTimeoutError) subscriber.complete();
+            if (skipped(spec, error, started)) subscriber.complete();
             else subscriber.error(error);
           },
         );
@@ -102,6 +111,11 @@ export class LockInterceptor implements NestInterceptor {
       };
     });
   }
+}
+
+/** Whether `error` means this call's own lock was busy and its spec says to skip (the method never ran). */
+function skipped(spec: LockedSpec, error: unknown, started: boolean): boolean {
+  return spec.options.onTimeout === 'skip' && error instanceof LockTimeoutError && !started;
 }
 
 function acquireOptions(spec: LockedSpec): AcquireOptions {

@@ -33,7 +33,10 @@ export class LockedMethodsChecker implements OnModuleInit {
           typeof fn === 'function' ? (Reflect.getMetadata(LOCKED_METADATA, fn) as LockedSpec) : undefined;
         if (!spec || spec.options.service !== this.name) continue;
         try {
-          this.locks.checkOptions(spec.options);
+          // Only the options that reach acquire(); the decorator's own (onTimeout, service) were
+          // checked when it was applied.
+          const { ttl, waitTimeout, renew } = spec.options;
+          this.locks.checkOptions({ ttl, waitTimeout, renew });
         } catch (error) {
           throw new LockOptionsError(`@Locked() on ${spec.where}: ${(error as Error).message}`);
         }

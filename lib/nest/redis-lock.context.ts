@@ -7,12 +7,28 @@
 import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { LockOptionsError } from '../errors/lock-options.error';
-import { LockService } from '../lock.service';
+import { isIoredisClient, LockService } from '../lock.service';
+import { checkOptionNames, describeValue, SERVICE_OPTION_NAMES, snapshotOptions } from '../lock-options';
 import type { RedisClient } from '../protocol/lock-scripts';
 import type { RedisLockModuleOptions } from './redis-lock-options.interface';
 
 const DEFAULT_GRACE_PERIOD = 5_000;
 const DEFAULT_RETRY_AFTER = 1;
+/** Largest delay a Node timer can hold (about 24.8 days). */
+const MAX_GRACE_PERIOD = 2 ** 31 - 1;
+/** A day: a longer Retry-After for a busy lock or a Redis outage is a mistake, not a policy. */
+const MAX_RETRY_AFTER = 86_400;
+/** Everything forRoot / the options factory may return. */
+const MODULE_OPTION_NAMES = [
+  'client',
+  'url',
+  'redis',
+  'shutdownGracePeriod',
+  'retryAfterSeconds',
+  ...SERVICE_OPTION_NAMES,
+];
+/** Extras shape the module itself: they go beside the options, never inside what a factory returns. */
+const EXTRAS = ['isGlobal', 'name', 'httpErrors'];
 
 export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
   readonly service: LockService;
@@ -32,39 +48,78 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
       retryAfterSeconds,
       ...serviceOptions
     } = options;
-    this.gracePeriod = nonNegativeInteger('shutdownGracePeriod', shutdownGracePeriod ?? DEFAULT_GRACE_PERIOD);
-    this.retryAfterSeconds = nonNegativeInteger(
+    this.gracePeriod = boundedInteger(
+      'shutdownGracePeriod',
+      shutdownGracePeriod ?? DEFAULT_GRACE_PERIOD,
+      MAX_GRACE_PERIOD,
+      'ms',
+    );
+    this.retryAfterSeconds = boundedInteger(
       'retryAfterSeconds',
       retryAfterSeconds ?? DEFAULT_RETRY_AFTER,
+      MAX_RETRY_AFTER,
+      'seconds',
     );
     this.service = new LockService(client, serviceOptions);
   }
 
   /** Validates the options and connects (when the module owns the connection). Throws LockOptionsError. */
-  static create(options: RedisLockModuleOptions, name?: string): RedisLockContext {
-    if (options === null || typeof options !== 'object') {
-      throw new LockOptionsError('RedisLockModule options must be an object with client, url or redis.');
-    }
-    const given = (['client', 'url', 'redis'] as const).filter((k) => options[k] !== undefined);
-    const url = options.url;
-    if (
-      given.length === 0 ||
-      (given.length > 1 && !(given.length === 2 && url !== undefined && options.redis))
-    ) {
+  static create(raw: RedisLockModuleOptions, name?: string): RedisLockContext {
+    const label = `RedisLockModule${name ? ` "${name}"` : ''}`;
+    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
       throw new LockOptionsError(
-        `RedisLockModule${name ? ` "${name}"` : ''} needs exactly one connection: \`client\` (an ioredis ` +
+        `${label} options must be an object with client, url or redis, got ${describeValue(raw)}.`,
+      );
+    }
+    const options = snapshotOptions(raw, `the ${label} options`) as RedisLockModuleOptions;
+    for (const extra of EXTRAS) {
+      if (extra in options) {
+        throw new LockOptionsError(
+          `${label}: "${extra}" is not a connection or lock option; give it beside useFactory/useClass/` +
+            'useExisting in forRootAsync({ ... }) (or in forRoot({ ... })), not in the options they return.',
+        );
+      }
+    }
+    checkOptionNames(options, MODULE_OPTION_NAMES, `the ${label} options`);
+    const given = (['client', 'url', 'redis'] as const).filter((k) => options[k] !== undefined);
+    const { url, redis } = options;
+    if (given.length === 0 || (given.length > 1 && !(given.length === 2 && url !== undefined && redis))) {
+      throw new LockOptionsError(
+        `${label} needs exactly one connection: \`client\` (an ioredis ` +
           'Redis or Cluster), `url`, or `redis` (ioredis options; may accompany `url`). Got ' +
           (given.length ? given.join(' and ') : 'none') +
           '.',
       );
     }
-    if (options.client !== undefined) return new RedisLockContext(options.client, false, options);
-    if (url !== undefined && (typeof url !== 'string' || !/^rediss?:\/\//.test(url))) {
-      throw new LockOptionsError(`url must be a redis:// or rediss:// URL, got ${JSON.stringify(url)}.`);
+    if (options.client !== undefined) {
+      if (!isIoredisClient(options.client)) {
+        throw new LockOptionsError(
+          `${label}: client must be an ioredis Redis or Cluster (new Redis(...)), got ` +
+            `${describeValue(options.client)}. To let the module connect, pass url or redis instead.`,
+        );
+      }
+      return new RedisLockContext(options.client, false, options);
     }
+    if (redis !== undefined && (redis === null || typeof redis !== 'object' || Array.isArray(redis))) {
+      throw new LockOptionsError(
+        `${label}: redis must be an object of ioredis options such as { host, port }, got ${describeValue(redis)}.`,
+      );
+    }
+    if (url !== undefined) checkUrl(url, label);
     // Connected in onModuleInit, not here: if the application fails to start, nothing is left open.
-    const redisOptions = { ...options.redis, lazyConnect: true };
-    const client = url === undefined ? new Redis(redisOptions) : new Redis(url, redisOptions);
+    // ioredis keeps a timer of disconnectTimeout (2 s by default) alive after a disconnect while the
+    // socket is still connecting; a module that closes its own connection should not hold the process
+    // that long. Yours wins if you set it.
+    const redisOptions = { disconnectTimeout: OWNED_DISCONNECT_TIMEOUT, ...redis, lazyConnect: true };
+    let client: Redis;
+    try {
+      client = url === undefined ? new Redis(redisOptions) : new Redis(url, redisOptions);
+    } catch (error) {
+      throw new LockOptionsError(
+        `${label}: ioredis refused the connection options (${error instanceof Error ? error.message : describeValue(error)}).`,
+        error,
+      );
+    }
     watchErrors(client, name);
     try {
       return new RedisLockContext(client, true, options);
@@ -82,22 +137,52 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     await this.service.close({ gracePeriod: this.gracePeriod });
-    if (!this.owned) return;
-    const client = this.client;
-    if (client.status === 'end') return;
-    // Resolve once the socket is really closed, so nothing of ours is left open after shutdown.
-    const ended = new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, 1_000);
-      client.once('end', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-    // quit() waits for pending replies; with Redis gone it would wait on the reconnect loop instead.
-    if (client.status === 'ready') await client.quit().catch(() => client.disconnect());
-    else client.disconnect();
-    await ended;
+    if (this.owned) await closeOwned(this.client);
   }
+}
+
+/** ioredis' disconnectTimeout for connections the module opens (see fromOptions). */
+const OWNED_DISCONNECT_TIMEOUT = 300;
+
+/** How long QUIT may wait for its reply before the socket is dropped (a frozen server never answers). */
+const QUIT_TIMEOUT = 1_000;
+/** How long to wait for the socket to close after dropping it (ioredis destroys it after 2 s by default). */
+const DISCONNECT_TIMEOUT = 3_000;
+
+/**
+ * Closes a connection the module opened and resolves once its socket is really closed, so nothing of
+ * ours is left open after shutdown; never waits on Redis for longer than the bounds above.
+ */
+async function closeOwned(client: RedisClient): Promise<void> {
+  if (client.status === 'end') return;
+  if (client.status === 'close' || client.status === 'reconnecting') {
+    // Between reconnection attempts there is no socket: disconnect() only cancels the next attempt, and
+    // ioredis emits no 'end' for it, so there is nothing to wait for.
+    client.disconnect();
+    return;
+  }
+  let ended = false;
+  const end = new Promise<void>((resolve) => {
+    client.once('end', () => {
+      ended = true;
+      resolve();
+    });
+  });
+  // QUIT lets pending replies arrive first; only when ready, else it would wait on the reconnect loop.
+  if (client.status === 'ready') client.quit().catch(() => client.disconnect());
+  else client.disconnect();
+  await settled(end, QUIT_TIMEOUT);
+  if (ended) return;
+  // No answer (a frozen server): drop the socket ourselves.
+  client.disconnect();
+  await settled(end, DISCONNECT_TIMEOUT);
+}
+
+/** Waits for `promise`, or `ms` at most. */
+async function settled(promise: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }
 
 /** An owned connection reports its outages once each (not on every reconnect attempt) in the app's log. */
@@ -115,9 +200,32 @@ function watchErrors(client: Redis, name: string | undefined): void {
   });
 }
 
-function nonNegativeInteger(name: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
-    throw new LockOptionsError(`${name} must be a non-negative integer, got ${String(value)}.`);
+function boundedInteger(name: string, value: unknown, max: number, unit: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > max) {
+    throw new LockOptionsError(
+      `${name} must be an integer number of ${unit} between 0 and ${max}, got ${describeValue(value)}.`,
+    );
   }
   return value;
+}
+
+/** A redis:// or rediss:// URL with a host: an unset host (`redis://${HOST}`) would mean localhost:6379. */
+function checkUrl(url: unknown, label: string): void {
+  const fail = (why: string): never => {
+    throw new LockOptionsError(
+      `${label}: url must be a redis:// or rediss:// URL such as redis://user:pass@host:6379/0; ${why}, ` +
+        `got ${describeValue(url)}.`,
+    );
+  };
+  if (typeof url !== 'string') fail('it is not a string');
+  const text = url as string;
+  if (text.length > 4096) fail('it is longer than 4096 characters');
+  if (!/^rediss?:\/\//i.test(text)) fail('the scheme is not redis:// or rediss://');
+  let hostname = '';
+  try {
+    hostname = new URL(text).hostname;
+  } catch {
+    fail('it does not parse as a URL');
+  }
+  if (hostname === '') fail('it has no host');
 }

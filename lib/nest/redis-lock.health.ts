@@ -5,6 +5,7 @@
  */
 import { Inject, Injectable } from '@nestjs/common';
 import { LockService } from '../lock.service';
+import { describeValue } from '../lock-options';
 
 /** The status of one check, as terminus reports it. */
 export interface RedisLockHealthStatus {
@@ -23,17 +24,40 @@ export interface RedisLockHealthOptions {
 }
 
 const DEFAULT_TIMEOUT = 1_000;
+const DEFAULT_KEY = 'redis-lock';
+/** Largest delay a Node timer can hold; a larger one would fire at once. */
+const MAX_TIMEOUT = 2 ** 31 - 1;
 
 @Injectable()
 export class RedisLockHealthIndicator {
   constructor(@Inject(LockService) private readonly locks: LockService) {}
 
-  /** PINGs the lock's Redis. Resolves `down` (never rejects) when it is unreachable, slow or failing. */
-  async isHealthy(key = 'redis-lock', options: RedisLockHealthOptions = {}): Promise<RedisLockHealthResult> {
+  /**
+   * PINGs the lock's Redis. Resolves `down` (never rejects) when it is unreachable, slow or failing, and
+   * also for bad arguments: a key that is not a non-empty string (reported under 'redis-lock') or a
+   * timeout that is not a positive integer of ms up to 2^31-1.
+   */
+  async isHealthy(key = DEFAULT_KEY, options: RedisLockHealthOptions = {}): Promise<RedisLockHealthResult> {
+    if (typeof key !== 'string' || key === '') {
+      return {
+        [DEFAULT_KEY]: {
+          status: 'down',
+          message: `invalid key ${describeValue(key)}: give a non-empty string such as '${DEFAULT_KEY}'`,
+        },
+      };
+    }
     const down = (message: string): RedisLockHealthResult => ({ [key]: { status: 'down', message } });
-    const timeout = options?.timeout ?? DEFAULT_TIMEOUT;
-    if (!Number.isInteger(timeout) || timeout <= 0) {
-      return down(`invalid timeout ${String(timeout)}: give a positive integer of ms`);
+    let timeout: unknown;
+    try {
+      if (options !== null && typeof options !== 'object') throw new TypeError('not an object');
+      timeout = options?.timeout ?? DEFAULT_TIMEOUT;
+    } catch {
+      return down(`invalid options ${describeValue(options)}: give an object such as { timeout: 1000 }`);
+    }
+    if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout <= 0 || timeout > MAX_TIMEOUT) {
+      return down(
+        `invalid timeout ${describeValue(timeout)}: give a positive integer of ms up to ${MAX_TIMEOUT}`,
+      );
     }
     const client = this.locks.client;
     // A client that is not connected would park the PING in its offline queue: report at once.
@@ -47,10 +71,10 @@ export class RedisLockHealthIndicator {
           timer = setTimeout(() => reject(new Error(`no reply to PING within ${timeout} ms`)), timeout);
         }),
       ]);
-      if (reply !== 'PONG') return down(`unexpected reply to PING: ${String(reply)}`);
+      if (reply !== 'PONG') return down(`unexpected reply to PING: ${describeValue(reply)}`);
       return { [key]: { status: 'up', responseTime: Math.round((performance.now() - started) * 100) / 100 } };
     } catch (error) {
-      return down(error instanceof Error ? error.message : String(error));
+      return down(error instanceof Error ? error.message : describeValue(error));
     } finally {
       clearTimeout(timer);
     }

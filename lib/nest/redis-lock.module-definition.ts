@@ -6,6 +6,8 @@
  */
 import { ConfigurableModuleBuilder, type DynamicModule, type Provider } from '@nestjs/common';
 import { APP_FILTER, DiscoveryModule, DiscoveryService, HttpAdapterHost } from '@nestjs/core';
+import { LockOptionsError } from '../errors/lock-options.error';
+import { describeValue } from '../lock-options';
 import { LockInterceptor } from './lock.interceptor';
 import { LockHttpExceptionFilter } from './lock-http.filter';
 import { LockedMethodsChecker } from './locked-methods.checker';
@@ -14,21 +16,75 @@ import { RedisLockHealthIndicator } from './redis-lock.health';
 import { getLockInterceptorToken, getLockServiceToken, getRedisLockHealthToken } from './redis-lock.tokens';
 import type { RedisLockModuleExtras, RedisLockModuleOptions } from './redis-lock-options.interface';
 
-export const {
-  ConfigurableModuleClass,
-  MODULE_OPTIONS_TOKEN: REDIS_LOCK_MODULE_OPTIONS,
-  OPTIONS_TYPE,
-  ASYNC_OPTIONS_TYPE,
-} = new ConfigurableModuleBuilder<RedisLockModuleOptions>({ moduleName: 'RedisLock' })
+const built = new ConfigurableModuleBuilder<RedisLockModuleOptions>({ moduleName: 'RedisLock' })
   .setClassMethodName('forRoot')
   .setFactoryMethodName('createRedisLockOptions')
-  .setExtras<RedisLockModuleExtras>({ isGlobal: true, httpErrors: true }, addProviders)
+  // `name` is listed (undefined by default) so that forRoot() keeps it out of the lock options too.
+  .setExtras<RedisLockModuleExtras>({ isGlobal: true, httpErrors: true, name: undefined }, addProviders)
   .build();
+
+export const { MODULE_OPTIONS_TOKEN: REDIS_LOCK_MODULE_OPTIONS, OPTIONS_TYPE, ASYNC_OPTIONS_TYPE } = built;
+
+/**
+ * The generated class, with its arguments checked first: Nest's own methods would fail on `null` with
+ * a bare TypeError, or on forRootAsync({}) with a DI error that does not say what was missing.
+ */
+export class ConfigurableModuleClass extends built.ConfigurableModuleClass {
+  static override forRoot(options: typeof OPTIONS_TYPE): DynamicModule {
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+      throw new LockOptionsError(
+        `RedisLockModule.forRoot() needs an options object such as { url: 'redis://host:6379' }, got ` +
+          `${describeValue(options)}.`,
+      );
+    }
+    // biome-ignore lint/complexity/noThisInStatic: super keeps `this` (the subclass), which Nest uses as the module.
+    return super.forRoot(options);
+  }
+
+  static override forRootAsync(options: typeof ASYNC_OPTIONS_TYPE): DynamicModule {
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+      throw new LockOptionsError(
+        'RedisLockModule.forRootAsync() needs an object with useFactory, useClass or useExisting, got ' +
+          `${describeValue(options)}.`,
+      );
+    }
+    const how = (['useFactory', 'useClass', 'useExisting'] as const).filter((k) => options[k] !== undefined);
+    if (how.length !== 1) {
+      throw new LockOptionsError(
+        'RedisLockModule.forRootAsync() needs exactly one of useFactory, useClass or useExisting, got ' +
+          `${how.length ? how.join(' and ') : 'none'}.`,
+      );
+    }
+    if (options.useFactory !== undefined && typeof options.useFactory !== 'function') {
+      throw new LockOptionsError(
+        `RedisLockModule.forRootAsync(): useFactory must be a function returning the options, got ` +
+          `${describeValue(options.useFactory)}.`,
+      );
+    }
+    if (options.useClass !== undefined && typeof options.useClass !== 'function') {
+      throw new LockOptionsError(
+        `RedisLockModule.forRootAsync(): useClass must be a class with createRedisLockOptions(), got ` +
+          `${describeValue(options.useClass)}.`,
+      );
+    }
+    // biome-ignore lint/complexity/noThisInStatic: super keeps `this` (the subclass), which Nest uses as the module.
+    return super.forRootAsync(options);
+  }
+}
 
 function addProviders(definition: DynamicModule, extras: RedisLockModuleExtras): DynamicModule {
   const { name } = extras;
   if (name !== undefined && (typeof name !== 'string' || name === '')) {
-    throw new TypeError('RedisLockModule: name must be a non-empty string.');
+    throw new LockOptionsError(
+      `RedisLockModule: name must be a non-empty string (the configuration's name), got ${describeValue(name)}.`,
+    );
+  }
+  for (const flag of ['isGlobal', 'httpErrors'] as const) {
+    if (extras[flag] !== undefined && typeof extras[flag] !== 'boolean') {
+      throw new LockOptionsError(
+        `RedisLockModule: ${flag} must be true or false, got ${describeValue(extras[flag])}.`,
+      );
+    }
   }
   const serviceToken = getLockServiceToken(name);
   const interceptorToken = getLockInterceptorToken(name);

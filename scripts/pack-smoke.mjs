@@ -1,0 +1,453 @@
+#!/usr/bin/env node
+// Proves the PACKED package works in real consumer applications, outside this repository:
+//   1. `npm pack` the built package and check what the tarball holds (dist JS + typings, README,
+//      LICENSE; no sources, tests, benchmarks, sample or Lua files: the Lua is embedded in the JS).
+//   2. A Nest 12 ES-module app (`"type": "module"`, `import` of the CommonJS build) and
+//   3. a Nest 11 CommonJS app (`require`), each installed from the tarball in a temp dir, against a
+//      redis-server started here on a free port. Each app runs a @Locked method twice concurrently
+//      (the calls must exclude each other), calls LockService.using, closes, and must then exit by
+//      itself (no timer or socket left open).
+// Needs `npm run build` first and redis-server on PATH. PACK_SMOKE_KEEP=1 keeps the temp dir.
+// Exits non-zero on any failure.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const keep = process.env.PACK_SMOKE_KEEP === '1';
+const INSTALL_TIMEOUT = 180_000;
+const RUN_TIMEOUT = 60_000;
+/** After app.close() the process must be gone within this long. */
+const EXIT_AFTER_CLOSE = 5_000;
+
+const LEGS = [
+  {
+    name: 'nest12-esm',
+    esm: true,
+    deps: ['@nestjs/common@^12', '@nestjs/core@^12', 'reflect-metadata', 'rxjs', 'ioredis@^6'],
+  },
+  {
+    name: 'nest11-cjs',
+    esm: false,
+    deps: ['@nestjs/common@^11', '@nestjs/core@^11', 'reflect-metadata', 'rxjs', 'ioredis@^5'],
+  },
+];
+
+const started = Date.now();
+const secs = (ms) => `${(ms / 1000).toFixed(1)}s`;
+const log = (msg) => console.log(`[pack-smoke ${secs(Date.now() - started).padStart(6)}] ${msg}`);
+
+let redis;
+let tmp;
+process.on('exit', () => redis?.kill('SIGKILL'));
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    redis?.kill('SIGKILL');
+    if (tmp && !keep) rmSync(tmp, { recursive: true, force: true });
+    process.exit(130);
+  });
+}
+
+/** Runs a command; resolves { code, signal, stdout, stderr, ms }. Kills it (and says so) after `timeout`. */
+function run(cmd, args, { cwd, timeout, env, onLine } = {}) {
+  return new Promise((resolve) => {
+    const t0 = Date.now();
+    const child = spawn(cmd, args, { cwd, env: env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let pending = '';
+    let timedOut = false;
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      if (!onLine) return;
+      pending += d;
+      const lines = pending.split('\n');
+      pending = lines.pop();
+      for (const line of lines) onLine(line, child);
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    const timer = timeout
+      ? setTimeout(() => {
+          timedOut = true;
+          child.kill('SIGKILL');
+        }, timeout)
+      : undefined;
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      resolve({
+        code: -1,
+        signal: null,
+        stdout,
+        stderr: `${stderr}${error.message}`,
+        ms: Date.now() - t0,
+        timedOut,
+      });
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr, ms: Date.now() - t0, end: Date.now(), timedOut });
+    });
+  });
+}
+
+const tail = (text, lines = 25) => text.trim().split('\n').slice(-lines).join('\n');
+
+// --- 1. pack -------------------------------------------------------------------------------------
+
+async function pack() {
+  const res = await run('npm', ['pack', '--json', '--pack-destination', tmp], { cwd: root, timeout: 60_000 });
+  if (res.code !== 0) throw new Error(`npm pack failed (exit ${res.code}):\n${tail(res.stderr)}`);
+  const [info] = JSON.parse(res.stdout.slice(res.stdout.indexOf('[')));
+  const files = info.files.map((f) => f.path);
+  const problems = [];
+  for (const must of ['package.json', 'README.md', 'LICENSE', 'dist/index.js', 'dist/index.d.ts']) {
+    if (!files.includes(must)) problems.push(`missing ${must}`);
+  }
+  // The Lua scripts are embedded by scripts/embed-lua.mjs into this module; no .lua file is read at run time.
+  if (!files.includes('dist/protocol/lua/scripts.generated.js')) {
+    problems.push('missing dist/protocol/lua/scripts.generated.js (the embedded Lua scripts)');
+  }
+  for (const file of files) {
+    const allowed =
+      ['package.json', 'README.md', 'LICENSE'].includes(file) ||
+      (file.startsWith('dist/') && !file.startsWith('dist/sample/') && /\.(js|d\.ts)$/.test(file));
+    if (!allowed) problems.push(`unexpected file ${file}`);
+    if (/^(dist\/)?(test|bench|sample|lib|scripts|docs)\//.test(file)) problems.push(`must not ship ${file}`);
+    if (file.endsWith('.ts') && !file.endsWith('.d.ts')) problems.push(`TypeScript source ${file}`);
+    if (file.endsWith('.lua')) problems.push(`Lua file ${file} (the build embeds the Lua in JS)`);
+  }
+  if (problems.length) throw new Error(`tarball ${info.filename}:\n  ${[...new Set(problems)].join('\n  ')}`);
+  return { tarball: join(tmp, info.filename), files: files.length, size: info.size };
+}
+
+// --- redis ---------------------------------------------------------------------------------------
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function ping(port) {
+  return new Promise((resolve) => {
+    const socket = createConnection({ port, host: '127.0.0.1' });
+    const done = (ok) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(500, () => done(false));
+    socket.on('error', () => done(false));
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (d) => done(String(d).startsWith('+PONG')));
+  });
+}
+
+async function startRedis() {
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const port = await freePort();
+    const child = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    redis = child;
+    let output = '';
+    let exited = false;
+    child.stdout.on('data', (d) => {
+      output += d;
+    });
+    child.stderr.on('data', (d) => {
+      output += d;
+    });
+    child.on('error', (error) => {
+      exited = true;
+      output += error.message;
+    });
+    child.on('exit', () => {
+      exited = true;
+    });
+    const deadline = Date.now() + 5_000;
+    while (!exited && Date.now() < deadline) {
+      if (await ping(port)) return port;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    child.kill('SIGKILL');
+    redis = undefined;
+    if (attempt === 3 || !exited)
+      throw new Error(`redis-server did not start on port ${port}:\n${tail(output)}`);
+  }
+}
+
+// --- 2/3. consumer apps --------------------------------------------------------------------------
+
+/**
+ * The consumer: plain JS, so decorators are applied by hand. The ESM app calls the decorator functions
+ * directly; the CommonJS app goes through Reflect.decorate with `design:paramtypes`, as tsc emits it.
+ */
+function appSource(esm, leg) {
+  const imports = esm
+    ? `import 'reflect-metadata';
+import { Inject, Injectable, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { RedisLockModule, LockService, Locked } from 'nestjs-redis-lock';`
+    : `'use strict';
+require('reflect-metadata');
+const { Injectable, Module } = require('@nestjs/common');
+const { NestFactory } = require('@nestjs/core');
+const { RedisLockModule, LockService, Locked } = require('nestjs-redis-lock');`;
+
+  const decorate = esm
+    ? `// Decorators called by hand.
+Object.defineProperty(
+  OrderService.prototype,
+  'pay',
+  Locked('order:<0>', { ttl: 5000, waitTimeout: 20000 })(
+    OrderService.prototype,
+    'pay',
+    Object.getOwnPropertyDescriptor(OrderService.prototype, 'pay'),
+  ),
+);
+Inject(LockService)(OrderService, undefined, 0);
+Injectable()(OrderService);
+class AppModule {}
+Module({ imports: [RedisLockModule.forRoot({ url: process.env.REDIS_URL })], providers: [OrderService] })(AppModule);`
+    : `// What tsc emits for decorators (with emitDecoratorMetadata), through Reflect.decorate.
+Object.defineProperty(
+  OrderService.prototype,
+  'pay',
+  Reflect.decorate(
+    [Locked('order:<0>', { ttl: 5000, waitTimeout: 20000 })],
+    OrderService.prototype,
+    'pay',
+    Object.getOwnPropertyDescriptor(OrderService.prototype, 'pay'),
+  ),
+);
+OrderService = Reflect.decorate([Injectable(), Reflect.metadata('design:paramtypes', [LockService])], OrderService);
+let AppModule = class AppModule {};
+AppModule = Reflect.decorate(
+  [Module({ imports: [RedisLockModule.forRoot({ url: process.env.REDIS_URL })], providers: [OrderService] })],
+  AppModule,
+);`;
+
+  return `${imports}
+
+const LEG = ${JSON.stringify(leg)};
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const check = (ok, what) => {
+  if (!ok) throw new Error('check failed: ' + what);
+};
+
+${esm ? 'class OrderService {' : 'let OrderService = class OrderService {'}
+  constructor(locks) {
+    this.locks = locks;
+    this.running = 0;
+    this.maxRunning = 0;
+    this.order = [];
+  }
+  async pay(orderId, label) {
+    this.running++;
+    this.maxRunning = Math.max(this.maxRunning, this.running);
+    this.order.push(label);
+    const lease = this.locks.currentLease();
+    await sleep(200);
+    this.running--;
+    return { label, key: lease && lease.key, token: lease && lease.token, fence: lease && lease.fence };
+  }
+}${esm ? '' : ';'}
+${decorate}
+
+async function main() {
+  const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] });
+  const result = {};
+  try {
+    const orders = app.get(OrderService);
+    const locks = app.get(LockService);
+    check(locks instanceof LockService, 'app.get(LockService) is a LockService');
+    check(orders.locks === locks, 'LockService injected into the consumer service');
+
+    const id = LEG + '-42';
+    const t0 = Date.now();
+    const [a, b] = await Promise.all([orders.pay(id, 'a'), orders.pay(id, 'b')]);
+    result.lockedMs = Date.now() - t0;
+    result.maxRunning = orders.maxRunning;
+    check(orders.maxRunning === 1, 'concurrent @Locked calls exclude each other (max running ' + orders.maxRunning + ')');
+    check(result.lockedMs >= 380, 'the two 200 ms calls ran one after the other (' + result.lockedMs + ' ms)');
+    check(a.key === 'order:' + id && b.key === 'order:' + id, 'lease key from the template: ' + a.key + ', ' + b.key);
+    check(a.token && b.token && a.token !== b.token, 'each call held its own lease');
+    const [first, second] = orders.order[0] === 'a' ? [a, b] : [b, a];
+    check(first.fence > 0 && second.fence > first.fence, 'the later holder has the greater fencing token: ' + first.fence + ', ' + second.fence);
+
+    const usingKey = 'using:' + LEG;
+    const value = await locks.using(usingKey, async (lease) => {
+      check(lease.key === usingKey && typeof lease.token === 'string', 'using() passes the lease');
+      const current = locks.currentLease(usingKey);
+      check(current && current.token === lease.token, 'currentLease() inside using() is its lease');
+      const info = await locks.inspect(usingKey);
+      check(info.held && info.holder === lease.token, 'inspect() shows the holder');
+      return 'done';
+    });
+    check(value === 'done', 'using() returns the function result');
+    check((await locks.inspect(usingKey)).held === false, 'using() released the lock');
+  } finally {
+    await app.close();
+  }
+  console.log('PACK_SMOKE_CLOSED ' + JSON.stringify(result));
+  // Diagnostics only (read by the parent if the process does not exit): what is still open right now.
+  setImmediate(() => console.log('PACK_SMOKE_RESOURCES ' + JSON.stringify(process.getActiveResourcesInfo())));
+}
+
+main().catch((error) => {
+  console.error(error && error.stack ? error.stack : error);
+  process.exitCode = 1;
+});
+`;
+}
+
+async function runLeg(leg, tarball, redisUrl) {
+  const dir = join(tmp, leg.name);
+  const out = { name: leg.name, ok: false, installMs: 0, runMs: 0, detail: '' };
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, 'package.json'),
+    `${JSON.stringify({ name: `pack-smoke-${leg.name}`, private: true, type: leg.esm ? 'module' : 'commonjs' }, null, 2)}\n`,
+  );
+  writeFileSync(join(dir, 'main.js'), appSource(leg.esm, leg.name));
+
+  log(`${leg.name}: npm install ${leg.deps.join(' ')} + tarball`);
+  const install = await run(
+    'npm',
+    ['install', '--no-audit', '--no-fund', '--prefer-offline', '--no-package-lock', ...leg.deps, tarball],
+    { cwd: dir, timeout: INSTALL_TIMEOUT },
+  );
+  out.installMs = install.ms;
+  if (install.code !== 0) {
+    out.detail = install.timedOut
+      ? `npm install timed out after ${secs(INSTALL_TIMEOUT)}`
+      : `npm install failed (exit ${install.code}):\n${tail(install.stderr)}`;
+    return out;
+  }
+  const version = (pkg) => {
+    try {
+      return JSON.parse(readFileSync(join(dir, 'node_modules', pkg, 'package.json'), 'utf8')).version;
+    } catch {
+      return '?';
+    }
+  };
+  out.versions = `@nestjs/core ${version('@nestjs/core')}, ioredis ${version('ioredis')}`;
+  log(`${leg.name}: installed in ${secs(install.ms)} (${out.versions}); running the app`);
+
+  let closedAt;
+  let result;
+  let resources = '';
+  let killedAfterClose = false;
+  const env = { ...process.env, REDIS_URL: redisUrl };
+  delete env.NODE_OPTIONS;
+  const app = await run(process.execPath, ['main.js'], {
+    cwd: dir,
+    env,
+    timeout: RUN_TIMEOUT,
+    onLine: (line, child) => {
+      if (line.startsWith('PACK_SMOKE_CLOSED ')) {
+        closedAt = Date.now();
+        result = JSON.parse(line.slice('PACK_SMOKE_CLOSED '.length));
+        setTimeout(() => {
+          if (child.exitCode === null && child.signalCode === null) {
+            killedAfterClose = true;
+            child.kill('SIGKILL');
+          }
+        }, EXIT_AFTER_CLOSE).unref();
+      } else if (line.startsWith('PACK_SMOKE_RESOURCES ')) {
+        resources = line.slice('PACK_SMOKE_RESOURCES '.length);
+      }
+    },
+  });
+  out.runMs = app.ms;
+  if (killedAfterClose) {
+    out.detail = `did not exit within ${secs(EXIT_AFTER_CLOSE)} of app.close() (open handles: ${resources || 'unknown'})`;
+  } else if (app.timedOut) {
+    out.detail = `timed out after ${secs(RUN_TIMEOUT)} before app.close() returned:\n${tail(app.stdout + app.stderr)}`;
+  } else if (app.code !== 0) {
+    out.detail = `exit ${app.code ?? app.signal}:\n${tail(app.stderr || app.stdout)}`;
+  } else if (!result) {
+    out.detail = 'exited 0 without reporting app.close()';
+  } else {
+    out.ok = true;
+    out.detail =
+      `@Locked pair ${result.lockedMs} ms (max concurrent ${result.maxRunning}), ` +
+      `exited ${Math.max(0, app.end - closedAt)} ms after app.close()`;
+  }
+  return out;
+}
+
+// --- main ----------------------------------------------------------------------------------------
+
+async function main() {
+  if (!existsSync(join(root, 'dist', 'index.js'))) {
+    console.error('pack-smoke: dist/index.js not found. Run `npm run build` first.');
+    process.exit(2);
+  }
+  tmp = mkdtempSync(join(tmpdir(), 'nestjs-redis-lock-pack-smoke-'));
+  const rows = [];
+  let failed = false;
+  try {
+    const t0 = Date.now();
+    let packed;
+    try {
+      packed = await pack();
+      rows.push([
+        'PASS',
+        'pack',
+        secs(Date.now() - t0),
+        `${packed.files} files, ${(packed.size / 1024).toFixed(1)} kB`,
+      ]);
+      log(`packed ${packed.tarball}`);
+    } catch (error) {
+      rows.push(['FAIL', 'pack', secs(Date.now() - t0), error.message]);
+      failed = true;
+    }
+    if (packed) {
+      const port = await startRedis();
+      log(`redis-server on 127.0.0.1:${port}`);
+      const legs = await Promise.all(
+        LEGS.map((leg) => runLeg(leg, packed.tarball, `redis://127.0.0.1:${port}`)),
+      );
+      for (const leg of legs) {
+        if (!leg.ok) failed = true;
+        rows.push([
+          leg.ok ? 'PASS' : 'FAIL',
+          leg.name,
+          `install ${secs(leg.installMs)}, run ${secs(leg.runMs)}`,
+          [leg.versions, leg.detail].filter(Boolean).join('; '),
+        ]);
+      }
+    }
+  } catch (error) {
+    failed = true;
+    rows.push(['FAIL', 'setup', '', error.message]);
+  } finally {
+    redis?.kill('SIGKILL');
+    redis = undefined;
+    if (keep) log(`kept ${tmp}`);
+    else rmSync(tmp, { recursive: true, force: true });
+  }
+  console.log('\npack-smoke summary');
+  for (const [status, name, time, detail] of rows) {
+    console.log(`  ${status}  ${name.padEnd(11)} ${time.padEnd(26)} ${detail}`);
+  }
+  console.log(`  total ${secs(Date.now() - started)}: ${failed ? 'FAIL' : 'PASS'}`);
+  if (failed && !keep) console.log('  (PACK_SMOKE_KEEP=1 keeps the temp apps for a closer look)');
+  process.exitCode = failed ? 1 : 0;
+}
+
+await main();

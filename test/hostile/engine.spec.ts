@@ -1,0 +1,640 @@
+// Hostile input to every public entry point of the engine: the LockService constructor, acquire,
+// tryAcquire, using, inspect, currentLease, checkOptions and close, and the Lease's extend/release.
+// test/engine/input-validation.spec.ts covers the common bad keys and options; these rows are the
+// nastier ones (NaN, Infinity, 2**53, 1e12, 10 MB, Symbols, Buffers, throwing getters and toString,
+// signals), each checked by the runner in hostile-fixtures.ts.
+import { describe, expect } from '@jest/globals';
+import type { Redis } from 'ioredis';
+import {
+  type Lease,
+  LockAbortedError,
+  LockKeyError,
+  LockLostError,
+  LockNotHeldError,
+  LockOptionsError,
+  LockService,
+  LockServiceClosedError,
+  type LockServiceOptions,
+} from '../../lib';
+import { until } from '../support/lock-fixtures';
+import { useRedis } from '../support/redis-server';
+import {
+  type Base,
+  circular,
+  HUGE,
+  hostileTable,
+  pause,
+  type Row,
+  throwingGetter,
+  throwingToString,
+} from './hostile-fixtures';
+
+const server = useRedis();
+
+interface Engine extends Base {
+  client: Redis;
+  locks: LockService;
+  /** A service of its own on this server (closed after the row). */
+  service(options?: LockServiceOptions): LockService;
+  /** Takes `key` on another service; released after the row's checks. */
+  hold(key: string): Promise<Lease>;
+  /** Resolves once `key` has `n` waiters queued. */
+  queued(key: string, n: number): Promise<void>;
+}
+
+function setup(base: Base): Engine {
+  const clients: Redis[] = [];
+  const service = (options?: LockServiceOptions): LockService => {
+    const client = base.server.client();
+    clients.push(client);
+    const locks = new LockService(client, options);
+    base.defer(async () => {
+      await locks.close();
+      client.disconnect();
+    });
+    return locks;
+  };
+  const locks = service();
+  return {
+    ...base,
+    client: clients[0],
+    locks,
+    service,
+    async hold(key) {
+      const lease = await service().acquire(key);
+      base.defer(() => lease.release().catch(() => {}));
+      return lease;
+    },
+    queued: async (key, n) => {
+      await until(
+        () => locks.inspect(key),
+        (info) => info.queueLength === n,
+        2_000,
+      );
+    },
+  };
+}
+
+const OPTIONS = {
+  error: LockOptionsError,
+  code: 'LOCK_INVALID_OPTIONS',
+} as const;
+const KEY = { error: LockKeyError, code: 'LOCK_INVALID_KEY' } as const;
+const ms = (name: string, got: string) =>
+  new RegExp(`${name} must be an integer number of milliseconds between \\d+ and 2147483647, got ${got}\\.`);
+/** The keys a released lock leaves: its fencing counter (bounded by fenceRetention). */
+const fenceOf = (key: string) => [`lock:{${key}}:fence`];
+const heldKeys = (key: string) => [`lock:{${key}}`, `lock:{${key}}:fence`];
+
+// ---------------------------------------------------------------------------------------------------------
+
+const constructorRows: Row<Engine>[] = [
+  ...(
+    [
+      ['undefined', undefined, /got undefined/],
+      ['a URL string', 'redis://127.0.0.1:6379', /.*/],
+      ['a Buffer', Buffer.from('redis'), /.*/],
+      ['a Symbol', Symbol('redis'), /.*/],
+      ['a node-redis-like object', { connect() {}, get() {}, set() {}, isOpen: true }, /.*/],
+      ['an object whose toString throws', throwingToString, /.*/],
+    ] as const
+  ).map(
+    ([what, client]): Row<Engine> => ({
+      name: `new LockService(client = ${what})`,
+      sync: true,
+      run: () => new LockService(client as never),
+      ...OPTIONS,
+      message: /needs an ioredis client \(new Redis\(\.\.\.\) or new Cluster\(\.\.\.\)\)/,
+    }),
+  ),
+  ...(
+    [
+      ['options a string', 'fast', /LockService options must be an object, got "fast"/],
+      ['options an array', [], /LockService options must be an object, got an array/],
+      ['prefix a lone "}"', { prefix: '}' }, /prefix must be a string .*without braces.*got "\}"/],
+      ['prefix 10 MB', { prefix: HUGE }, /prefix must be a string of at most 256 characters.*got "k{40}…"/],
+      ['prefix a lone surrogate', { prefix: 'app:\uD800' }, /prefix .*lone surrogates.*Use something like/],
+      ['prefix a Symbol', { prefix: Symbol('p') }, /prefix must be a string.*got a symbol/],
+      ['claimWindow NaN', { claimWindow: Number.NaN }, ms('claimWindow', 'NaN')],
+      ['claimWindow -1', { claimWindow: -1 }, ms('claimWindow', '-1')],
+      ['claimWindow Infinity', { claimWindow: Number.POSITIVE_INFINITY }, ms('claimWindow', 'Infinity')],
+      ['claimWindow 2**53', { claimWindow: 2 ** 53 }, ms('claimWindow', '9007199254740992')],
+      ['claimWindow a string', { claimWindow: '2000' }, ms('claimWindow', '"2000"')],
+      [
+        'claimWindow with a throwing toString',
+        { claimWindow: throwingToString },
+        ms('claimWindow', 'an object'),
+      ],
+      ['defaults.ttl 1e12', { defaults: { ttl: 1e12 } }, ms('defaults.ttl', '1000000000000')],
+      [
+        'defaults.waitTimeout Infinity',
+        { defaults: { waitTimeout: Infinity } },
+        ms('defaults.waitTimeout', 'Infinity'),
+      ],
+      [
+        'defaults.renew "true"',
+        { defaults: { renew: 'true' } },
+        /defaults\.renew must be true or false, got "true"/,
+      ],
+      ['defaults null', { defaults: null }, /defaults must be an object, got null/],
+      ['fenceRetention 1e12', { fenceRetention: 1e12 }, ms('fenceRetention', '1000000000000')],
+      ['commandTimeout 0', { commandTimeout: 0 }, ms('commandTimeout', '0')],
+      [
+        'unknown key "claimwindow"',
+        { claimwindow: 500 },
+        /Unknown option "claimwindow".*did you mean "claimWindow"\?/,
+      ],
+      [
+        'unknown key "ttl" at the top level',
+        { ttl: 5_000 },
+        /Unknown option "ttl".*go in defaults, as in \{ defaults: \{ ttl/,
+      ],
+      [
+        'unknown key in defaults',
+        { defaults: { timeout: 1 } },
+        /Unknown option "timeout" in defaults \(known: ttl, waitTimeout, renew\)/,
+      ],
+      [
+        'a getter that throws',
+        throwingGetter('claimWindow'),
+        /Reading the option claimWindow threw \(getter claimWindow exploded\)/,
+      ],
+    ] as const
+  ).map(
+    ([what, options, message]): Row<Engine> => ({
+      name: `new LockService(client, ${what})`,
+      sync: true,
+      run: ({ client }) => new LockService(client, options as never),
+      ...OPTIONS,
+      message,
+    }),
+  ),
+];
+
+const keyRows: Row<Engine>[] = (
+  [
+    ['acquire', 'a Symbol', Symbol('k'), /must be a string, got a symbol\. Build it from the resource's id/],
+    ['acquire', 'a Buffer', Buffer.from('k:1'), /must be a string, got a Buffer of 3 bytes/],
+    ['acquire', 'an object whose toString throws', throwingToString, /must be a string, got an object/],
+    ['acquire', 'a BigInt', 42n, /must be a string, got 42n/],
+    ['acquire', 'a String object', new String('k'), /must be a string, got a String/],
+    ['tryAcquire', 'a function', () => 'k', /must be a string, got a function/],
+    ['tryAcquire', '10 MB', HUGE, /at most 1024 characters, got 10485760\. Hash long inputs first/],
+    [
+      'tryAcquire',
+      'a lone "{"',
+      '{',
+      /contains a brace; braces would break the \{key\} hash tag\. Remove them/,
+    ],
+    ['using', 'a newline and a brace', 'a}\n', /"a\}\\n" contains a brace/],
+    ['using', 'a lone low surrogate', '\uDC00x', /lone surrogate.*hash or base64-encode it/],
+    ['inspect', 'a lone high surrogate', 'ok\uD800', /lone surrogate/],
+    ['inspect', '10 MB', HUGE, /at most 1024 characters/],
+    ['inspect', 'a Symbol', Symbol('k'), /got a symbol/],
+  ] as const
+).map(([method, what, key, message]) => ({
+  name: `${method}(key = ${what})`,
+  run: ({ locks }: Engine) =>
+    method === 'using'
+      ? locks.using(key as never, () => {
+          throw new Error('must not run');
+        })
+      : locks[method](key as never),
+  ...KEY,
+  message,
+}));
+
+const callOptionRows: Row<Engine>[] = (
+  [
+    ['acquire', 'ttl 1e12', { ttl: 1e12 }, ms('ttl', '1000000000000')],
+    ['acquire', 'ttl 2**53', { ttl: 2 ** 53 }, ms('ttl', '9007199254740992')],
+    ['acquire', 'ttl -Infinity', { ttl: -Infinity }, ms('ttl', '-Infinity')],
+    ['acquire', 'ttl a string', { ttl: '30000' }, ms('ttl', '"30000"')],
+    ['acquire', 'ttl a BigInt', { ttl: 30_000n }, ms('ttl', '30000n \\(a bigint\\)')],
+    ['acquire', 'ttl a Symbol', { ttl: Symbol('ttl') }, ms('ttl', 'a symbol')],
+    ['acquire', 'waitTimeout Infinity', { waitTimeout: Infinity }, ms('waitTimeout', 'Infinity')],
+    ['acquire', 'waitTimeout 2**53', { waitTimeout: 2 ** 53 }, ms('waitTimeout', '9007199254740992')],
+    ['acquire', 'renew 1', { renew: 1 }, /renew must be true or false, got 1\./],
+    [
+      'acquire',
+      'a fake signal',
+      { signal: { aborted: false } },
+      /signal must be an AbortSignal \(e\.g\. new AbortController\(\)\.signal\), got an object/,
+    ],
+    ['acquire', 'signal a string', { signal: 'abort' }, /signal must be an AbortSignal.*got "abort"/],
+    ['acquire', 'options a string', 'fast', /lock options must be an object, got "fast"/],
+    ['acquire', 'options an array', [5_000], /lock options must be an object, got an array/],
+    [
+      'acquire',
+      'a ttl getter that throws',
+      throwingGetter('ttl'),
+      /Reading the option ttl threw \(getter ttl exploded\)/,
+    ],
+    ['tryAcquire', 'ttl NaN', { ttl: Number.NaN }, ms('ttl', 'NaN')],
+    [
+      'tryAcquire',
+      'a signal getter that throws',
+      throwingGetter('signal'),
+      /Reading the option signal threw/,
+    ],
+    ['using', 'waitTimeout 1.5', { waitTimeout: 1.5 }, ms('waitTimeout', '1.5')],
+    [
+      'using',
+      'a waitTimeout getter that throws',
+      throwingGetter('waitTimeout'),
+      /Reading the option waitTimeout threw/,
+    ],
+    ['using', 'ttl with a throwing toString', { ttl: throwingToString }, ms('ttl', 'an object')],
+  ] as const
+).map(([method, what, options, message]) => ({
+  name: `${method}('k', ${what})`,
+  run: ({ locks }: Engine) =>
+    method === 'using'
+      ? locks.using(
+          'k',
+          () => {
+            throw new Error('must not run');
+          },
+          options as never,
+        )
+      : locks[method]('k', options as never),
+  ...OPTIONS,
+  message,
+  probe: 'k',
+}));
+
+const ABORTED = {
+  error: LockAbortedError,
+  code: 'LOCK_ABORTED',
+  message: /Waiting for lock "(k|busy)" was aborted by the caller's signal.*retry with a live signal/,
+} as const;
+
+const signalRows: Row<Engine>[] = [
+  {
+    name: 'acquire with an already aborted signal',
+    run: ({ locks }) => locks.acquire('k', { signal: AbortSignal.abort(new Error('gone')) }),
+    ...ABORTED,
+    after: (_, { error }) => expect((error as Error).cause).toEqual(new Error('gone')),
+    probe: 'k',
+  },
+  {
+    name: 'tryAcquire with an already aborted signal',
+    run: ({ locks }) => locks.tryAcquire('k', { signal: AbortSignal.abort() }),
+    ...ABORTED,
+    probe: 'k',
+  },
+  {
+    name: 'using with an already aborted signal (fn never runs)',
+    run: ({ locks }) =>
+      locks.using(
+        'k',
+        () => {
+          throw new Error('must not run');
+        },
+        { signal: AbortSignal.abort() },
+      ),
+    ...ABORTED,
+    probe: 'k',
+  },
+  {
+    name: 'acquire whose signal aborts during the wait',
+    run: async (ctx) => {
+      await ctx.hold('busy');
+      const abort = new AbortController();
+      const waiting = ctx.locks.acquire('busy', { signal: abort.signal, waitTimeout: 10_000 });
+      await ctx.queued('busy', 1);
+      abort.abort(throwingToString);
+      return waiting;
+    },
+    ...ABORTED,
+    after: (_, { error }) => expect((error as Error).cause).toBe(throwingToString),
+    keys: heldKeys('busy'),
+    probe: 'busy',
+  },
+  {
+    name: 'using whose AbortSignal.timeout(50) fires during the wait',
+    run: async (ctx) => {
+      await ctx.hold('busy');
+      return ctx.locks.using(
+        'busy',
+        () => {
+          throw new Error('must not run');
+        },
+        { signal: AbortSignal.timeout(50), waitTimeout: 10_000 },
+      );
+    },
+    ...ABORTED,
+    keys: heldKeys('busy'),
+    probe: 'busy',
+  },
+];
+
+const usingRows: Row<Engine>[] = [
+  ...([null, 'fn', {}] as const).map(
+    (fn): Row<Engine> => ({
+      name: `using('k', fn = ${JSON.stringify(fn)})`,
+      run: ({ locks }) => locks.using('k', fn as never),
+      ...OPTIONS,
+      message: /using\(\) needs a function to run under the lock/,
+      probe: 'k',
+    }),
+  ),
+  {
+    name: 'using whose fn throws a Symbol: it reaches the caller, the lock is released',
+    accept: true,
+    run: async ({ locks }) => {
+      const thrown = Symbol('thrown');
+      await expect(
+        locks.using('k', () => {
+          throw thrown;
+        }),
+      ).rejects.toBe(thrown);
+    },
+    keys: fenceOf('k'),
+    probe: 'k',
+  },
+  {
+    name: 'using whose fn returns a rejected promise: the rejection reaches the caller',
+    accept: true,
+    run: async ({ locks }) => {
+      const failure = new Error('work failed');
+      await expect(locks.using('k', () => Promise.reject(failure))).rejects.toBe(failure);
+    },
+    keys: fenceOf('k'),
+    probe: 'k',
+  },
+];
+
+/** Takes 'lease' on the row's service, releases it after the row; runs `fn` on it. */
+function onLease(fn: (lease: Lease, ctx: Engine) => unknown) {
+  return async (ctx: Engine) => {
+    const lease = await ctx.locks.acquire('lease');
+    ctx.defer(() => lease.release().catch(() => {}));
+    return fn(lease, ctx);
+  };
+}
+
+const leaseRows: Row<Engine>[] = [
+  ...(
+    [
+      ['NaN', Number.NaN, ms('ttl', 'NaN')],
+      ['-1', -1, ms('ttl', '-1')],
+      ['1e12', 1e12, ms('ttl', '1000000000000')],
+      ['a string', '100', ms('ttl', '"100"')],
+      ['a Symbol', Symbol('ttl'), ms('ttl', 'a symbol')],
+      [
+        '100 (below the claim window)',
+        100,
+        /ttl \(100 ms\) must not be shorter than the claim window.*Raise ttl or lower claimWindow/,
+      ],
+    ] as const
+  ).map(
+    ([what, ttl, message]): Row<Engine> => ({
+      name: `lease.extend(${what})`,
+      run: onLease(async (lease) => {
+        await expect(lease.extend(ttl as never)).rejects.toBeInstanceOf(LockOptionsError);
+        // A refused extension changes nothing: the lease is still held and can still be extended.
+        expect(lease.signal.aborted).toBe(false);
+        await lease.extend(5_000);
+        return lease.extend(ttl as never);
+      }),
+      ...OPTIONS,
+      message,
+      keys: heldKeys('lease'),
+      probe: 'lease',
+    }),
+  ),
+  {
+    name: 'lease.release() twice: the second is a no-op',
+    accept: true,
+    run: onLease(async (lease) => {
+      await lease.release();
+      await lease.release();
+      await lease[Symbol.asyncDispose]();
+    }),
+    keys: fenceOf('lease'),
+    probe: 'lease',
+  },
+  {
+    name: 'lease.extend() after release',
+    run: onLease(async (lease) => {
+      await lease.release();
+      return lease.extend();
+    }),
+    error: LockNotHeldError,
+    code: 'LOCK_NOT_HELD',
+    message: /Cannot extend lock "lease": this lease no longer holds it.*use a longer ttl \/ renew: true/,
+    keys: fenceOf('lease'),
+    probe: 'lease',
+  },
+  {
+    name: 'lease.release() after its ttl ran out (signal aborted with LockLostError)',
+    run: async (ctx) => {
+      const lease = await ctx.service({ claimWindow: 10 }).acquire('short', { ttl: 40, renew: false });
+      await pause(120);
+      expect(lease.signal.aborted).toBe(true);
+      expect(lease.signal.reason).toBeInstanceOf(LockLostError);
+      return lease.release();
+    },
+    error: LockNotHeldError,
+    code: 'LOCK_NOT_HELD',
+    message: /Cannot release lock "short": this lease no longer holds it \(it expired or was taken over\)/,
+    keys: fenceOf('short'),
+    probe: 'short',
+  },
+];
+
+const CLOSED = {
+  error: LockServiceClosedError,
+  code: 'LOCK_SERVICE_CLOSED',
+  message: /The lock service is closed.*Stop calling it after close\(\).*or create a new LockService/,
+} as const;
+
+const lifecycleRows: Row<Engine>[] = [
+  ...(
+    [
+      ['NaN', Number.NaN],
+      ['-1', -1],
+      ['a string', '100'],
+      ['Infinity', Infinity],
+    ] as const
+  ).map(
+    ([what, gracePeriod]): Row<Engine> => ({
+      name: `close({ gracePeriod: ${what} })`,
+      run: ({ locks }) => locks.close({ gracePeriod: gracePeriod as never }),
+      ...OPTIONS,
+      message: /gracePeriod must be a non-negative integer of ms up to 2147483647, got/,
+    }),
+  ),
+  {
+    name: 'close({ gracePeriod: an object whose toString throws })',
+    run: ({ locks }) => locks.close({ gracePeriod: throwingToString as never }),
+    ...OPTIONS,
+    message: /gracePeriod must be/,
+  },
+  {
+    name: 'close({ gracePeriod: 1e12 }) while a using() runs',
+    run: async ({ locks }) => {
+      const running = locks.using('k', () => pause(300)).catch(() => {});
+      await until(
+        () => locks.inspect('k'),
+        (info) => info.held,
+        1_000,
+      );
+      const closing = locks.close({ gracePeriod: 1e12 });
+      closing.catch(() => {}); // observed below, once the using() has finished
+      await running;
+      return closing;
+    },
+    ...OPTIONS,
+    message: /gracePeriod must be .*2147483647/,
+    keys: fenceOf('k'),
+    probe: 'k',
+  },
+  {
+    name: 'close() twice, then acquire',
+    run: async ({ locks }) => {
+      await Promise.all([locks.close(), locks.close()]);
+      await locks.close();
+      return locks.acquire('k');
+    },
+    ...CLOSED,
+    probe: 'k',
+  },
+  {
+    name: 'inspect after close',
+    run: async ({ locks }) => {
+      await locks.close();
+      return locks.inspect('k');
+    },
+    ...CLOSED,
+  },
+  {
+    name: 'close() while a call waits: the waiter leaves the queue',
+    run: async (ctx) => {
+      await ctx.hold('busy');
+      const waiting = ctx.locks.acquire('busy', { waitTimeout: 10_000 });
+      waiting.catch(() => {}); // observed below, after close() resolves
+      await ctx.queued('busy', 1);
+      await ctx.locks.close();
+      return waiting;
+    },
+    ...CLOSED,
+    keys: heldKeys('busy'),
+    probe: 'busy',
+  },
+];
+
+const syncRows: Row<Engine>[] = [
+  ...(
+    [
+      ['ttl NaN', { ttl: Number.NaN }, ms('ttl', 'NaN')],
+      [
+        'ttl below the claim window',
+        { ttl: 1_999 },
+        /ttl \(1999 ms\) must not be shorter than the claim window \(2000 ms\)/,
+      ],
+      ['options a string', 'fast', /lock options must be an object, got "fast"/],
+      ['a renew getter that throws', throwingGetter('renew'), /Reading the option renew threw/],
+      ['waitTimeout a circular object', { waitTimeout: circular() }, ms('waitTimeout', 'an object')],
+    ] as const
+  ).map(
+    ([what, options, message]): Row<Engine> => ({
+      name: `checkOptions(${what})`,
+      sync: true,
+      run: ({ locks }) => locks.checkOptions(options as never),
+      ...OPTIONS,
+      message,
+    }),
+  ),
+  {
+    name: 'currentLease(Symbol) inside using()',
+    run: ({ locks }) => locks.using('outer', () => locks.currentLease(Symbol('k') as never)),
+    ...KEY,
+    message: /must be a string, got a symbol/,
+    keys: fenceOf('outer'),
+    probe: 'outer',
+  },
+  {
+    name: 'currentLease("a{b}") outside any using()',
+    sync: true,
+    run: ({ locks }) => locks.currentLease('a{b}'),
+    ...KEY,
+    message: /brace/,
+  },
+  {
+    name: 'currentLease(42) outside any using()',
+    sync: true,
+    run: ({ locks }) => locks.currentLease(42 as never),
+    ...KEY,
+    message: /must be a string, got 42/,
+  },
+];
+
+/** Odd but valid keys and prefixes: Redis keys are binary safe, so these must simply work. */
+const acceptedRows: Row<Engine>[] = [
+  ...(
+    [
+      ['a newline', 'line\nbreak'],
+      ['a NUL', 'nul\u0000byte'],
+      ['spaces (the wake messages are space-separated)', 'a b c'],
+      ['an emoji (a valid surrogate pair)', 'lock-🔒'],
+      ['exactly 1024 characters', 'x'.repeat(1024)],
+    ] as const
+  ).map(
+    ([what, key]): Row<Engine> => ({
+      name: `a key with ${what} works, queue and hand-off included`,
+      accept: true,
+      run: async (ctx) => {
+        const first = await ctx.locks.acquire(key);
+        const second = ctx.service().acquire(key, { waitTimeout: 5_000 });
+        await ctx.queued(key, 1);
+        await first.release();
+        await (await second).release();
+      },
+      keys: fenceOf(key),
+      probe: key,
+    }),
+  ),
+  {
+    name: 'an empty prefix works',
+    accept: true,
+    run: async (ctx) => {
+      const lease = await ctx.service({ prefix: '' }).acquire('k');
+      expect(await ctx.client.get('{k}')).toBe(lease.token);
+      await lease.release();
+    },
+    keys: ['{k}:fence'],
+    probe: 'k',
+    prefix: '',
+  },
+  {
+    name: 'a prefix with a NUL and a newline works',
+    accept: true,
+    run: async (ctx) => {
+      await (await ctx.service({ prefix: 'a\u0000\n:' }).acquire('k')).release();
+    },
+    keys: ['a\u0000\n:{k}:fence'],
+    probe: 'k',
+    prefix: 'a\u0000\n:',
+  },
+  {
+    name: 'options with ttl: null and undefined fall back to the defaults',
+    accept: true,
+    run: async ({ locks }) => {
+      await (await locks.acquire('k', { ttl: null as never, waitTimeout: undefined })).release();
+    },
+    keys: fenceOf('k'),
+    probe: 'k',
+  },
+];
+
+describe('hostile input: LockService constructor', () => hostileTable(constructorRows, server, setup));
+describe('hostile input: keys', () => hostileTable(keyRows, server, setup));
+describe('hostile input: call options', () => hostileTable(callOptionRows, server, setup));
+describe('hostile input: signals', () => hostileTable(signalRows, server, setup));
+describe('hostile input: using()', () => hostileTable(usingRows, server, setup));
+describe('hostile input: Lease', () => hostileTable(leaseRows, server, setup));
+describe('hostile input: close() and a closed service', () => hostileTable(lifecycleRows, server, setup));
+describe('hostile input: checkOptions and currentLease', () => hostileTable(syncRows, server, setup));
+describe('odd but valid input works', () => hostileTable(acceptedRows, server, setup));

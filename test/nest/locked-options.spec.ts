@@ -1,0 +1,178 @@
+// Invalid @Locked declarations never reach a first call: wrong types, unknown names, a bad onTimeout or a
+// malformed template throw when the class is defined (before any application can start), and a ttl the
+// configuration cannot honour (below its claim window) makes app.init() reject; each message names
+// Class.method.
+import { describe, expect, it } from '@jest/globals';
+import { Controller, Inject, Injectable, Post, Scope } from '@nestjs/common';
+import {
+  Locked,
+  type LockedOptions,
+  LockKeyError,
+  LockOptionsError,
+  LockService,
+  RedisLockModule,
+} from '../../lib';
+import { useRedis } from '../support/redis-server';
+import { boot, connection, createApp } from './locked-fixtures';
+
+const server = useRedis();
+
+/** Defines a class with one @Locked method; throws whatever the decorator throws. */
+function defineReports(options: unknown, template = 'report:<0>') {
+  class Reports {
+    @Locked(template, options as LockedOptions)
+    run(_id: string) {}
+  }
+  return Reports;
+}
+
+describe('@Locked options checked when the class is defined', () => {
+  it.each<[string, unknown, RegExp]>([
+    ['an unknown option', { timeout: 5_000 }, /unknown option "timeout"/],
+    ['a negative ttl', { ttl: -1 }, /ttl must be an integer/],
+    ['a NaN ttl', { ttl: Number.NaN }, /ttl must be an integer.*NaN/],
+    ['a fractional ttl', { ttl: 1.5 }, /ttl must be an integer/],
+    ['a negative waitTimeout', { waitTimeout: -1 }, /waitTimeout must be an integer/],
+    ['a renew that is not a boolean', { renew: 'yes' }, /renew must be true or false/],
+    ['a bad onTimeout', { onTimeout: 'ignore' }, /onTimeout must be 'throw' or 'skip'/],
+    ['an empty service name', { service: '' }, /service must be the non-empty name/],
+    ['options that are not an object', 'fast', /options must be an object/],
+  ])('%s is a LockOptionsError naming Reports.run', (_, options, why) => {
+    let error: unknown;
+    try {
+      defineReports(options);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(LockOptionsError);
+    expect((error as Error).message).toContain('@Locked() on Reports.run');
+    expect((error as Error).message).toMatch(why);
+  });
+
+  it.each([
+    ['an empty template', ''],
+    ['a placeholder without an argument index', 'report:<id>'],
+    ['an unbalanced <', 'report:<0'],
+    ['braces', '{report}:<0>'],
+  ])('%s is a LockKeyError naming Reports.run', (_, template) => {
+    expect(() => defineReports({}, template)).toThrow(LockKeyError);
+    expect(() => defineReports({}, template)).toThrow(/Reports\.run/);
+  });
+
+  it('valid options define the class', () => {
+    expect(() =>
+      defineReports({ ttl: 5_000, waitTimeout: 0, renew: false, onTimeout: 'skip' }),
+    ).not.toThrow();
+  });
+});
+
+@Injectable()
+class ShortLease {
+  runs = 0;
+
+  @Locked('short', { ttl: 500 })
+  async run() {
+    this.runs++;
+  }
+}
+
+@Controller('short')
+class ShortLeaseController {
+  @Post()
+  @Locked('short-route', { ttl: 500 })
+  handle() {}
+}
+
+@Injectable({ scope: Scope.REQUEST })
+class RequestScopedShortLease {
+  @Locked('short-request', { ttl: 500 })
+  async run() {}
+}
+
+@Injectable()
+class NamedShortLease {
+  @Locked('short-named', { ttl: 500, service: 'fast' })
+  async run() {}
+}
+
+@Injectable()
+class UnknownConfiguration {
+  @Locked('nowhere', { service: 'missing' })
+  async run() {}
+}
+
+describe('@Locked options checked against the configuration at start-up', () => {
+  it.each([
+    ['a provider', { providers: [ShortLease] }, 'ShortLease.run'],
+    ['a controller', { controllers: [ShortLeaseController] }, 'ShortLeaseController.handle'],
+    ['a request-scoped provider', { providers: [RequestScopedShortLease] }, 'RequestScopedShortLease.run'],
+  ])(
+    'a ttl below the claim window on %s makes app.init() reject, naming the method',
+    async (_, parts, where) => {
+      const prefix = `options-${where}:`;
+      const app = await createApp({
+        imports: [RedisLockModule.forRoot({ ...connection(server()), prefix })],
+        ...parts,
+      });
+      const error = await app.init().then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      expect(error).toBeInstanceOf(LockOptionsError);
+      expect((error as Error).message).toContain(`@Locked() on ${where}`);
+      expect((error as Error).message).toMatch(
+        /ttl \(500 ms\) must not be shorter than the claim window \(2000 ms\)/,
+      );
+      expect(await server().keys(`${prefix}*`)).toEqual([]);
+    },
+  );
+
+  it('the same ttl starts with a claim window below it, and the method runs', async () => {
+    const app = await boot({
+      imports: [RedisLockModule.forRoot({ ...connection(server()), claimWindow: 100 })],
+      providers: [ShortLease],
+    });
+    await app.get(ShortLease).run();
+    expect(app.get(ShortLease).runs).toBe(1);
+  });
+
+  it('the check uses the named configuration of the method, not another one', async () => {
+    const unnamed = RedisLockModule.forRoot({ ...connection(server()) });
+    const fast = RedisLockModule.forRoot({ ...connection(server()), name: 'fast', claimWindow: 100 });
+    const slow = RedisLockModule.forRoot({ ...connection(server()), name: 'fast' });
+    // ttl 500 is fine for 'fast' (claim window 100) even though the unnamed one's window is 2 000 ms.
+    await expect(boot({ imports: [unnamed, fast], providers: [NamedShortLease] })).resolves.toBeDefined();
+    const error = await boot({ imports: [unnamed, slow], providers: [NamedShortLease] }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(LockOptionsError);
+    expect((error as Error).message).toContain('@Locked() on NamedShortLease.run');
+  });
+
+  it('a service name no configuration has fails at start-up, naming the class and the configuration', async () => {
+    const attempt = boot({
+      imports: [RedisLockModule.forRoot({ ...connection(server()) })],
+      providers: [UnknownConfiguration],
+    });
+    // Nest's own dependency error: it names the class and the configuration, not the method.
+    await expect(attempt).rejects.toThrow(/UnknownConfiguration[\s\S]*interceptor:missing/);
+  });
+});
+
+@Injectable()
+class Injected {
+  constructor(@Inject(LockService) readonly locks: LockService) {}
+}
+
+describe('@Locked outside Nest', () => {
+  it('an instance Nest did not create rejects with a LockOptionsError saying how to fix it', async () => {
+    await boot({ imports: [RedisLockModule.forRoot({ ...connection(server()) })], providers: [Injected] });
+    const error = await new ShortLease().run().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(LockOptionsError);
+    expect((error as Error).message).toMatch(/ShortLease\.run: no LockInterceptor on this instance/);
+  });
+});
