@@ -1,37 +1,14 @@
 // Uncontended acquire + release against the physical floor (SET NX PX + a Lua compare-and-delete on the
 // same connection), in one run on one throwaway redis-server. Usage: npm run bench:uncontended
-import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import Redis from 'ioredis';
-import { LockService } from '../lib';
+import type * as Library from '../lib';
+import { startRedis } from './redis-server';
+
+// The built package (npm run build), as users run it.
+const { LockService }: typeof Library = require('../dist');
 
 const ITERATIONS = Number(process.env.ITERATIONS ?? 5_000);
 const ROUNDS = 5;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function startRedis(): Promise<{ port: number; stop: () => void }> {
-  const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--save', '', '--appendonly', 'no'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  await new Promise<void>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`redis-server exited with ${code}`)));
-    child.stdout.on('data', (chunk: Buffer) => {
-      if (chunk.toString().includes('Ready to accept connections')) resolve();
-    });
-  });
-  return { port, stop: () => child.kill('SIGKILL') };
-}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -77,7 +54,7 @@ async function main(): Promise<void> {
   );
   await locks.close();
   client.disconnect();
-  redis.stop();
+  await redis.stop();
 }
 
 main().catch((error) => {

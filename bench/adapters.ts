@@ -1,0 +1,101 @@
+/**
+ * One shape for every library compared: acquire a key, release what was acquired. Each adapter uses the
+ * library the way its documentation does, with its defaults unless the name says otherwise:
+ *
+ * - nestjs-redis-lock: `new LockService(client)`, `acquire(key)` (ttl 30 s, waitTimeout 10 s, no renewal),
+ *   `lease.release()`;
+ * - redlock: `new Redlock([client])` (retryCount 10, retryDelay 200 ms, retryJitter 100 ms),
+ *   `acquire([key], 30_000)`, `lock.release()`;
+ * - redlock-retry-inf: the same with `retryCount: -1` (retries until it gets the lock);
+ * - redis-semaphore: `new Mutex(client, key)` per acquisition (lockTimeout 10 s, acquireTimeout 10 s,
+ *   retryInterval 10 ms), `acquire()`, `release()`;
+ * - raw-floor: `SET key token PX 30000 NX` and a Lua compare-and-delete, on the same connection; it
+ *   cannot wait, so it is only used uncontended.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { Mutex } from 'redis-semaphore';
+import Redlock from 'redlock';
+import type * as Library from '../lib';
+import type { CommandCounts } from './instrument';
+import type { LibName } from './ipc';
+
+// The built package (npm run build), as users run it: not the TypeScript sources through tsx, whose
+// transpiled output differs (helpers for function names, source maps) and would be measured instead.
+const { LockService }: typeof Library = require('../dist');
+
+export interface Held {
+  release(): Promise<unknown>;
+  /** This library's lease token, to match the grant's push with the acquisition. */
+  readonly token?: string;
+}
+
+export interface LockAdapter {
+  acquire(key: string): Promise<Held>;
+  /** Waiters queued in Redis for these keys, if the library keeps a queue (this library only). */
+  queued?(keys: readonly string[]): Promise<number>;
+  close(): Promise<void>;
+}
+
+const LEASE_MS = 30_000;
+
+const FLOOR_RELEASE =
+  "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+
+export function createAdapter(lib: LibName, client: Redis, counts?: CommandCounts): LockAdapter {
+  switch (lib) {
+    case 'nestjs-redis-lock': {
+      const locks = new LockService(client);
+      counts?.nameDefinedScripts(client);
+      return {
+        // Plain functions, not async ones: no extra frame per waiter on the heap (scenario 5 measures it).
+        acquire: (key) => locks.acquire(key),
+        async queued(keys) {
+          let sum = 0;
+          for (const key of keys) sum += (await locks.inspect(key)).queueLength;
+          return sum;
+        },
+        close: () => locks.close(),
+      };
+    }
+    case 'redlock':
+    case 'redlock-retry-inf': {
+      const redlock = new Redlock([client], lib === 'redlock' ? {} : { retryCount: -1 });
+      const { acquireScript, extendScript, releaseScript } = redlock.scripts;
+      counts?.nameScript(acquireScript.hash, 'acquire');
+      counts?.nameScript(extendScript.hash, 'extend');
+      counts?.nameScript(releaseScript.hash, 'release');
+      return {
+        acquire: (key) =>
+          redlock.acquire([key], LEASE_MS).then((lock) => ({ release: () => lock.release() })),
+        close: async () => {},
+      };
+    }
+    case 'redis-semaphore':
+      return {
+        acquire: (key) => {
+          const mutex = new Mutex(client, key);
+          return mutex.acquire().then(() => ({ release: () => mutex.release() }));
+        },
+        close: async () => {},
+      };
+    case 'raw-floor': {
+      client.defineCommand('floorRelease', { numberOfKeys: 1, lua: FLOOR_RELEASE });
+      counts?.nameDefinedScripts(client);
+      const release = (client as unknown as { floorRelease(key: string, token: string): Promise<number> })
+        .floorRelease;
+      const prefix = randomBytes(6).toString('base64url');
+      let n = 0;
+      return {
+        async acquire(key) {
+          const token = `${prefix}:${++n}`;
+          if ((await client.set(key, token, 'PX', LEASE_MS, 'NX')) !== 'OK') {
+            throw new Error('raw floor: the key is taken (the floor never waits)');
+          }
+          return { release: () => release.call(client, key, token) };
+        },
+        close: async () => {},
+      };
+    }
+  }
+}

@@ -1,0 +1,126 @@
+/** The scenarios, the libraries each one runs, and how long each part lasts in quick and full mode. */
+import type { LibName } from './ipc';
+
+export type Mode = 'quick' | 'full';
+
+export const PEERS: LibName[] = ['redlock', 'redlock-retry-inf', 'redis-semaphore'];
+export const CONTENDED_LIBS: LibName[] = ['nestjs-redis-lock', ...PEERS];
+
+export interface LoadScenario {
+  kind: 'load';
+  id: 1 | 2 | 3 | 4;
+  title: string;
+  processes: number;
+  workersPerProcess: number;
+  keys: number;
+  /** Sleep inside the critical section (between GET and SET of the key's counter); null: none. */
+  csMs: number | null;
+  libs: LibName[];
+}
+
+export interface ManyScenario {
+  kind: 'many';
+  id: 5;
+  title: string;
+  waiters: number;
+  variants: { name: 'one-key' | 'many-keys'; keys: number }[];
+  libs: LibName[];
+}
+
+export type Scenario = LoadScenario | ManyScenario;
+
+export const SCENARIOS: Scenario[] = [
+  {
+    kind: 'load',
+    id: 1,
+    title: 'uncontended: 1 worker, acquire + release',
+    processes: 1,
+    workersPerProcess: 1,
+    keys: 1,
+    csMs: null,
+    libs: ['raw-floor', ...CONTENDED_LIBS],
+  },
+  {
+    kind: 'load',
+    id: 2,
+    title: 'short critical section: 4 processes x 5 workers, 1 key, GET / 2 ms / SET',
+    processes: 4,
+    workersPerProcess: 5,
+    keys: 1,
+    csMs: 2,
+    libs: CONTENDED_LIBS,
+  },
+  {
+    kind: 'load',
+    id: 3,
+    title: 'long critical section: 4 processes x 10 workers, 1 key, GET / 50 ms / SET',
+    processes: 4,
+    workersPerProcess: 10,
+    keys: 1,
+    csMs: 50,
+    libs: CONTENDED_LIBS,
+  },
+  {
+    kind: 'load',
+    id: 4,
+    title: 'many keys: 4 processes x 50 workers, 100 keys, GET / 2 ms / SET',
+    processes: 4,
+    workersPerProcess: 50,
+    keys: 100,
+    csMs: 2,
+    libs: CONTENDED_LIBS,
+  },
+  {
+    kind: 'many',
+    id: 5,
+    title: 'many waiters: 1,000 waiters in one process',
+    waiters: 1_000,
+    variants: [
+      { name: 'one-key', keys: 1 },
+      { name: 'many-keys', keys: 1_000 },
+    ],
+    libs: CONTENDED_LIBS,
+  },
+];
+
+export interface LoadTiming {
+  /** Runs per library, interleaved across libraries (round r runs every library once, in rotated order). */
+  rounds: number;
+  /** Workers run this long before the measurement window opens (JIT, scripts, connections). */
+  warmMs: number;
+  measureMs: number;
+  /** Workers keep starting acquisitions this long after the window closes, so calls made late in the
+   * window still wait behind steady contention; then they drain. */
+  graceMs: number;
+}
+
+export interface Timing {
+  uncontended: LoadTiming;
+  contended: LoadTiming;
+  /** Scenario 3: a worker gets about one grant per 2 s, so its window must be longer in quick mode. */
+  long: LoadTiming;
+  many: { settleMs: number; holdMs: number };
+  /** The hand-off floor probe: pushes sent this many times, after ~3 ms idle (as in scenarios 2 and 4)
+   * and after ~50 ms idle (as in scenario 3). */
+  probe: { short: number; long: number };
+}
+
+/** Idle gaps of the hand-off floor probe, ms: about the critical sections of scenarios 2 and 3. */
+export const PROBE_GAPS = { short: 3, long: 50 } as const;
+
+export const TIMING: Record<Mode, Timing> = {
+  quick: {
+    uncontended: { rounds: 2, warmMs: 300, measureMs: 800, graceMs: 0 },
+    contended: { rounds: 1, warmMs: 400, measureMs: 2_500, graceMs: 300 },
+    long: { rounds: 1, warmMs: 400, measureMs: 4_500, graceMs: 300 },
+    many: { settleMs: 250, holdMs: 300 },
+    probe: { short: 200, long: 30 },
+  },
+  full: {
+    uncontended: { rounds: 5, warmMs: 500, measureMs: 4_000, graceMs: 0 },
+    contended: { rounds: 2, warmMs: 2_000, measureMs: 12_000, graceMs: 1_000 },
+    long: { rounds: 2, warmMs: 2_000, measureMs: 12_000, graceMs: 1_000 },
+    many: { settleMs: 1_000, holdMs: 1_000 },
+    probe: { short: 1_000, long: 150 },
+  },
+};

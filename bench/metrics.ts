@@ -1,0 +1,235 @@
+/**
+ * What the benchmark reports, per scenario and library, and how the rounds of one library are combined:
+ * counts are summed (throughput = all grants in all windows / all window time), samples are pooled,
+ * per-worker fairness takes the worst round.
+ */
+import type { LibName } from './ipc';
+import { cdf, type RunAnalysis, type Summary, summarize } from './stats';
+
+export interface RoundOutcome {
+  analysis?: RunAnalysis;
+  /** INFO commandstats delta over the measurement window, harness' own commands left out. */
+  executed?: Record<string, number>;
+  /** The same over the whole run. */
+  executedTotal?: Record<string, number>;
+  /** CPU the redis-server used in the measurement window, µs. */
+  redisCpuUs?: number;
+  /** Sum of the counters the critical sections incremented. */
+  counted?: number;
+  loadavg: number;
+  error?: string;
+}
+
+export interface LoadMetrics {
+  scenario: number;
+  lib: LibName;
+  workers: number;
+  rounds: { throughput: number; minGrants: number; maxGrants: number; loadavg1m: number; error?: string }[];
+  /** Acquisitions per second in the measurement windows. */
+  throughput: number;
+  /** Microseconds per acquire + release (meaningful uncontended). */
+  usPerAcquisition: number;
+  /** F = workers / throughput: the mean time around the queue, in ms. */
+  fairShareMs: number;
+  wait: Summary;
+  waitCdf: { q: number; v: number }[];
+  /** Worst round: fewest and most grants of one worker, and their ratio. */
+  grantsMin: number;
+  grantsMax: number;
+  grantsRatio: number;
+  acquisitions: number;
+  failures: number;
+  failureRate: number;
+  failureKinds: Record<string, number>;
+  releaseErrors: Record<string, number>;
+  uncaught: number;
+  uncaughtSamples: string[];
+  /** Commands the library's connections sent in the measurement windows, per acquisition granted in them
+   * (critical section excluded; failed attempts' commands included). */
+  sentPerAcquisition: number;
+  sentBreakdown: Record<string, number>;
+  /** Commands Redis executed in the windows (script internals included), per acquisition granted in them,
+   * critical section excluded. */
+  executedPerAcquisition: number;
+  executedBreakdown: Record<string, number>;
+  /** Whole runs (start-up of connections, warm-up and drain included), per acquisition. */
+  sentPerAcquisitionWholeRun: number;
+  /** CPU per acquisition in the windows, µs (critical section's own work included, the same for all):
+   * all worker processes, and the redis-server. On 2 cores this is what caps throughput in scenario 4. */
+  clientCpuUsPerAcquisition: number;
+  redisCpuUsPerAcquisition: number;
+  /** Critical sections whose increment was lost (counter sum below the number of critical sections). */
+  lostUpdates: number;
+  overlaps: number;
+  handoff: Summary | null;
+  handoffPush: Summary | null;
+  handoffWake: Summary | null;
+  connectionsPerProcess: number;
+  errors: string[];
+}
+
+/** The hand-off floor of the machine (see ProbeSpec): no lock library involved. */
+export interface FloorMetrics {
+  gapMs: number;
+  /** PUBLISH script sent → message read by the other process. */
+  push: Summary;
+  /** The same script's reply, read by the sender. */
+  reply: Summary;
+  lost: number;
+  errors: string[];
+}
+
+export interface ManyMetrics {
+  scenario: 5;
+  lib: LibName;
+  variant: 'one-key' | 'many-keys';
+  waiters: number;
+  keys: number;
+  connections: number;
+  heapPerWaiter: number;
+  harnessHeapPerWaiter: number;
+  netHeapPerWaiter: number;
+  queued: number | null;
+  idleCommandsPerWaiterPerS: number;
+  sentPerWaiter: number;
+  drainMs: number;
+  afterRelease: Summary;
+  granted: number;
+  failures: number;
+  failureKinds: Record<string, number>;
+  uncaught: number;
+  errors: string[];
+}
+
+function add(into: Record<string, number>, from: Record<string, number>): void {
+  for (const [k, v] of Object.entries(from)) into[k] = (into[k] ?? 0) + v;
+}
+
+function perUnit(counts: Record<string, number>, units: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(counts).sort((a, b) => b[1] - a[1])) out[k] = units ? v / units : 0;
+  return out;
+}
+
+const total = (counts: Record<string, number>): number => Object.values(counts).reduce((a, b) => a + b, 0);
+
+export function combineRounds(
+  scenario: number,
+  lib: LibName,
+  workers: number,
+  outcomes: RoundOutcome[],
+): LoadMetrics {
+  let grants = 0;
+  let windowMs = 0;
+  let acquisitions = 0;
+  let failures = 0;
+  let criticalSections = 0;
+  let counted = 0;
+  let overlaps = 0;
+  let connections = 0;
+  let processes = 0;
+  let clientCpuUs = 0;
+  let redisCpuUs = 0;
+  const waits: number[] = [];
+  const handoffs: number[] = [];
+  const pushes: number[] = [];
+  const wakes: number[] = [];
+  const sent: Record<string, number> = {};
+  const sentTotal: Record<string, number> = {};
+  const executed: Record<string, number> = {};
+  const failureKinds: Record<string, number> = {};
+  const releaseErrors: Record<string, number> = {};
+  const uncaught: string[] = [];
+  const errors: string[] = [];
+  const rounds: LoadMetrics['rounds'] = [];
+  let grantsMin = Number.POSITIVE_INFINITY;
+  let grantsMax = 0;
+  let grantsRatio = 0;
+  for (const outcome of outcomes) {
+    const a = outcome.analysis;
+    if (!a || outcome.error) {
+      errors.push(outcome.error ?? 'no result');
+      rounds.push({
+        throughput: 0,
+        minGrants: 0,
+        maxGrants: 0,
+        loadavg1m: outcome.loadavg,
+        error: outcome.error,
+      });
+      continue;
+    }
+    grants += a.grantsInWindow;
+    windowMs += a.windowMs;
+    acquisitions += a.successes;
+    failures += a.failures;
+    criticalSections += a.criticalSections;
+    counted += outcome.counted ?? 0;
+    overlaps += a.overlaps;
+    connections += a.connections;
+    processes += a.processes;
+    clientCpuUs += a.clientCpuUs;
+    redisCpuUs += outcome.redisCpuUs ?? 0;
+    for (const w of a.waits) waits.push(w);
+    for (const h of a.handoffs) handoffs.push(h);
+    for (const h of a.handoffPush) pushes.push(h);
+    for (const h of a.handoffWake) wakes.push(h);
+    add(sent, a.sent);
+    add(sentTotal, a.sentTotal);
+    const ex = { ...(outcome.executed ?? {}) };
+    // The critical section's GET and SET are counted at the client; take them out of Redis' totals.
+    if (ex.get !== undefined) ex.get -= a.dataGets;
+    if (ex.set !== undefined) ex.set -= a.dataSets;
+    for (const k of Object.keys(ex)) if (ex[k] <= 0) delete ex[k];
+    add(executed, ex);
+    add(failureKinds, a.failureKinds);
+    add(releaseErrors, a.releaseErrors);
+    uncaught.push(...a.uncaught);
+    const min = Math.min(...a.perWorker);
+    const max = Math.max(...a.perWorker);
+    grantsMin = Math.min(grantsMin, min);
+    grantsMax = Math.max(grantsMax, max);
+    grantsRatio = Math.max(grantsRatio, min > 0 ? max / min : Number.POSITIVE_INFINITY);
+    rounds.push({
+      throughput: a.windowMs ? (a.grantsInWindow * 1000) / a.windowMs : 0,
+      minGrants: min,
+      maxGrants: max,
+      loadavg1m: outcome.loadavg,
+    });
+  }
+  const throughput = windowMs ? (grants * 1000) / windowMs : 0;
+  return {
+    scenario,
+    lib,
+    workers,
+    rounds,
+    throughput,
+    usPerAcquisition: throughput ? 1e6 / throughput : Number.NaN,
+    fairShareMs: throughput ? (workers * 1000) / throughput : Number.NaN,
+    wait: summarize(waits),
+    waitCdf: cdf(waits),
+    grantsMin: Number.isFinite(grantsMin) ? grantsMin : 0,
+    grantsMax,
+    grantsRatio,
+    acquisitions,
+    failures,
+    failureRate: acquisitions + failures ? failures / (acquisitions + failures) : 0,
+    failureKinds,
+    releaseErrors,
+    uncaught: uncaught.length,
+    uncaughtSamples: [...new Set(uncaught)].slice(0, 5),
+    sentPerAcquisition: grants ? total(sent) / grants : Number.NaN,
+    sentBreakdown: perUnit(sent, grants),
+    executedPerAcquisition: grants ? total(executed) / grants : Number.NaN,
+    executedBreakdown: perUnit(executed, grants),
+    sentPerAcquisitionWholeRun: acquisitions ? total(sentTotal) / acquisitions : Number.NaN,
+    clientCpuUsPerAcquisition: grants ? clientCpuUs / grants : Number.NaN,
+    redisCpuUsPerAcquisition: grants ? redisCpuUs / grants : Number.NaN,
+    lostUpdates: criticalSections - counted,
+    overlaps,
+    handoff: handoffs.length ? summarize(handoffs) : null,
+    handoffPush: pushes.length ? summarize(pushes) : null,
+    handoffWake: wakes.length ? summarize(wakes) : null,
+    connectionsPerProcess: processes ? connections / processes : 0,
+    errors,
+  };
+}

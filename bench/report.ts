@@ -1,0 +1,404 @@
+/** The tables printed on stdout and the targets, each checked within one run and printed PASS/FAIL. */
+import { PEERS, PROBE_GAPS, SCENARIOS } from './config';
+import { type LibName, OURS } from './ipc';
+import type { FloorMetrics, LoadMetrics, ManyMetrics } from './metrics';
+
+export interface Results {
+  load: LoadMetrics[];
+  many: ManyMetrics[];
+  floors: FloorMetrics[];
+}
+
+export interface Target {
+  scenario: string;
+  name: string;
+  pass: boolean;
+  detail: string;
+  /** A correctness check (lost update, overlap, crash, failed acquisition of this library), not a speed target. */
+  correctness: boolean;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Formatting
+
+function num(value: number, digits?: number): string {
+  if (!Number.isFinite(value)) return Number.isNaN(value) ? '-' : '∞';
+  const abs = Math.abs(value);
+  const d = digits ?? (abs >= 100 ? 0 : abs >= 10 ? 1 : abs >= 1 ? 2 : 3);
+  return value.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
+}
+
+const ms = (value: number | undefined): string => (value === undefined ? '-' : num(value));
+
+function table(headers: string[], rows: string[][]): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+}
+
+const cpu = (m: LoadMetrics): string =>
+  `${num(m.clientCpuUsPerAcquisition, 0)}+${num(m.redisCpuUsPerAcquisition, 0)}`;
+
+const kinds = (map: Record<string, number>): string =>
+  Object.entries(map)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
+
+export function formatTables(results: Results): string {
+  const out: string[] = [];
+  if (results.floors.length) {
+    out.push(
+      '\nHand-off floor of this machine: a one-line PUBLISH script from one worker process to another',
+    );
+    out.push(
+      table(
+        ['idle before each push', 'push arrives p50 ms', 'p90', 'p99', 'sender reply p50 ms', 'samples'],
+        results.floors.map((f) => [
+          `${f.gapMs} ms`,
+          num(f.push.p50, 3),
+          num(f.push.p90, 3),
+          num(f.push.p99, 3),
+          num(f.reply.p50, 3),
+          f.errors.length ? `error: ${f.errors.join(' | ')}` : String(f.push.n),
+        ]),
+      ),
+    );
+  }
+  for (const scenario of SCENARIOS) {
+    if (scenario.kind === 'load') {
+      const rows = results.load.filter((m) => m.scenario === scenario.id);
+      if (rows.length === 0) continue;
+      out.push(`\nScenario ${scenario.id}: ${scenario.title}`);
+      if (scenario.id === 1) {
+        const floor = rows.find((m) => m.lib === 'raw-floor');
+        out.push(
+          table(
+            [
+              'library',
+              'acq/s',
+              'µs/acq+rel',
+              'x floor',
+              'wait p50 ms',
+              'p99',
+              'max',
+              'sent/acq',
+              'exec/acq',
+              'CPU µs/acq node+redis',
+              'fail',
+            ],
+            rows.map((m) => [
+              m.lib,
+              num(m.throughput, 0),
+              num(m.usPerAcquisition, 1),
+              floor ? num(m.usPerAcquisition / floor.usPerAcquisition, 2) : '-',
+              ms(m.wait.p50),
+              ms(m.wait.p99),
+              ms(m.wait.max),
+              num(m.sentPerAcquisition, 2),
+              num(m.executedPerAcquisition, 1),
+              cpu(m),
+              String(m.failures),
+            ]),
+          ),
+        );
+      } else {
+        out.push(
+          table(
+            [
+              'library',
+              'acq/s',
+              'wait p50 ms',
+              'p99',
+              'max',
+              'F ms',
+              'grants min/max',
+              'sent/acq',
+              'exec/acq',
+              'CPU µs/acq node+redis',
+              'fail',
+              'lost',
+              'overlap',
+              'handoff p50/p99 ms',
+            ],
+            rows.map((m) => [
+              m.lib,
+              num(m.throughput, 1),
+              ms(m.wait.p50),
+              ms(m.wait.p99),
+              ms(m.wait.max),
+              num(m.fairShareMs),
+              `${m.grantsMin}/${m.grantsMax}`,
+              num(m.sentPerAcquisition, 2),
+              num(m.executedPerAcquisition, 1),
+              cpu(m),
+              m.failures ? `${m.failures} (${num(100 * m.failureRate, 0)}%)` : '0',
+              String(m.lostUpdates),
+              String(m.overlaps),
+              m.handoff ? `${ms(m.handoff.p50)}/${ms(m.handoff.p99)}` : '-',
+            ]),
+          ),
+        );
+      }
+      for (const m of rows) {
+        const notes: string[] = [];
+        if (m.failures) notes.push(`failures: ${kinds(m.failureKinds)}`);
+        if (Object.keys(m.releaseErrors).length) notes.push(`release errors: ${kinds(m.releaseErrors)}`);
+        if (m.uncaught) notes.push(`${m.uncaught} uncaught: ${m.uncaughtSamples.join(' | ')}`);
+        if (m.errors.length) notes.push(`RUN ERRORS: ${m.errors.join(' | ')}`);
+        if (notes.length) out.push(`  ${m.lib}: ${notes.join('; ')}`);
+      }
+      const ours = rows.find((m) => m.lib === OURS);
+      if (ours && scenario.id !== 1) {
+        const top = (b: Record<string, number>) =>
+          Object.entries(b)
+            .slice(0, 8)
+            .map(([k, v]) => `${k} ${num(v, 2)}`)
+            .join(', ');
+        out.push(`  ${OURS} sent/acq: ${top(ours.sentBreakdown)}`);
+        out.push(`  ${OURS} executed/acq: ${top(ours.executedBreakdown)}`);
+        if (ours.handoffPush && ours.handoffWake) {
+          out.push(
+            `  ${OURS} hand-off split (p50): release() → push arrives ${ms(ours.handoffPush.p50)} ms, ` +
+              `push → acquire resolved ${ms(ours.handoffWake.p50)} ms`,
+          );
+        }
+      }
+    } else {
+      if (results.many.length === 0) continue;
+      out.push(`\nScenario ${scenario.id}: ${scenario.title}`);
+      out.push(
+        table(
+          [
+            'library',
+            'variant',
+            'connections',
+            'heap B/waiter',
+            'net of harness',
+            'cmds/waiter/s idle',
+            'sent/waiter',
+            'drain ms',
+            'p50 after release',
+            'granted',
+            'fail',
+          ],
+          results.many.map((m) => [
+            m.lib,
+            m.variant,
+            String(m.connections),
+            num(m.heapPerWaiter, 0),
+            num(m.netHeapPerWaiter, 0),
+            num(m.idleCommandsPerWaiterPerS, 2),
+            num(m.sentPerWaiter, 1),
+            num(m.drainMs, 0),
+            ms(m.afterRelease.p50),
+            String(m.granted),
+            String(m.failures),
+          ]),
+        ),
+      );
+      for (const m of results.many) {
+        const notes: string[] = [];
+        if (m.failures) notes.push(`failures: ${kinds(m.failureKinds)}`);
+        if (m.uncaught) notes.push(`${m.uncaught} uncaught`);
+        if (m.errors.length) notes.push(`RUN ERRORS: ${m.errors.join(' | ')}`);
+        if (notes.length) out.push(`  ${m.lib} ${m.variant}: ${notes.join('; ')}`);
+      }
+    }
+  }
+  return out.join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Targets
+
+export function evaluateTargets(results: Results): Target[] {
+  const targets: Target[] = [];
+  const get = (scenario: number, lib: LibName) =>
+    results.load.find((m) => m.scenario === scenario && m.lib === lib && m.errors.length === 0);
+  const peersOf = (scenario: number) =>
+    PEERS.map((lib) => get(scenario, lib)).filter((m): m is LoadMetrics => m !== undefined);
+  const check = (scenario: string, name: string, pass: boolean, detail: string, correctness = false) =>
+    targets.push({ scenario, name, pass, detail, correctness });
+
+  // Scenario 1.
+  const ours1 = get(1, OURS);
+  const floor = get(1, 'raw-floor');
+  if (ours1 && floor) {
+    const ratio = ours1.usPerAcquisition / floor.usPerAcquisition;
+    check(
+      'S1',
+      'uncontended ≤ 1.25 × raw floor',
+      ratio <= 1.25,
+      `${num(ours1.usPerAcquisition, 1)} µs vs floor ${num(floor.usPerAcquisition, 1)} µs = ${num(ratio, 2)}×`,
+    );
+  }
+  const peers1 = peersOf(1);
+  if (ours1 && peers1.length) {
+    const slower = peers1.filter((p) => p.throughput > ours1.throughput);
+    check(
+      'S1',
+      'uncontended not slower than either peer',
+      slower.length === 0,
+      `${num(ours1.usPerAcquisition, 1)} µs vs ${peers1.map((p) => `${p.lib} ${num(p.usPerAcquisition, 1)} µs`).join(', ')}`,
+    );
+  }
+
+  // Scenarios 2-4.
+  for (const scenario of [2, 3, 4]) {
+    const ours = get(scenario, OURS);
+    const peers = peersOf(scenario);
+    const s = `S${scenario}`;
+    if (!ours) continue;
+    if (peers.length) {
+      const best = peers.reduce((a, b) => (b.throughput > a.throughput ? b : a));
+      check(
+        s,
+        'throughput ≥ 0.95 × best peer',
+        ours.throughput >= 0.95 * best.throughput,
+        `${num(ours.throughput, 1)}/s vs ${best.lib} ${num(best.throughput, 1)}/s = ${num(ours.throughput / best.throughput, 2)}×`,
+      );
+    }
+    if (scenario !== 4) {
+      check(
+        s,
+        'no worker starved (min > 0, max/min ≤ 1.5)',
+        ours.grantsMin > 0 && ours.grantsRatio <= 1.5,
+        `grants per worker ${ours.grantsMin}..${ours.grantsMax}, worst round max/min ${num(ours.grantsRatio, 2)}`,
+      );
+      const f = ours.fairShareMs;
+      check(
+        s,
+        'wait p99 ≤ 1.5 F and max ≤ 3 F',
+        ours.wait.p99 <= 1.5 * f && ours.wait.max <= 3 * f,
+        `F = ${ours.workers} / ${num(ours.throughput, 1)}/s = ${num(f)} ms; p99 ${num(ours.wait.p99)} ms (${num(
+          ours.wait.p99 / f,
+          2,
+        )} F), max ${num(ours.wait.max)} ms (${num(ours.wait.max / f, 2)} F)`,
+      );
+    }
+    if (scenario === 2 && peers.length) {
+      const best = peers.reduce((a, b) => (b.wait.p99 < a.wait.p99 ? b : a));
+      check(
+        s,
+        'wait p99 ≤ 1/10 of best peer',
+        ours.wait.p99 <= best.wait.p99 / 10,
+        `${num(ours.wait.p99)} ms vs ${best.lib} ${num(best.wait.p99)} ms (ours = ${num(
+          ours.wait.p99 / best.wait.p99,
+          3,
+        )}×; its max ${num(best.wait.max)} ms, fewest grants of a worker ${best.grantsMin}: a retrying lock's p99 ` +
+          'is mostly the same worker re-taking it, its starved workers sit beyond p99)',
+      );
+    }
+    check(
+      s,
+      'commands sent per acquisition ≤ 4',
+      ours.sentPerAcquisition <= 4,
+      `${num(ours.sentPerAcquisition, 2)} (${Object.entries(ours.sentBreakdown)
+        .slice(0, 5)
+        .map(([k, v]) => `${k} ${num(v, 2)}`)
+        .join(', ')})`,
+    );
+    if (scenario === 3 && peers.length) {
+      check(
+        s,
+        'commands executed per acquisition below every peer',
+        peers.every((p) => ours.executedPerAcquisition < p.executedPerAcquisition),
+        `${num(ours.executedPerAcquisition, 1)} vs ${peers
+          .map((p) => `${p.lib} ${num(p.executedPerAcquisition, 1)}`)
+          .join(', ')}`,
+      );
+    }
+    const floor = results.floors.find(
+      (f) => f.gapMs === (scenario === 3 ? PROBE_GAPS.long : PROBE_GAPS.short),
+    );
+    check(
+      s,
+      'hand-off p50 ≤ 0.5 ms',
+      ours.handoff !== null && ours.handoff.p50 <= 0.5,
+      ours.handoff
+        ? `p50 ${num(ours.handoff.p50, 3)} ms, p99 ${num(ours.handoff.p99, 2)} ms over ${ours.handoff.n} hand-offs` +
+            (floor?.push.n
+              ? `; machine floor (bare PUBLISH after ${floor.gapMs} ms idle) ${num(floor.push.p50, 3)} ms`
+              : '')
+        : 'no hand-off measured',
+    );
+  }
+
+  // Scenario 5.
+  for (const m of results.many.filter((x) => x.lib === OURS && x.errors.length === 0)) {
+    const s = `S5 ${m.variant}`;
+    check(s, 'connections ≤ 4', m.connections <= 4, `${m.connections} connections for ${m.waiters} waiters`);
+    check(
+      s,
+      'heap per waiter ≤ 2 KB',
+      m.heapPerWaiter <= 2048,
+      `${num(m.heapPerWaiter, 0)} B (${num(m.netHeapPerWaiter, 0)} B net of the harness' ${num(
+        m.harnessHeapPerWaiter,
+        0,
+      )} B)`,
+    );
+  }
+
+  // Correctness, every library.
+  for (const m of results.load) {
+    const s = `S${m.scenario}`;
+    if (m.errors.length) check(s, `${m.lib}: run completed`, false, m.errors.join(' | '), true);
+    if (m.lostUpdates !== 0 || m.overlaps !== 0) {
+      check(
+        s,
+        `${m.lib}: no lost update, no overlap`,
+        false,
+        `${m.lostUpdates} lost updates, ${m.overlaps} overlapping holders`,
+        true,
+      );
+    }
+  }
+  for (const m of results.many) {
+    if (m.errors.length)
+      check(`S5 ${m.variant}`, `${m.lib}: run completed`, false, m.errors.join(' | '), true);
+  }
+  const oursLoad = results.load.filter((m) => m.lib === OURS && m.errors.length === 0);
+  if (oursLoad.length) {
+    const bad = oursLoad.filter(
+      (m) => m.failures || m.uncaught || Object.keys(m.releaseErrors).length || m.lostUpdates || m.overlaps,
+    );
+    check(
+      'S1-4',
+      `${OURS}: every acquisition granted, no lost update, no overlap, no release error`,
+      bad.length === 0,
+      bad.length
+        ? bad
+            .map(
+              (m) =>
+                `S${m.scenario}: ${m.failures} failed, ${m.lostUpdates} lost, ${m.overlaps} overlaps, ` +
+                `release errors ${kinds(m.releaseErrors) || 0}, ${m.uncaught} uncaught`,
+            )
+            .join('; ')
+        : `${oursLoad.reduce((a, m) => a + m.acquisitions, 0)} acquisitions`,
+      true,
+    );
+  }
+  const oursMany = results.many.filter((m) => m.lib === OURS && m.errors.length === 0);
+  if (oursMany.length) {
+    const bad = oursMany.filter((m) => m.granted !== m.waiters || m.uncaught);
+    check(
+      'S5',
+      `${OURS}: every waiter granted`,
+      bad.length === 0,
+      oursMany.map((m) => `${m.variant} ${m.granted}/${m.waiters}`).join(', '),
+      true,
+    );
+  }
+  return targets;
+}
+
+export function formatTargets(targets: Target[]): string {
+  const width = Math.max(...targets.map((t) => t.scenario.length + t.name.length + 2));
+  return targets
+    .map(
+      (t) =>
+        `${t.pass ? 'PASS' : 'FAIL'}${t.correctness ? '*' : ' '} ${`${t.scenario}  ${t.name}`.padEnd(width)}  ${t.detail}`,
+    )
+    .join('\n');
+}

@@ -1,0 +1,427 @@
+/**
+ * A benchmark worker process, forked by bench/run.ts (`--import tsx`; `--expose-gc` for scenario 5).
+ *
+ * Load runs ('init', then 'go'): one ioredis client and one library instance for the whole process, as
+ * one instance of an application would have, shared by `workers` concurrent loops of
+ * acquire → critical section (GET counter, sleep, SET counter + 1) → release, until the stop time.
+ *
+ * Many-waiters runs ('many', then 'release'): a holder takes the key(s), 1,000 calls wait for them, the
+ * heap and the connections are measured while they wait, then the holder lets go and they drain.
+ */
+import { setTimeout as sleep, setImmediate as tick } from 'node:timers/promises';
+import { getHeapSpaceStatistics } from 'node:v8';
+import Redis from 'ioredis';
+import { createAdapter, type Held, type LockAdapter } from './adapters';
+import { hr, sleepUntil } from './clock';
+import { CommandCounts, instrument } from './instrument';
+import {
+  counterKey,
+  type FromWorker,
+  HOLDER_CONNECTION,
+  type LoadResult,
+  type LoadSpec,
+  type LoadWindow,
+  lockKey,
+  type ManySpec,
+  type ProbeResult,
+  type ProbeSpec,
+  type ToWorker,
+  WORKER_CONNECTION,
+} from './ipc';
+
+const uncaught: string[] = [];
+const describe = (error: unknown): string =>
+  error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+// A library that throws from a timer (redis-semaphore's default onLockLost does) must not end the run:
+// the error is counted and reported.
+process.on('uncaughtException', (error) => uncaught.push(describe(error)));
+process.on('unhandledRejection', (error) => uncaught.push(describe(error)));
+// Stopped with SIGTERM only when profiling (BENCH_WORKER_ARGS): exit normally so profiles get written.
+process.on('SIGTERM', () => process.exit(0));
+
+function send(message: FromWorker): void {
+  process.send?.(message);
+}
+
+const kindOf = (error: unknown): string => {
+  if (!(error instanceof Error)) return typeof error;
+  // Some libraries' error classes keep the name 'Error' (redis-semaphore's TimeoutError does).
+  return error.constructor.name !== 'Error' ? error.constructor.name : error.name;
+};
+
+const cpuNow = (): number => {
+  const { user, system } = process.cpuUsage();
+  return user + system;
+};
+
+function bump(map: Record<string, number>, key: string): void {
+  map[key] = (map[key] ?? 0) + 1;
+}
+
+function diff(after: Record<string, number>, before: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(after)) if (v - (before[k] ?? 0) > 0) out[k] = v - (before[k] ?? 0);
+  return out;
+}
+
+async function connect(port: number, name: string, counts?: CommandCounts, onMessage?: OnMessage) {
+  const client = new Redis({ host: '127.0.0.1', port, connectionName: name });
+  client.on('error', () => {});
+  if (counts) instrument(client, counts, onMessage);
+  if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
+  return client;
+}
+
+type OnMessage = (channel: string, message: string) => void;
+
+/** Growable column of numbers, shipped as one Float64Array. */
+class Column {
+  private data = new Float64Array(4096);
+  length = 0;
+  push(...values: number[]): void {
+    if (this.length + values.length > this.data.length) {
+      const bigger = new Float64Array(this.data.length * 2);
+      bigger.set(this.data);
+      this.data = bigger;
+    }
+    for (const v of values) this.data[this.length++] = v;
+  }
+  toArray(): Float64Array {
+    return this.data.slice(0, this.length);
+  }
+}
+
+class LoadRun {
+  private readonly records = new Column();
+  private readonly failures = new Column();
+  private readonly failureKinds: Record<string, number> = {};
+  private readonly releaseErrors: Record<string, number> = {};
+  /** Arrival time of this library's grant pushes, by waiter token. */
+  private readonly pushes = new Map<string, number>();
+
+  private constructor(
+    private readonly spec: LoadSpec,
+    private readonly client: Redis,
+    private readonly counts: CommandCounts,
+    private readonly adapter: LockAdapter,
+  ) {}
+
+  static async create(spec: LoadSpec): Promise<LoadRun> {
+    const counts = new CommandCounts();
+    let run: LoadRun | undefined;
+    const client = await connect(spec.port, WORKER_CONNECTION, counts, (_channel, message) => {
+      // This library's grant: "g <token> <fence> <server µs>".
+      if (message.startsWith('g ')) run?.pushes.set(message.split(' ')[1], hr());
+    });
+    run = new LoadRun(spec, client, counts, createAdapter(spec.lib, client, counts));
+    return run;
+  }
+
+  async go(window: LoadWindow): Promise<LoadResult> {
+    this.counts.reset();
+    uncaught.length = 0;
+    const snapshot = () => ({
+      ...this.counts.snapshot(),
+      dataGets: this.counts.dataGets,
+      dataSets: this.counts.dataSets,
+      cpuUs: cpuNow(),
+    });
+    const from = sleepUntil(window.measureFrom).then(snapshot);
+    const to = sleepUntil(window.measureTo).then(snapshot);
+    await sleepUntil(window.startAt);
+    const loops = [];
+    for (let w = 0; w < this.spec.workers; w++) loops.push(this.loop(w, window.stopAt));
+    await Promise.all(loops);
+    const sent = diff(await to, await from);
+    const dataGets = sent.dataGets ?? 0;
+    const dataSets = sent.dataSets ?? 0;
+    const cpuUs = sent.cpuUs ?? 0;
+    delete sent.dataGets;
+    delete sent.dataSets;
+    delete sent.cpuUs;
+    return {
+      process: this.spec.process,
+      records: this.records.toArray(),
+      failures: this.failures.toArray(),
+      failureKinds: this.failureKinds,
+      releaseErrors: this.releaseErrors,
+      uncaught: [...uncaught],
+      sent,
+      sentTotal: this.counts.snapshot(),
+      dataGets,
+      dataSets,
+      connections: this.counts.connections,
+      cpuUs,
+    };
+  }
+
+  private async loop(worker: number, stopAt: number): Promise<void> {
+    const { keys, csMs } = this.spec;
+    const { client, adapter } = this;
+    while (hr() < stopAt) {
+      const key = keys === 1 ? 0 : Math.floor(Math.random() * keys);
+      const call = hr();
+      let held: Held;
+      try {
+        held = await adapter.acquire(lockKey(key));
+      } catch (error) {
+        this.failures.push(worker, call, hr());
+        bump(this.failureKinds, kindOf(error));
+        continue;
+      }
+      const grant = hr();
+      if (csMs !== null) {
+        const value = await client.get(counterKey(key));
+        await sleep(csMs);
+        await client.set(counterKey(key), String(Number(value ?? 0) + 1));
+      }
+      const release = hr();
+      try {
+        await held.release();
+      } catch (error) {
+        bump(this.releaseErrors, kindOf(error));
+      }
+      const released = hr();
+      let push = Number.NaN;
+      if (held.token !== undefined) {
+        push = this.pushes.get(held.token) ?? Number.NaN;
+        this.pushes.delete(held.token);
+      }
+      this.records.push(worker, key, call, grant, release, released, push);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.adapter.close().catch(() => {});
+    this.client.disconnect();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Scenario 5: many waiters.
+
+let releaseSignal: (() => void) | undefined;
+
+function gc(): void {
+  const collect = (globalThis as { gc?: () => void }).gc;
+  if (!collect) throw new Error('run this worker with --expose-gc');
+  collect();
+  collect();
+}
+
+/**
+ * heapUsed after a full GC, without the code spaces: machine code that V8 compiles while the waiters
+ * run (the first time 1,000 calls take a path) is not memory the waiters hold.
+ */
+async function heapAfterGc(): Promise<number> {
+  await tick();
+  gc();
+  let used = 0;
+  for (const space of getHeapSpaceStatistics()) {
+    if (!space.space_name.startsWith('code')) used += space.space_used_size;
+  }
+  return used;
+}
+
+async function runMany(spec: ManySpec): Promise<void> {
+  const counts = new CommandCounts();
+  const holderClient = await connect(spec.port, HOLDER_CONNECTION);
+  const waiterClient = await connect(spec.port, WORKER_CONNECTION, counts);
+  const holder = createAdapter(spec.lib, holderClient);
+  const waiters = createAdapter(spec.lib, waiterClient, counts);
+
+  // Warm-up: one contended acquisition, so that scripts are loaded and connections opened on both sides
+  // (this library's wake connection included) before the baseline is taken.
+  const warm = await holder.acquire('warm');
+  const warmWaiter = waiters.acquire('warm');
+  await sleep(20);
+  await warm.release();
+  await (await warmWaiter).release();
+
+  const n = spec.waiters;
+  const keys = Array.from({ length: spec.keys }, (_, i) => lockKey(i));
+  const held: Held[] = [];
+  for (const key of keys) held.push(await holder.acquire(key));
+
+  const keyOf = (i: number): string => keys[i % keys.length];
+  const calls = new Float64Array(n);
+  const grants = new Float64Array(n).fill(Number.NaN);
+  const failedKinds: Record<string, number> = {};
+  const pending: Promise<void>[] = new Array(n);
+
+  // Calibration: the same bookkeeping around a bare promise, to tell the harness' share from the library's.
+  const resolvers: (() => void)[] = new Array(n);
+  const calibrate = async (i: number): Promise<void> => {
+    calls[i] = hr();
+    await new Promise<void>((resolve) => {
+      resolvers[i] = resolve;
+    });
+    grants[i] = hr();
+  };
+  let base = await heapAfterGc();
+  for (let i = 0; i < n; i++) pending[i] = calibrate(i);
+  const harnessHeapPerWaiter = ((await heapAfterGc()) - base) / n;
+  for (const resolve of resolvers) resolve();
+  await Promise.all(pending);
+  // Drop the calibration's objects before the next baseline, so freeing them cannot offset the delta.
+  const settled = Promise.resolve();
+  pending.fill(settled);
+  resolvers.fill(() => {});
+  grants.fill(Number.NaN);
+
+  const wait = async (i: number): Promise<void> => {
+    calls[i] = hr();
+    try {
+      const lease = await waiters.acquire(keyOf(i));
+      grants[i] = hr();
+      await lease.release();
+    } catch (error) {
+      bump(failedKinds, kindOf(error));
+    }
+  };
+
+  counts.reset();
+  uncaught.length = 0;
+  base = await heapAfterGc();
+  const started = hr();
+  for (let i = 0; i < n; i++) pending[i] = wait(i);
+  await sleep(spec.settleMs);
+  let queued: number | null = null;
+  if (waiters.queued) {
+    // This library queues in Redis: wait until every waiter is in its queue (at most 5 s more).
+    const until = hr() + 5_000;
+    do {
+      queued = (await holder.queued?.(keys).catch(() => null)) ?? null;
+      if (queued === n) break;
+      await sleep(50);
+    } while (hr() < until);
+  }
+  const settledMs = hr() - started;
+  const heapPerWaiter = ((await heapAfterGc()) - base) / n;
+
+  const released = new Promise<void>((resolve) => {
+    releaseSignal = resolve;
+  });
+  send({ type: 'waiting', waiting: { heapPerWaiter, harnessHeapPerWaiter, queued, settledMs } });
+  await released;
+
+  const before = counts.total();
+  const holdStarted = hr();
+  await sleep(spec.holdMs);
+  const idle = counts.total() - before;
+  const idleCommandsPerWaiterPerS = idle / n / ((hr() - holdStarted) / 1000);
+
+  const releasedAt = hr();
+  await Promise.all(held.map((lease) => lease.release().catch(() => {})));
+  await Promise.all(pending);
+  const drainMs = hr() - releasedAt;
+
+  const afterRelease: number[] = [];
+  let granted = 0;
+  for (let i = 0; i < n; i++) {
+    if (Number.isNaN(grants[i])) continue;
+    granted++;
+    afterRelease.push(Math.max(0, grants[i] - releasedAt));
+  }
+  send({
+    type: 'many-result',
+    result: {
+      granted,
+      failures: n - granted,
+      failureKinds: failedKinds,
+      uncaught: [...uncaught],
+      idleCommandsPerWaiterPerS,
+      sentPerWaiter: counts.total() / n,
+      drainMs,
+      afterRelease: Float64Array.from(afterRelease),
+    },
+  });
+  await Promise.all([holder.close(), waiters.close()]).catch(() => {});
+  holderClient.disconnect();
+  waiterClient.disconnect();
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+// ---------------------------------------------------------------------------------------------------
+// The hand-off floor probe (no lock library involved).
+
+const PROBE_CHANNEL = 'bench:probe';
+let probeListener: { client: Redis; arrivals: number[] } | undefined;
+
+async function probeListen(port: number): Promise<void> {
+  const client = await connect(port, WORKER_CONNECTION);
+  const listener = { client, arrivals: [] as number[] };
+  client.on('message', () => listener.arrivals.push(hr()));
+  await client.subscribe(PROBE_CHANNEL);
+  probeListener = listener;
+}
+
+async function probeSend(spec: ProbeSpec): Promise<ProbeResult> {
+  const client = await connect(spec.port, WORKER_CONNECTION);
+  client.defineCommand('probePublish', {
+    numberOfKeys: 0,
+    lua: `redis.call('PUBLISH', '${PROBE_CHANNEL}', 'x') return 1`,
+  });
+  const publish = (client as unknown as { probePublish(): Promise<number> }).probePublish;
+  await publish.call(client); // loads the script
+  const sent = new Float64Array(spec.count);
+  const replyMs = new Float64Array(spec.count);
+  for (let i = 0; i < spec.count; i++) {
+    await sleep(spec.gapMs);
+    sent[i] = hr();
+    await publish.call(client);
+    replyMs[i] = hr() - sent[i];
+  }
+  client.disconnect();
+  return { sent, replyMs };
+}
+
+let current: LoadRun | undefined;
+
+async function handle(message: ToWorker): Promise<void> {
+  switch (message.type) {
+    case 'init':
+      await current?.close();
+      current = await LoadRun.create(message.spec);
+      send({ type: 'ready' });
+      return;
+    case 'go': {
+      const run = current;
+      if (!run) throw new Error('go before init');
+      current = undefined;
+      const result = await run.go(message);
+      await run.close();
+      send({ type: 'result', result });
+      return;
+    }
+    case 'many':
+      await runMany(message.spec);
+      return;
+    case 'release':
+      releaseSignal?.();
+      return;
+    case 'probe-listen':
+      await probeListen(message.port);
+      send({ type: 'ready' });
+      return;
+    case 'probe-send':
+      send({ type: 'probe-sent', result: await probeSend(message.spec) });
+      return;
+    case 'probe-collect': {
+      const listener = probeListener;
+      probeListener = undefined;
+      listener?.client.disconnect();
+      send({ type: 'probe-arrivals', arrivals: Float64Array.from(listener?.arrivals ?? []) });
+      return;
+    }
+  }
+}
+
+process.on('message', (message: ToWorker) => {
+  handle(message).catch((error: unknown) => {
+    send({ type: 'error', error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+  });
+});
+// The harness going away (even killed) closes the channel: do not outlive it.
+process.on('disconnect', () => process.exit(0));
