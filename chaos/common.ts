@@ -1,0 +1,156 @@
+/**
+ * Shared by the chaos run, the soak and their workers: a clock every process agrees on, a seeded PRNG,
+ * command-line flags, and a fork helper that runs a TypeScript file with tsx and kills it with us.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { killOnExit } from '../test/support/processes';
+
+/**
+ * Milliseconds on CLOCK_MONOTONIC. Unlike performance.now() (relative to each process' start), this clock
+ * is system-wide on Linux, so times taken in different processes compare directly.
+ */
+export const hr = (): number => Number(process.hrtime.bigint()) / 1e6;
+
+/** hr() minus performance.now(): both read the same monotonic clock, so this offset is constant. */
+export const perfToHr = (() => {
+  const offset = hr() - performance.now();
+  return (perfMs: number): number => perfMs + offset;
+})();
+
+/** The chaos workers' resources (on the resource Redis): the unfenced twin and the fenced value of a lock. */
+export const twinKey = (key: string): string => `chaos:twin:{${key}}`;
+export const fencedKey = (key: string): string => `chaos:fenced:{${key}}`;
+/** The lock key inside a resource key's braces. */
+export const lockOf = (resourceKey: string): string => resourceKey.slice(resourceKey.indexOf('{') + 1, -1);
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** mulberry32: small, fast, good enough to pick faults and keys reproducibly from a seed. */
+export class Prng {
+  private state: number;
+  constructor(seed: number) {
+    this.state = seed >>> 0 || 0x9e3779b9;
+  }
+  next(): number {
+    this.state = (this.state + 0x6d2b79f5) >>> 0;
+    let t = this.state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  }
+  /** Integer in [min, max]. */
+  int(min: number, max: number): number {
+    return min + Math.floor(this.next() * (max - min + 1));
+  }
+  pick<T>(items: readonly T[]): T {
+    return items[Math.floor(this.next() * items.length)];
+  }
+  shuffle<T>(items: readonly T[]): T[] {
+    const out = [...items];
+    for (let i = out.length - 1; i > 0; i--) {
+      const j = Math.floor(this.next() * (i + 1));
+      [out[i], out[j]] = [out[j], out[i]];
+    }
+    return out;
+  }
+  chance(p: number): boolean {
+    return this.next() < p;
+  }
+}
+
+export interface Flags {
+  quick: boolean;
+  seed: number;
+  /** Seconds, if given. */
+  duration: number | undefined;
+}
+
+export function parseFlags(argv: readonly string[]): Flags {
+  const flags: Flags = { quick: false, seed: Date.now() % 1_000_000_000, duration: undefined };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    const value = (): number => {
+      const raw = arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : argv[++i];
+      const n = Number(raw);
+      if (!Number.isFinite(n) || n < 0) throw new Error(`${arg} needs a non-negative number, got ${raw}`);
+      return n;
+    };
+    if (arg === '--quick') flags.quick = true;
+    else if (arg === '--seed' || arg.startsWith('--seed=')) flags.seed = Math.floor(value());
+    else if (arg === '--duration' || arg.startsWith('--duration=')) flags.duration = value();
+    else throw new Error(`unknown argument ${arg} (expected --quick, --seed N, --duration S)`);
+  }
+  return flags;
+}
+
+/** Runs `file` (TypeScript) in a child Node process with tsx; `args` reach it as CHAOS_ARGS (JSON). */
+export function forkTs(file: string, args: unknown, nodeFlags: string[] = []): ChildProcess {
+  const child = fork(file, [], {
+    execArgv: [...nodeFlags, '--import', 'tsx'],
+    env: { ...process.env, CHAOS_ARGS: JSON.stringify(args) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  if (child.pid === undefined) throw new Error(`could not start ${file}`);
+  killOnExit(child);
+  // A send racing the child's death is reported here; the exit that follows is what we act on.
+  child.on('error', () => {});
+  return child;
+}
+
+/** The child side: its arguments, and a send that never throws once the parent is gone. */
+export function childArgs<T>(): T {
+  const raw = process.env.CHAOS_ARGS;
+  if (raw === undefined)
+    throw new Error('CHAOS_ARGS is not set: this file is started by chaos/run.ts or soak.ts');
+  return JSON.parse(raw) as T;
+}
+
+export function sendToParent(message: unknown): void {
+  if (!process.send || !process.connected) return;
+  try {
+    process.send(message, (error: Error | null) => {
+      // The parent went away; 'disconnect' ends this process.
+      void error;
+    });
+  } catch {
+    // Channel closed under us: same as above.
+  }
+}
+
+export function isRunning(child: ChildProcess): boolean {
+  return child.exitCode === null && child.signalCode === null;
+}
+
+/** Writes `data` to chaos/results/<name>-<timestamp>.json and returns the path. */
+export function writeResult(name: string, data: unknown): string {
+  const dir = join(__dirname, 'results');
+  mkdirSync(dir, { recursive: true });
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const file = join(dir, `${name}-${stamp}.json`);
+  writeFileSync(file, `${JSON.stringify(data, null, 2)}\n`);
+  return file;
+}
+
+/** Least-squares slope of y over x (per unit of x); 0 with fewer than two points. */
+export function slope(points: readonly [number, number][]): number {
+  const n = points.length;
+  if (n < 2) return 0;
+  let sx = 0;
+  let sy = 0;
+  for (const [x, y] of points) {
+    sx += x;
+    sy += y;
+  }
+  const mx = sx / n;
+  const my = sy / n;
+  let num = 0;
+  let den = 0;
+  for (const [x, y] of points) {
+    num += (x - mx) * (y - my);
+    den += (x - mx) ** 2;
+  }
+  return den === 0 ? 0 : num / den;
+}

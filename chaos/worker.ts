@@ -1,0 +1,239 @@
+/**
+ * One chaos worker process: a LockService whose connections go through the nemesis' proxy, and a few
+ * agents that loop: take one of a few locks (`using`, short ttl, renewal on), and while holding it do
+ *   (a) an unfenced read-modify-write of a per-lock counter ("twin", GET ... work ... SET), and
+ *   (b) a fenced write of the same lock's resource with FencedStore (lease.fence).
+ * Like a careful application, an agent checks `lease.signal.aborted` right before it writes; that is
+ * exactly what a paused process cannot get right (on resume, the work's timer runs before the lease's
+ * expiry timer), and what the twin exposes.
+ *
+ * The resource (twin counters and fenced values) lives on a second Redis, reached DIRECTLY, not through
+ * the proxy: it stands for the application's database, which is not the lock service. So a lock-Redis
+ * restart does not erase the fence high-water marks, and proxy faults only hit the lock protocol.
+ *
+ * Everything the coordinator checks is reported over IPC, with times on the system-wide monotonic clock.
+ */
+import Redis from 'ioredis';
+import { FencedStore, type Lease, LockError, LockService } from '../lib';
+import { childArgs, fencedKey, hr, Prng, perfToHr, sendToParent as send, sleep, twinKey } from './common';
+
+export interface WorkerArgs {
+  slot: number;
+  lockPort: number;
+  resourcePort: number;
+  keys: string[];
+  agents: number;
+  ttl: number;
+  claimWindow: number;
+  waitTimeout: number;
+  commandTimeout: number;
+  workMs: [number, number];
+  seed: number;
+}
+
+const args = childArgs<WorkerArgs>();
+const pid = process.pid;
+let unhandled = 0;
+
+process.on('unhandledRejection', (error: unknown) => {
+  unhandled++;
+  send({ type: 'unhandled', kind: 'rejection', message: describe(error) });
+});
+process.on('uncaughtException', (error: unknown) => {
+  send({ type: 'unhandled', kind: 'exception', message: describe(error) });
+  setTimeout(() => process.exit(1), 200);
+});
+const onDisconnect = (): void => process.exit(0);
+process.on('disconnect', onDisconnect);
+
+function describe(error: unknown): string {
+  return error instanceof Error ? (error.stack ?? error.message) : String(error);
+}
+
+const redisErrors: Record<string, number> = {};
+const lockRedis = new Redis({
+  host: '127.0.0.1',
+  port: args.lockPort,
+  connectionName: `chaos-w${args.slot}-${pid}`,
+  // Reconnect quickly: the nemesis drops connections every few seconds.
+  retryStrategy: (times) => Math.min(times * 50, 500),
+});
+lockRedis.on('error', (error: Error) => {
+  const code = (error as { code?: string }).code ?? error.name;
+  redisErrors[code] = (redisErrors[code] ?? 0) + 1;
+});
+const resource = new Redis({
+  host: '127.0.0.1',
+  port: args.resourcePort,
+  connectionName: `chaos-r${args.slot}`,
+});
+resource.on('error', () => {});
+const store = new FencedStore(resource);
+const locks = new LockService(lockRedis, {
+  claimWindow: args.claimWindow,
+  commandTimeout: args.commandTimeout,
+  defaults: { ttl: args.ttl, waitTimeout: args.waitTimeout },
+});
+
+/** The lease's own end of validity (HeldLease keeps it in a private field), on the shared clock. */
+function validUntil(lease: Lease): number | undefined {
+  const raw = (lease as unknown as { validUntil?: unknown }).validUntil;
+  return typeof raw === 'number' ? perfToHr(raw) : undefined;
+}
+
+let draining = false;
+let sequence = 0;
+
+async function agent(index: number): Promise<void> {
+  const rnd = new Prng(args.seed * 7919 + index * 13);
+  while (!draining) {
+    const key = rnd.pick(args.keys);
+    const op = `${args.slot}.${pid}.${index}.${++sequence}`;
+    const workMs = rnd.int(args.workMs[0], args.workMs[1]);
+    const t0 = hr();
+    send({ type: 'acq', op, key, t: t0 });
+    const rec: {
+      tGrant?: number;
+      tWorkEnd?: number;
+      lostAt?: number;
+      lostReason?: string;
+      lease?: Lease;
+      harnessError?: string;
+    } = {};
+    let outcome = 'ok';
+    let message: string | undefined;
+    try {
+      await locks.using(
+        key,
+        async (lease) => {
+          rec.tGrant = hr();
+          rec.lease = lease;
+          lease.signal.addEventListener('abort', () => {
+            rec.lostAt = hr();
+            const reason = lease.signal.reason as Error | undefined;
+            rec.lostReason = reason?.message
+              .replace(/^Lock ".*" was lost: /, '')
+              .replace(/\. Work done.*$/, '');
+          });
+          send({
+            type: 'grant',
+            op,
+            key,
+            fence: lease.fence,
+            t: rec.tGrant,
+            wall: Date.now(),
+            validUntil: validUntil(lease),
+          });
+          try {
+            const raw = await resource.get(twinKey(key));
+            const seq = raw === null ? 0 : Number(raw.split('|')[0]);
+            // The "work". Its timer is armed before the report: the coordinator's SIGSTOP can land
+            // inside process.send(), and a GC pause must hit work that is already under way.
+            const work = sleep(workMs);
+            send({ type: 'read', op, key, t: hr(), seq, workMs, validUntil: validUntil(lease) });
+            await work;
+            // The writes go out without a look at lease.signal, as from code that trusts its lock. A
+            // look would catch most stale writers (reading the signal checks the clock), but not one
+            // frozen between the look and the write; this way every pause that lands in the work
+            // tests the fence. The look is only recorded.
+            if (lease.signal.aborted) {
+              send({ type: 'skipped', op, key, t: hr(), validUntil: validUntil(lease) });
+            }
+            // Both writes go out together. The fenced one is the resource's protection; the twin
+            // shows what happens without it.
+            const tSent = hr();
+            const [result] = await Promise.all([
+              store.set(fencedKey(key), lease.fence, op),
+              resource.set(twinKey(key), `${seq + 1}|${op}`),
+            ]);
+            const tDone = hr();
+            const valid = validUntil(lease);
+            send({
+              type: 'fenced',
+              op,
+              key,
+              fence: lease.fence,
+              written: result.written,
+              newest: result.fence,
+              tSent,
+              tDone,
+              validUntil: valid,
+            });
+            send({ type: 'twin', op, key, seq: seq + 1, t: tSent, validUntil: valid });
+          } catch (error) {
+            rec.harnessError = describe(error);
+          } finally {
+            rec.tWorkEnd = hr();
+          }
+        },
+        { ttl: args.ttl, renew: true, waitTimeout: args.waitTimeout },
+      );
+    } catch (error) {
+      if (error instanceof LockError) outcome = error.code;
+      else outcome = 'UNTYPED';
+      message = error instanceof Error ? error.message : String(error);
+    }
+    send({
+      type: 'end',
+      op,
+      key,
+      t0,
+      tGrant: rec.tGrant,
+      tWorkEnd: rec.tWorkEnd,
+      lostAt: rec.lostAt,
+      lostReason: rec.lostReason,
+      validUntilEnd: rec.lease ? validUntil(rec.lease) : undefined,
+      tEnd: hr(),
+      outcome,
+      message,
+      harnessError: rec.harnessError,
+    });
+    await sleep(rnd.int(0, 20));
+  }
+}
+
+async function probe(keys: string[], waitTimeout: number): Promise<void> {
+  const results: { key: string; ok: boolean; ms: number; code?: string }[] = [];
+  for (const key of keys) {
+    const t = hr();
+    try {
+      await locks.using(key, async () => {}, { waitTimeout, ttl: args.ttl });
+      results.push({ key, ok: true, ms: hr() - t });
+    } catch (error) {
+      results.push({
+        key,
+        ok: false,
+        ms: hr() - t,
+        code: error instanceof LockError ? error.code : String(error),
+      });
+    }
+  }
+  send({ type: 'probed', results });
+}
+
+async function close(): Promise<void> {
+  await locks.close();
+  await Promise.allSettled([lockRedis.quit(), resource.quit()]);
+  // Let ioredis finish closing its sockets before looking at what is left.
+  await sleep(200);
+  const resources = process.getActiveResourcesInfo().filter((r) => r !== 'PipeWrap' && r !== 'TTYWrap');
+  send({ type: 'closed', resources, unhandled, redisErrors });
+  // From here the process must end by itself: anything left running shows as a hang in the coordinator.
+  process.off('disconnect', onDisconnect);
+  setTimeout(() => process.disconnect(), 50).unref();
+}
+
+const agents: Promise<void>[] = [];
+process.on('message', (message: { type: string; keys?: string[]; waitTimeout?: number }) => {
+  if (message.type === 'drain') {
+    draining = true;
+    Promise.all(agents).then(() => send({ type: 'drained', t: hr() }));
+  } else if (message.type === 'probe') {
+    probe(message.keys ?? args.keys, message.waitTimeout ?? args.waitTimeout);
+  } else if (message.type === 'close') {
+    close();
+  }
+});
+
+for (let i = 0; i < args.agents; i++) agents.push(agent(i));
+send({ type: 'ready', pid, t: hr() });
