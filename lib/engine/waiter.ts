@@ -134,7 +134,7 @@ export class Waiter<T> {
     this.recheckAt = Number.POSITIVE_INFINITY;
     const sent = now();
     const queueTtl = Math.max(1, Math.ceil(this.deadline - sent)) + this.host.claimWindow;
-    this.host.scripts.acquire(this.ctx, 'wait', queueTtl).then(
+    this.host.scripts.acquire(this.ctx, first ? 'join' : 'wait', queueTtl).then(
       (reply) => this.checked(reply, sent),
       (error: unknown) => {
         this.checking = false;

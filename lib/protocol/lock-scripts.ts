@@ -24,6 +24,12 @@ export interface ScriptContext {
   fenceRetention: number;
 }
 
+/**
+ * `try`: never queue. `join`: a waiter's first call, with a token Redis has not seen. `wait`: a waiter's
+ * later calls (re-check, confirm a grant), which find it queued or granted.
+ */
+export type AcquireMode = 'try' | 'join' | 'wait';
+
 export type AcquireReply =
   | { granted: true; fence: number; serverMs: number }
   | { granted: false; ownerTtl: number; serverMs: number; isHead: boolean };
@@ -73,7 +79,7 @@ export class LockScripts {
     this.commands = commands;
   }
 
-  async acquire(ctx: ScriptContext, mode: 'try' | 'wait', queueTtl: number): Promise<AcquireReply> {
+  async acquire(ctx: ScriptContext, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
     const reply = (await this.run('acquire', ctx.keys.owner, this.argv(ctx, mode, queueTtl))) as number[];
     if (reply[0] === 1) return { granted: true, fence: reply[1], serverMs: reply[2] / 1000 };
     return { granted: false, ownerTtl: reply[1], serverMs: reply[2] / 1000, isHead: reply[3] === 1 };

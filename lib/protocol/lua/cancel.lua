@@ -6,8 +6,7 @@
 local was_head = redis.call('LINDEX', queue_key, 0) == token
 redis.call('LREM', queue_key, 0, token)
 if redis.call('GET', owner_key) == token then
-  redis.call('DEL', owner_key)
-  hand_off(nil)
+  give_up()
   return 1
 end
 if was_head then

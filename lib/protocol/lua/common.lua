@@ -59,12 +59,13 @@ end
 
 -- Hands the (free) lock to the first live waiter. If that is the caller itself it takes the lock with
 -- its full ttl; anyone else gets a grant that lasts one claim window until it confirms (extend.lua).
--- Returns the fence granted to the caller, or false.
+-- The owner key is overwritten, never deleted first: a caller giving the lock up deletes it only when
+-- nobody took it. Returns the fence granted to the caller, or false and whether another waiter got it.
 local function hand_off(caller)
   local now_us
   while true do
     local head = redis.call('LPOP', queue_key)
-    if not head then return false end
+    if not head then return false, false end
     -- Read the clock only once someone is queued: an uncontended release needs no TIME call.
     now_us = now_us or server_time_us()
     -- A token handed to a waiter that turns out to be gone is simply skipped: tokens only need to grow.
@@ -72,15 +73,22 @@ local function hand_off(caller)
     if head == caller then
       redis.call('SET', owner_key, head, 'PX', ttl)
       notify_head(ttl)
-      return fence
+      return fence, false
     end
     local grant = 'g ' .. head .. ' ' .. string.format('%.0f', fence) .. ' ' .. string.format('%.0f', now_us)
     local receivers = redis.call('PUBLISH', channel_of(head), grant)
     if receivers > 0 or not trust_receivers then
       redis.call('SET', owner_key, head, 'PX', claim_window)
       notify_head(claim_window)
-      return false
+      return false, true
     end
     -- Nobody listens for this waiter any more (its process is gone): skip it rather than stall.
   end
+end
+
+-- The owner (or a waiter a grant made owner) gives the lock up: the next live waiter gets it, else the
+-- owner key goes.
+local function give_up()
+  local _, granted = hand_off(nil)
+  if not granted then redis.call('DEL', owner_key) end
 end

@@ -3,6 +3,5 @@
 -- Returns 1 if the caller held the lock, 0 if it did not (expired, taken over, or never held).
 
 if redis.call('GET', owner_key) ~= token then return 0 end
-redis.call('DEL', owner_key)
-hand_off(nil)
+give_up()
 return 1
