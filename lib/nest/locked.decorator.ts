@@ -28,6 +28,7 @@ type Method = (...args: unknown[]) => unknown;
  */
 export function Locked(key: LockKeyTemplate, options: LockedOptions = {}): MethodDecorator {
   return (target, propertyKey, descriptor) => {
+    assertLegacyDecorator('@Locked()', propertyKey, descriptor);
     const where = describeMethod(target, propertyKey);
     const original = descriptor.value as unknown;
     if (typeof original !== 'function') {
@@ -71,6 +72,7 @@ export function LockedRoute(
   options: Omit<LockedOptions, 'service'> = {},
 ): MethodDecorator {
   return (target, propertyKey, descriptor) => {
+    assertLegacyDecorator('@LockedRoute()', propertyKey, descriptor);
     const where = describeMethod(target, propertyKey);
     if ('service' in options) {
       throw new LockOptionsError(
@@ -132,4 +134,13 @@ function copyIdentity(original: Method, wrapper: Method): void {
   for (const key of Reflect.getOwnMetadataKeys(original)) {
     Reflect.defineMetadata(key, Reflect.getOwnMetadata(key, original), wrapper);
   }
+}
+
+/** Applied as a TC39 standard decorator (value, context), a method decorator gets no descriptor. */
+function assertLegacyDecorator(name: string, propertyKey: unknown, descriptor: unknown): void {
+  if (descriptor !== undefined && typeof propertyKey !== 'object') return;
+  throw new LockOptionsError(
+    `${name} needs TypeScript's "experimentalDecorators": true (and "emitDecoratorMetadata"), as every Nest ` +
+      'decorator does. Set them in the tsconfig.json that compiles this file.',
+  );
 }

@@ -9,7 +9,9 @@ import { RedisLockHealthIndicator } from './redis-lock.health';
 
 type Token = string | (abstract new (...args: never[]) => unknown);
 
-const named = (what: string, name: string): string => `nestjs-redis-lock:${what}:${name}`;
+// Nest's "can't resolve dependencies" error quotes the token: it says which forRoot is missing.
+const named = (what: string, name: string): string =>
+  `${what} of RedisLockModule.forRoot({ name: '${name}' })`;
 
 /** The injection token of the LockService of configuration `name` (LockService itself when unnamed). */
 export function getLockServiceToken(name?: string): Token {
@@ -28,5 +30,9 @@ export function getRedisLockHealthToken(name?: string): Token {
 
 /** The instance property through which a @Locked method reaches its interceptor (property injection). */
 export function interceptorProperty(name?: string): symbol {
-  return Symbol.for(`nestjs-redis-lock:interceptor:${name ?? ''}`);
+  return Symbol.for(
+    name === undefined
+      ? 'nestjs-redis-lock: @Locked()'
+      : `nestjs-redis-lock: @Locked({ service: '${name}' })`,
+  );
 }

@@ -7,6 +7,7 @@ import { Controller, Inject, Injectable, Post, Scope } from '@nestjs/common';
 import {
   Locked,
   type LockedOptions,
+  LockedRoute,
   LockKeyError,
   LockOptionsError,
   LockService,
@@ -57,6 +58,16 @@ describe('@Locked options checked when the class is defined', () => {
   ])('%s is a LockKeyError naming Reports.run', (_, template) => {
     expect(() => defineReports({}, template)).toThrow(LockKeyError);
     expect(() => defineReports({}, template)).toThrow(/Reports\.run/);
+  });
+
+  it.each([
+    ['@Locked', Locked('report:<0>')],
+    ['@LockedRoute', LockedRoute('report:<0>')],
+  ])('%s applied as a standard (TC39) decorator says to turn on experimentalDecorators', (_, decorator) => {
+    // A standard method decorator is called with (method, context) and no descriptor.
+    const standard = decorator as unknown as (value: unknown, context: object) => unknown;
+    expect(() => standard(() => 0, { kind: 'method', name: 'run' })).toThrow(LockOptionsError);
+    expect(() => standard(() => 0, { kind: 'method', name: 'run' })).toThrow(/experimentalDecorators/);
   });
 
   it('valid options define the class', () => {
@@ -155,8 +166,9 @@ describe('@Locked options checked against the configuration at start-up', () => 
       imports: [RedisLockModule.forRoot({ ...connection(server()) })],
       providers: [UnknownConfiguration],
     });
-    // Nest's own dependency error: it names the class and the configuration, not the method.
-    await expect(attempt).rejects.toThrow(/UnknownConfiguration[\s\S]*interceptor:missing/);
+    // Nest's own dependency error: it names the class, and its tokens name the forRoot that is missing.
+    await expect(attempt).rejects.toThrow(/UnknownConfiguration[\s\S]*@Locked\(\{ service: 'missing' \}\)/);
+    await expect(attempt).rejects.toThrow("RedisLockModule.forRoot({ name: 'missing' })");
   });
 });
 
