@@ -2,12 +2,14 @@
  * Runs the lock's Lua scripts: one script per state transition (acquire, release, cancel, extend,
  * inspect), registered with ioredis `defineCommand` so each call is one EVALSHA. This class is the
  * whole Redis protocol seen from Node. Its only state beyond the scripts' names is the connection
- * attempt that calls made while the client connects wait on; its only timers bound a single call.
+ * attempt that calls made while the client connects wait on, and the deadlines of the calls in flight
+ * (one timer for all of them).
  */
 import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { LockError } from '../errors/lock.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { CallDeadlines } from './call-deadlines';
 import type { LockKeys } from './keys';
 import { acquireLua, cancelLua, commonLua, extendLua, inspectLua, releaseLua } from './lua/scripts.generated';
 
@@ -61,6 +63,8 @@ export class LockScripts {
   private readonly commands: Record<ScriptName, string>;
   /** The connection attempt calls are waiting on, while the client is still connecting. */
   private connecting: Promise<void> | undefined;
+  /** Times out calls that get no reply within commandTimeout. */
+  private readonly deadlines: CallDeadlines;
 
   constructor(
     private readonly client: RedisClient,
@@ -77,6 +81,7 @@ export class LockScripts {
       commands[name] = command;
     }
     this.commands = commands;
+    this.deadlines = new CallDeadlines(commandTimeout);
   }
 
   async acquire(ctx: ScriptContext, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
@@ -139,22 +144,18 @@ export class LockScripts {
     }
     const fn = (this.client as unknown as Record<string, ScriptFn>)[this.commands[name]];
     return new Promise((resolve, reject) => {
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        reject(new RedisUnavailableError(`no reply within ${this.commandTimeout} ms`, key));
-      }, this.commandTimeout);
+      const deadline = this.deadlines.start(() =>
+        reject(new RedisUnavailableError(`no reply within ${this.commandTimeout} ms`, key)),
+      );
       const send = (): void => {
         // A call that already timed out while the client was connecting is never sent.
-        if (timedOut) return;
+        if (!this.deadlines.pending(deadline)) return;
         fn.apply(this.client, args).then(
           (value) => {
-            clearTimeout(timer);
-            resolve(value);
+            if (this.deadlines.settle(deadline)) resolve(value);
           },
           (error: unknown) => {
-            clearTimeout(timer);
-            reject(translateError(error, key));
+            if (this.deadlines.settle(deadline)) reject(translateError(error, key));
           },
         );
       };
@@ -163,8 +164,9 @@ export class LockScripts {
         return;
       }
       this.whenConnected().then(send, () => {
-        clearTimeout(timer);
-        reject(new RedisUnavailableError(`could not connect (connection is ${this.client.status})`, key));
+        if (this.deadlines.settle(deadline)) {
+          reject(new RedisUnavailableError(`could not connect (connection is ${this.client.status})`, key));
+        }
       });
     });
   }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { RedisUnavailableError } from '../../lib';
-import { lockService, until } from '../support/lock-fixtures';
+import { lockService, outcome, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 
 const server = useRedis();
@@ -52,6 +52,32 @@ describe('Redis unreachable', () => {
       const started = performance.now();
       await expect(locks.tryAcquire('hung')).rejects.toMatchObject({ code: 'LOCK_REDIS_UNAVAILABLE' });
       expect(performance.now() - started).toBeLessThan(1_000);
+    } finally {
+      server().resume();
+    }
+  });
+
+  it('calls in flight to a frozen server each fail after their own commandTimeout, never before', async () => {
+    // One timer serves every call in flight: a later call must still get its full timeout.
+    const timeout = 400;
+    const locks = lockService(server(), { commandTimeout: timeout });
+    await (await locks.acquire('warm')).release();
+    server().pause();
+    try {
+      const failedAfter = async (key: string): Promise<number> => {
+        const started = performance.now();
+        const result = await outcome(locks.tryAcquire(key));
+        expect(result.error).toMatchObject({ code: 'LOCK_REDIS_UNAVAILABLE' });
+        return performance.now() - started;
+      };
+      const first = failedAfter('hung-1');
+      // The second call starts once the first is well under way (a timer, not a measurement).
+      await new Promise((resolve) => setTimeout(resolve, timeout / 2));
+      const waits = await Promise.all([first, failedAfter('hung-2'), failedAfter('hung-3')]);
+      for (const waited of waits) {
+        expect(waited).toBeGreaterThanOrEqual(timeout - 1);
+        expect(waited).toBeLessThan(timeout + 1_000);
+      }
     } finally {
       server().resume();
     }
