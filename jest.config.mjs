@@ -1,9 +1,35 @@
 // Jest runs in ESM mode (ts-jest with useESM) because NestJS 12 ships ES modules only.
 // Tests start their own redis-server processes, so suites run in a few workers at most.
+import { spawnSync } from 'node:child_process';
+
+/**
+ * The suites that need nothing but one Redis server: no pauses, restarts or second servers, no
+ * server-wide counts (INFO, CLIENT LIST, every key). Without redis-server on PATH they run against the
+ * server REDIS_URL names, one at a time, and the others are left out (scripts/check-redis.mjs says so).
+ * That server is never paused, restarted or flushed; the suites leave only keys that expire.
+ */
+export const SINGLE_SERVER_SUITES = [
+  'test/engine/dead-waiter.spec.ts',
+  'test/engine/fifo.spec.ts',
+  'test/engine/holder-crash.spec.ts',
+  'test/engine/mutual-exclusion.spec.ts',
+  'test/fencing/fenced-writes.spec.ts',
+  'test/nest/locked-exclusion.spec.ts',
+  'test/nest/locked-results.spec.ts',
+  'test/nest/smoke.spec.ts',
+];
+
+const probe = spawnSync('redis-server', ['--version']);
+const external = (probe.error || probe.status !== 0) && process.env.REDIS_URL ? process.env.REDIS_URL : '';
+// Read by test/support/redis-server.ts, in this process and in the workers jest starts.
+if (external) process.env.REDIS_LOCK_TEST_URL = external;
+
 export default {
   rootDir: '.',
   testEnvironment: 'node',
-  testMatch: ['<rootDir>/test/**/*.spec.ts'],
+  testMatch: external
+    ? SINGLE_SERVER_SUITES.map((suite) => `<rootDir>/${suite}`)
+    : ['<rootDir>/test/**/*.spec.ts'],
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: {
     '^nestjs-redis-lock$': '<rootDir>/lib/index.ts',
@@ -13,6 +39,6 @@ export default {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.spec.json' }],
   },
   setupFilesAfterEnv: ['<rootDir>/test/support/fail-on-unhandled.ts'],
-  maxWorkers: 2,
+  maxWorkers: external ? 1 : 2,
   testTimeout: 60_000,
 };

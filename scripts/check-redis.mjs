@@ -2,15 +2,40 @@
 // The test suites start their own redis-server processes; say how to get one before jest starts.
 import { spawnSync } from 'node:child_process';
 
+import { SINGLE_SERVER_SUITES } from '../jest.config.mjs';
+
 const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
 if (probe.error || probe.status !== 0) {
+  if (process.env.REDIS_URL) {
+    console.error(
+      [
+        `redis-server was not found on PATH: running only the ${SINGLE_SERVER_SUITES.length} suites that need just one`,
+        `server, one at a time, against REDIS_URL (${redact(process.env.REDIS_URL)}). That server is never paused,`,
+        'restarted or flushed. The other suites need redis-server: install it to run them all.',
+      ].join('\n'),
+    );
+    process.exit(0);
+  }
   console.error(
     [
       'redis-server was not found on PATH. The tests start their own Redis servers on free ports.',
       'Install it:  sudo apt-get install redis-server   (Debian/Ubuntu)',
       '             brew install redis                  (macOS)',
       'Then run npm test again. No existing server is used: the suites pause, kill and restart theirs.',
+      'Or point REDIS_URL at a Redis you can spare (REDIS_URL=redis://host:6379 npm test) to run the',
+      `${SINGLE_SERVER_SUITES.length} suites that need only one server; it is never paused, restarted or flushed.`,
     ].join('\n'),
   );
   process.exit(1);
+}
+
+/** The URL without its password, for the log. */
+function redact(url) {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '(not a valid URL)';
+  }
 }

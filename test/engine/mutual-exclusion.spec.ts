@@ -9,6 +9,9 @@ describe('mutual exclusion', () => {
     const processes = 4;
     const tasks = 8;
     const iterations = 200;
+    const admin = server().client();
+    // On a server of REDIS_URL (jest.config.mjs) an earlier run may have left its count behind.
+    await admin.del('mutex:counter');
     const workers = Array.from({ length: processes }, () =>
       spawnWorker<{ type: string; grants?: Array<[number, number]> }>(workerPath('counter'), {
         url: server().url,
@@ -22,10 +25,10 @@ describe('mutual exclusion', () => {
     await Promise.all(workers.map((w) => w.stop()));
 
     const total = processes * tasks * iterations;
-    const admin = server().client();
     expect(Number(await admin.get('mutex:counter'))).toBe(total);
     // Every grant read a distinct counter value: no two holders ever overlapped.
     const seen = results.flatMap((r) => r.grants ?? []).map(([position]) => position);
     expect(new Set(seen).size).toBe(total);
+    await admin.del('mutex:counter');
   }, 180_000);
 });

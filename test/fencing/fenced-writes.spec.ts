@@ -36,6 +36,8 @@ describe('fenced writes in Redis (FencedStore)', () => {
     await server().client().set('balance:unfenced', 'stale');
     expect(await server().client().get('balance:unfenced')).toBe('stale');
     await fresh.release();
+    // Leave nothing persistent behind (the suite may run on a server of REDIS_URL).
+    await server().client().del('balance:1', 'balance:unfenced');
   });
 
   it('the same holder may write again; a ttl bounds the resource; bad input is a typed error', async () => {

@@ -1,6 +1,7 @@
 // Throwaway redis-server processes for tests: free ports, no persistence, and a handle to stop, kill,
 // restart, freeze (SIGSTOP) and thaw them. Every process is killed when the test process ends, even when a
-// test fails, and the Redis on 6379 (someone else's) is never used.
+// test fails, and the Redis on 6379 (someone else's) is never used. Without redis-server, the suites that
+// need only one server run against REDIS_URL instead (externalServer below; jest.config.mjs).
 //
 // This module does not import '@jest/globals' (which throws outside jest), so that workers and scripts
 // run with tsx can start servers too; only useRedis() needs jest, through the globals jest injects.
@@ -59,7 +60,8 @@ function assertRedisInstalled(): void {
   if (probe.error || probe.status !== 0) {
     throw new Error(
       'redis-server was not found on PATH; the tests start their own Redis servers on free ports. Install ' +
-        'it (`apt-get install redis-server` on Debian/Ubuntu, `brew install redis` on macOS) and run the tests again.',
+        'it (`apt-get install redis-server` on Debian/Ubuntu, `brew install redis` on macOS) and run the tests ' +
+        'again, or set REDIS_URL to run only the suites that need one server (jest.config.mjs).',
     );
   }
   installed = true;
@@ -342,7 +344,8 @@ export function useRedis(options?: { args?: string[] }): () => RedisServer {
   }
   let server: RedisServer | undefined;
   beforeAll(async () => {
-    server = await startRedis(options);
+    const external = process.env.REDIS_LOCK_TEST_URL;
+    server = external ? externalServer(external) : await startRedis(options);
   });
   afterAll(async () => {
     await server?.dispose();
@@ -351,5 +354,53 @@ export function useRedis(options?: { args?: string[] }): () => RedisServer {
   return () => {
     if (!server) throw new Error('useRedis(): the server only exists inside tests and hooks of its block');
     return server;
+  };
+}
+
+/**
+ * The server REDIS_URL names, when redis-server is not installed (see SINGLE_SERVER_SUITES in
+ * jest.config.mjs): clients and per-key reads only. It is someone else's, so everything that would
+ * stop, freeze, restart it or read its server-wide state is refused instead of done.
+ */
+function externalServer(url: string): RedisServer {
+  const clients = new Set<Redis>();
+  const parsed = new URL(url);
+  const refuse = (what: string) => (): never => {
+    throw new Error(
+      `${what} needs a redis-server of the test's own; REDIS_URL (${parsed.host}) is never touched`,
+    );
+  };
+  const client = (options?: RedisOptions): Redis => {
+    const redis = new Redis(url, { disconnectTimeout: 100, ...options });
+    redis.on('error', () => {});
+    clients.add(redis);
+    return redis;
+  };
+  return {
+    port: Number(parsed.port || 6379),
+    url,
+    client,
+    stop: refuse('stop()'),
+    kill: refuse('kill()'),
+    restart: refuse('restart()'),
+    pause: refuse('pause()'),
+    resume: refuse('resume()'),
+    commandStats: refuse('commandStats()'),
+    resetStats: refuse('resetStats()'),
+    keys: refuse('keys()'),
+    async ttlOf(key) {
+      const redis = client();
+      try {
+        return await redis.pttl(key);
+      } finally {
+        clients.delete(redis);
+        await disconnect(redis);
+      }
+    },
+    async dispose() {
+      const all = [...clients];
+      clients.clear();
+      await Promise.all(all.map(disconnect));
+    },
   };
 }
