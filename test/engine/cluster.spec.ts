@@ -1,0 +1,90 @@
+// The engine on a Redis Cluster (three masters): every key of one lock carries the {key} hash tag, so
+// its scripts run on one node; pushes travel over Cluster pub/sub, whose receiver counts the engine does
+// not trust. Exclusion, FIFO hand-off and waiting without polling, as on one server.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { type Lease, LockService } from '../../lib';
+import { commandsIn, until } from '../support/lock-fixtures';
+import { type RedisCluster, startCluster } from '../support/redis-cluster';
+
+let cluster: RedisCluster;
+const services: LockService[] = [];
+
+beforeAll(async () => {
+  cluster = await startCluster();
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all(services.map((service) => service.close().catch(() => {})));
+  await cluster?.dispose();
+});
+
+function service(): LockService {
+  const locks = new LockService(cluster.client());
+  services.push(locks);
+  return locks;
+}
+
+describe('on a Redis Cluster', () => {
+  it('locks on different masters each admit one holder: non-atomic counters lose no update', async () => {
+    const keys = ['order:1', 'order:2', 'order:3', 'order:4', 'order:5', 'order:6'];
+    const masters = new Set(await Promise.all(keys.map((key) => cluster.portOf(`lock:{${key}}`))));
+    expect(masters.size).toBeGreaterThanOrEqual(2);
+
+    const pair = [service(), service()];
+    const data = cluster.client();
+    const workers = 12;
+    const rounds = 15;
+    await Promise.all(
+      Array.from({ length: workers }, async (_, worker) => {
+        const locks = pair[worker % 2];
+        for (let round = 0; round < rounds; round++) {
+          const key = keys[(worker + round) % keys.length];
+          await locks.using(key, async () => {
+            // Read, yield to the other callers, write: any overlap of two holders loses an increment.
+            const counter = `count:{${key}}`;
+            const value = Number((await data.get(counter)) ?? 0);
+            await new Promise((resolve) => setTimeout(resolve, 1));
+            await data.set(counter, String(value + 1), 'PX', 60_000);
+          });
+        }
+      }),
+    );
+    let total = 0;
+    for (const key of keys) total += Number(await data.get(`count:{${key}}`));
+    expect(total).toBe(workers * rounds);
+  });
+
+  it('waiters from two services are granted in arrival order, woken by pushes, with no commands while waiting', async () => {
+    const [first, second] = [service(), service()];
+    const key = 'queue';
+    const holder = await first.acquire(key, { ttl: 30_000 });
+    const order: number[] = [];
+    const waiting: Array<Promise<void>> = [];
+    for (let i = 0; i < 6; i++) {
+      const locks = i % 2 ? second : first;
+      waiting.push(
+        locks.acquire(key, { waitTimeout: 20_000 }).then(async (lease: Lease) => {
+          order.push(i);
+          await lease.release();
+        }),
+      );
+      // Each one queues before the next asks, so arrival order is known.
+      await until(
+        () => first.inspect(key),
+        (snapshot) => snapshot.queueLength === i + 1,
+      );
+    }
+
+    // One second of waiting: no command reaches any node (the client's own slot refreshes aside).
+    await Promise.all(cluster.nodes.map((node) => node.resetStats()));
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const stats = await Promise.all(cluster.nodes.map((node) => node.commandStats()));
+    const sent = stats.map((s) => new Map([...s].filter(([name]) => !name.startsWith('cluster|'))));
+    expect(sent.map(commandsIn)).toEqual(cluster.nodes.map(() => 0));
+
+    await holder.release();
+    await Promise.all(waiting);
+    expect(order).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(await first.inspect(key)).toMatchObject({ held: false, queueLength: 0 });
+  });
+});
