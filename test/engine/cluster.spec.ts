@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { type Lease, LockService } from '../../lib';
 import { commandsIn, until } from '../support/lock-fixtures';
+import { spawnWorker, workerPath } from '../support/processes';
 import { type RedisCluster, startCluster } from '../support/redis-cluster';
 
 let cluster: RedisCluster;
@@ -86,5 +87,43 @@ describe('on a Redis Cluster', () => {
     await Promise.all(waiting);
     expect(order).toEqual([0, 1, 2, 3, 4, 5]);
     expect(await first.inspect(key)).toMatchObject({ held: false, queueLength: 0 });
+  });
+
+  it('a queued waiter whose process died delays the next one by one claim window, not more', async () => {
+    // On one server PUBLISH's receiver count reveals a vanished waiter at once (dead-waiter.spec); a
+    // Cluster's count covers one node only, so the grant is kept for the claim window, then passed on.
+    const claimWindow = 400;
+    const make = () => {
+      const locks = new LockService(cluster.client(), { claimWindow });
+      services.push(locks);
+      return locks;
+    };
+    const agent = spawnWorker<{ type: string }>(workerPath('lock-agent'), {
+      cluster: cluster.nodes.map((node) => node.port),
+      claimWindow,
+    });
+    await agent.next((m) => m.type === 'ready');
+    const [holderSide, nextSide] = [make(), make()];
+    const key = 'vanished';
+    const holder = await holderSide.acquire(key, { ttl: 30_000 });
+    agent.send({ type: 'acquire', id: 'w1', key, ttl: 30_000, waitTimeout: 20_000 });
+    await until(
+      () => holderSide.inspect(key),
+      (snapshot) => snapshot.queueLength === 1,
+    );
+    const next = nextSide.acquire(key, { waitTimeout: 20_000 });
+    await until(
+      () => holderSide.inspect(key),
+      (snapshot) => snapshot.queueLength === 2,
+    );
+    await agent.kill();
+
+    const released = performance.now();
+    await holder.release();
+    const lease = await next;
+    const waited = performance.now() - released;
+    expect(waited).toBeGreaterThanOrEqual(claimWindow * 0.9);
+    expect(waited).toBeLessThan(claimWindow + 1_000);
+    await lease.release();
   });
 });

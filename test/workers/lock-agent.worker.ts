@@ -1,11 +1,13 @@
 // A LockService in its own process, driven over IPC by a test: acquire, release, report. Used where a
 // property is about several processes (a holder that is SIGKILLed, a waiter that is SIGSTOPped, ...).
-import Redis from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
 import { type Lease, LockError, LockService } from '../../lib';
 import { onMessage, ready, send, workerArgs } from '../support/worker-runtime';
 
 interface Args {
-  url: string;
+  /** One server; or `cluster`, the ports of a Redis Cluster's nodes on 127.0.0.1. */
+  url?: string;
+  cluster?: number[];
   claimWindow?: number;
   ttl?: number;
 }
@@ -15,7 +17,9 @@ type Command =
   | { type: 'release'; id: string };
 
 const args = workerArgs<Args>();
-const redis = new Redis(args.url);
+const redis = args.cluster
+  ? new Cluster(args.cluster.map((port) => ({ host: '127.0.0.1', port })))
+  : new Redis(args.url ?? '');
 redis.on('error', () => {});
 const locks = new LockService(redis, {
   claimWindow: args.claimWindow,
