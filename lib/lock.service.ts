@@ -61,6 +61,10 @@ export class LockService {
   private readonly scope = new AsyncLocalStorage<LeaseScope>();
   /** Calls of `using` whose function is still running: close() lets them finish first. */
   private readonly running = new Set<Promise<unknown>>();
+  /** Fails the waiters once the command connection has ended for good (see the constructor). */
+  private readonly onClientEnd = (): void => {
+    for (const waiter of [...this.waiters.values()]) waiter.onConnectionEnded();
+  };
   private sequence = 0;
   private closed = false;
   private closing: Promise<void> | undefined;
@@ -110,6 +114,10 @@ export class LockService {
       granted: (waiter, grant) =>
         this.lease(waiter.ctx, waiter.key, grant.fence, grant.validUntil, waiter.renew, grant.confirmed),
     };
+    // The wake-up subscription is a connection of its own, so a waiter would go on waiting after the
+    // application ended the command connection (disconnect(), quit(), or no more reconnecting): none of
+    // its grants could be confirmed then, so it fails at once instead of at its waitTimeout.
+    client.on('end', this.onClientEnd);
   }
 
   /**
@@ -227,6 +235,7 @@ export class LockService {
 
   private async shutdown(grace: number): Promise<void> {
     this.closed = true;
+    this.client.off('end', this.onClientEnd);
     const cancels = [...this.waiters.values()].map((waiter) => waiter.close());
     if (grace > 0 && this.running.size > 0) {
       let timer: NodeJS.Timeout | undefined;

@@ -14,6 +14,7 @@ import { LockError } from '../errors/lock.error';
 import { LockAbortedError } from '../errors/lock-aborted.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
+import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { AcquireReply, LockScripts, ScriptContext } from '../protocol/lock-scripts';
 import { now, safetyMargin } from './clock';
 
@@ -116,6 +117,16 @@ export class Waiter<T> {
   /** The wake channel reconnected: pushes may have been missed, so ask Redis. */
   onReconnect(): void {
     if (!this.settled) this.check(false);
+  }
+
+  /** The command connection ended for good: no grant could ever be confirmed, so give up now. */
+  onConnectionEnded(): void {
+    this.fail(
+      new RedisUnavailableError(
+        'the connection to Redis ended (disconnect() or quit() on the client, or it stopped reconnecting)',
+        this.key,
+      ),
+    );
   }
 
   /** The service is closing; resolves once Redis has been told this waiter left. */

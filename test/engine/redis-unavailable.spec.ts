@@ -57,6 +57,27 @@ describe('Redis unreachable', () => {
     }
   });
 
+  it('waiters fail at once when the application ends the client, though the wake-up connection is still up', async () => {
+    const holder = await lockService(server()).acquire('ended', { ttl: 30_000 });
+    const locks = lockService(server());
+    const started = performance.now();
+    const waiting = outcome(locks.acquire('ended', { waitTimeout: 20_000 }));
+    await until(
+      () => server().client().llen('lock:{ended}:q'),
+      (length) => length === 1,
+    );
+    locks.client.disconnect();
+    const result = await waiting;
+    expect(result.error).toBeInstanceOf(RedisUnavailableError);
+    expect((result.error as Error).message).toMatch(/connection to Redis ended/);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    // Later calls fail fast too, and the lock goes on working for everyone else.
+    await expect(locks.tryAcquire('ended')).rejects.toMatchObject({ code: 'LOCK_REDIS_UNAVAILABLE' });
+    await holder.release();
+    const other = lockService(server());
+    await (await other.acquire('ended', { waitTimeout: 5_000 })).release();
+  });
+
   it('calls in flight to a frozen server each fail after their own commandTimeout, never before', async () => {
     // One timer serves every call in flight: a later call must still get its full timeout.
     const timeout = 400;
