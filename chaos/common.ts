@@ -108,6 +108,41 @@ export function childArgs<T>(): T {
   return JSON.parse(raw) as T;
 }
 
+export function describeError(error: unknown): string {
+  return error instanceof Error ? (error.stack ?? error.message) : String(error);
+}
+
+/**
+ * What every worker process of these runs does for itself: counts its unhandled rejections and reports
+ * each to the parent, exits when the parent goes away, and, when asked to stop, reports what is still
+ * open and then ends by itself (anything left running then shows as a hang in the parent).
+ */
+export function workerLifecycle(): {
+  unhandled(): number;
+  openResources(): Promise<string[]>;
+  leave(): void;
+} {
+  let unhandled = 0;
+  process.on('unhandledRejection', (error: unknown) => {
+    unhandled++;
+    sendToParent({ type: 'unhandled', kind: 'rejection', message: describeError(error) });
+  });
+  const onDisconnect = (): void => process.exit(0);
+  process.on('disconnect', onDisconnect);
+  return {
+    unhandled: () => unhandled,
+    async openResources() {
+      // Let ioredis finish closing its sockets before looking at what is left.
+      await sleep(200);
+      return process.getActiveResourcesInfo().filter((r) => r !== 'PipeWrap' && r !== 'TTYWrap');
+    },
+    leave() {
+      process.off('disconnect', onDisconnect);
+      setTimeout(() => process.disconnect(), 50).unref();
+    },
+  };
+}
+
 export function sendToParent(message: unknown): void {
   if (!process.send || !process.connected) return;
   try {

@@ -6,7 +6,7 @@
  */
 import Redis from 'ioredis';
 import { LockError, LockService } from '../lib';
-import { childArgs, Prng, sendToParent as send, sleep } from './common';
+import { childArgs, Prng, sendToParent as send, sleep, workerLifecycle } from './common';
 
 export interface SoakWorkerArgs {
   id: number;
@@ -21,16 +21,7 @@ export interface SoakWorkerArgs {
 }
 
 const args = childArgs<SoakWorkerArgs>();
-let unhandled = 0;
-process.on('unhandledRejection', (error: unknown) => {
-  unhandled++;
-  send({
-    type: 'unhandled',
-    message: error instanceof Error ? (error.stack ?? error.message) : String(error),
-  });
-});
-const onDisconnect = (): void => process.exit(0);
-process.on('disconnect', onDisconnect);
+const lifecycle = workerLifecycle();
 
 const redis = new Redis({ host: '127.0.0.1', port: args.port, connectionName: `soak-p${args.id}` });
 redis.on('error', () => {});
@@ -93,7 +84,7 @@ function sample(): Record<string, unknown> {
     running: internals.running.size,
     ops,
     outcomes: { ...outcomes },
-    unhandled,
+    unhandled: lifecycle.unhandled(),
   };
 }
 
@@ -105,11 +96,9 @@ process.on('message', async (message: { type: string }) => {
     await Promise.all(agents);
     await locks.close();
     await redis.quit().catch(() => {});
-    await sleep(200);
-    const resources = process.getActiveResourcesInfo().filter((r) => r !== 'PipeWrap' && r !== 'TTYWrap');
-    send({ type: 'stopped', ops, outcomes, unhandled, resources });
-    process.off('disconnect', onDisconnect);
-    setTimeout(() => process.disconnect(), 50).unref();
+    const resources = await lifecycle.openResources();
+    send({ type: 'stopped', ops, outcomes, unhandled: lifecycle.unhandled(), resources });
+    lifecycle.leave();
   }
 });
 

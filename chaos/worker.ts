@@ -15,7 +15,18 @@
  */
 import Redis from 'ioredis';
 import { FencedStore, type Lease, LockError, LockService } from '../lib';
-import { childArgs, fencedKey, hr, Prng, perfToHr, sendToParent as send, sleep, twinKey } from './common';
+import {
+  childArgs,
+  describeError,
+  fencedKey,
+  hr,
+  Prng,
+  perfToHr,
+  sendToParent as send,
+  sleep,
+  twinKey,
+  workerLifecycle,
+} from './common';
 
 export interface WorkerArgs {
   slot: number;
@@ -33,22 +44,11 @@ export interface WorkerArgs {
 
 const args = childArgs<WorkerArgs>();
 const pid = process.pid;
-let unhandled = 0;
-
-process.on('unhandledRejection', (error: unknown) => {
-  unhandled++;
-  send({ type: 'unhandled', kind: 'rejection', message: describe(error) });
-});
+const lifecycle = workerLifecycle();
 process.on('uncaughtException', (error: unknown) => {
-  send({ type: 'unhandled', kind: 'exception', message: describe(error) });
+  send({ type: 'unhandled', kind: 'exception', message: describeError(error) });
   setTimeout(() => process.exit(1), 200);
 });
-const onDisconnect = (): void => process.exit(0);
-process.on('disconnect', onDisconnect);
-
-function describe(error: unknown): string {
-  return error instanceof Error ? (error.stack ?? error.message) : String(error);
-}
 
 const redisErrors: Record<string, number> = {};
 const lockRedis = new Redis({
@@ -161,7 +161,7 @@ async function agent(index: number): Promise<void> {
             });
             send({ type: 'twin', op, key, seq: seq + 1, t: tSent, validUntil: valid });
           } catch (error) {
-            rec.harnessError = describe(error);
+            rec.harnessError = describeError(error);
           } finally {
             rec.tWorkEnd = hr();
           }
@@ -214,13 +214,9 @@ async function probe(keys: string[], waitTimeout: number): Promise<void> {
 async function close(): Promise<void> {
   await locks.close();
   await Promise.allSettled([lockRedis.quit(), resource.quit()]);
-  // Let ioredis finish closing its sockets before looking at what is left.
-  await sleep(200);
-  const resources = process.getActiveResourcesInfo().filter((r) => r !== 'PipeWrap' && r !== 'TTYWrap');
-  send({ type: 'closed', resources, unhandled, redisErrors });
-  // From here the process must end by itself: anything left running shows as a hang in the coordinator.
-  process.off('disconnect', onDisconnect);
-  setTimeout(() => process.disconnect(), 50).unref();
+  const resources = await lifecycle.openResources();
+  send({ type: 'closed', resources, unhandled: lifecycle.unhandled(), redisErrors });
+  lifecycle.leave();
 }
 
 const agents: Promise<void>[] = [];
