@@ -15,6 +15,7 @@ import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { DEFAULT_COMMAND_TIMEOUT, describeValue } from '../lock-options';
 import type { RedisClient } from '../protocol/lock-scripts';
 import { fencedWriteLua } from '../protocol/lua/scripts.generated';
+import { OFFLINE, translateRedisError } from '../protocol/redis-errors';
 
 export interface FencedWriteResult {
   /** False when a newer holder had already written: this writer's lock was lost. */
@@ -37,8 +38,6 @@ export interface FencedStoreOptions {
 type Script = (key: string, fence: string, value: string, ttl: number) => Promise<[number, string]>;
 
 const COMMAND = `redisLock_fencedWrite_${createHash('sha1').update(fencedWriteLua).digest('hex').slice(0, 10)}`;
-/** Connection states in which a command would sit in ioredis' offline queue instead of being sent. */
-const OFFLINE = new Set(['reconnecting', 'close', 'end']);
 /** Connection events after which no reply to a pending command is coming soon. */
 const DOWN_EVENTS = ['close', 'end'] as const;
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -172,6 +171,8 @@ export class FencedStore {
     if (OFFLINE.has(status)) {
       return Promise.reject(new RedisUnavailableError(`connection is ${status}`, key));
     }
+    const rejected = (message: string): string =>
+      `Redis rejected a fenced store command for ${shown}: ${message}. Is that key used by something else?`;
     const outcome =
       what === 'write' ? ` (the fenced ${what} to ${shown} may or may not have been applied)` : '';
     return new Promise<T>((resolve, reject) => {
@@ -201,28 +202,13 @@ export class FencedStore {
       try {
         sent = send();
       } catch (error) {
-        finish(translateError(error, key, shown));
+        finish(translateRedisError(error, key, rejected));
         return;
       }
       sent.then(
         (value) => finish(undefined, value),
-        (error: unknown) => finish(translateError(error, key, shown)),
+        (error: unknown) => finish(translateRedisError(error, key, rejected)),
       );
     });
   }
-}
-
-/** Redis' own replies (wrong type, script errors) are protocol errors; anything else is the connection. */
-function translateError(error: unknown, key: string, shown: string): LockError {
-  if (error instanceof LockError) return error;
-  const name = error instanceof Error ? error.name : '';
-  const message = error instanceof Error ? error.message : String(error);
-  if (name === 'ReplyError') {
-    return new LockError(
-      'LOCK_REDIS_ERROR',
-      `Redis rejected a fenced store command for ${shown}: ${message}. Is that key used by something else?`,
-      { key, cause: error },
-    );
-  }
-  return new RedisUnavailableError(message, key, error);
 }

@@ -7,11 +7,11 @@
  */
 import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import { LockError } from '../errors/lock.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { CallDeadlines } from './call-deadlines';
 import type { LockKeys } from './keys';
 import { acquireLua, cancelLua, commonLua, extendLua, inspectLua, releaseLua } from './lua/scripts.generated';
+import { OFFLINE, translateRedisError } from './redis-errors';
 
 export type RedisClient = Redis | Cluster;
 
@@ -54,8 +54,6 @@ const SOURCES: Record<ScriptName, { lua: string; keys: number }> = {
   inspect: { lua: inspectLua, keys: 3 },
 };
 
-/** Connection states in which a command would sit in ioredis' offline queue instead of being sent. */
-const OFFLINE = new Set(['reconnecting', 'close', 'end']);
 /** States on the way to 'ready': a call waits for the outcome of this attempt, not for a reconnect loop. */
 const CONNECTING = new Set(['wait', 'connecting', 'connect']);
 
@@ -155,7 +153,7 @@ export class LockScripts {
             if (this.deadlines.settle(deadline)) resolve(value);
           },
           (error: unknown) => {
-            if (this.deadlines.settle(deadline)) reject(translateError(error, key));
+            if (this.deadlines.settle(deadline)) reject(translateRedisError(error, key, lockRejection(key)));
           },
         );
       };
@@ -201,16 +199,8 @@ export class LockScripts {
   }
 }
 
-/** Redis' own replies (wrong type, script errors) are protocol errors; anything else is the connection. */
-function translateError(error: unknown, key: string): LockError {
-  if (error instanceof LockError) return error;
-  const name = error instanceof Error ? error.name : '';
-  const message = error instanceof Error ? error.message : String(error);
-  if (name === 'ReplyError') {
-    return new LockError('LOCK_REDIS_ERROR', `Redis rejected a lock command for "${key}": ${message}`, {
-      key,
-      cause: error,
-    });
-  }
-  return new RedisUnavailableError(message, key, error);
-}
+/** The wording of a lock command Redis refused (a wrong type on a lock key, a script error). */
+const lockRejection =
+  (key: string) =>
+  (message: string): string =>
+    `Redis rejected a lock command for "${key}": ${message}`;
