@@ -20,7 +20,9 @@ export const SINGLE_SERVER_SUITES = [
 ];
 
 const probe = spawnSync('redis-server', ['--version']);
-const external = (probe.error || probe.status !== 0) && process.env.REDIS_URL ? process.env.REDIS_URL : '';
+/** Whether redis-server runs from PATH (scripts/check-redis.mjs reads it too). */
+export const REDIS_SERVER_INSTALLED = !probe.error && probe.status === 0;
+const external = !REDIS_SERVER_INSTALLED && process.env.REDIS_URL ? process.env.REDIS_URL : '';
 // Read by test/support/redis-server.ts, in this process and in the workers jest starts.
 if (external) process.env.REDIS_LOCK_TEST_URL = external;
 

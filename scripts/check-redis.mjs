@@ -1,11 +1,8 @@
 #!/usr/bin/env node
 // The test suites start their own redis-server processes; say how to get one before jest starts.
-import { spawnSync } from 'node:child_process';
+import { REDIS_SERVER_INSTALLED, SINGLE_SERVER_SUITES } from '../jest.config.mjs';
 
-import { SINGLE_SERVER_SUITES } from '../jest.config.mjs';
-
-const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
-if (probe.error || probe.status !== 0) {
+if (!REDIS_SERVER_INSTALLED) {
   if (process.env.REDIS_URL) {
     console.error(
       [

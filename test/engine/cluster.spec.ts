@@ -2,7 +2,7 @@
 // its scripts run on one node; pushes travel over Cluster pub/sub, whose receiver counts the engine does
 // not trust. Exclusion, FIFO hand-off and waiting without polling, as on one server.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { type Lease, LockService } from '../../lib';
+import { type Lease, LockService, type LockServiceOptions } from '../../lib';
 import { commandsIn, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
 import { type RedisCluster, startCluster } from '../support/redis-cluster';
@@ -19,8 +19,8 @@ afterAll(async () => {
   await cluster?.dispose();
 });
 
-function service(): LockService {
-  const locks = new LockService(cluster.client());
+function service(options?: LockServiceOptions): LockService {
+  const locks = new LockService(cluster.client(), options);
   services.push(locks);
   return locks;
 }
@@ -93,17 +93,12 @@ describe('on a Redis Cluster', () => {
     // On one server PUBLISH's receiver count reveals a vanished waiter at once (dead-waiter.spec); a
     // Cluster's count covers one node only, so the grant is kept for the claim window, then passed on.
     const claimWindow = 400;
-    const make = () => {
-      const locks = new LockService(cluster.client(), { claimWindow });
-      services.push(locks);
-      return locks;
-    };
     const agent = spawnWorker<{ type: string }>(workerPath('lock-agent'), {
       cluster: cluster.nodes.map((node) => node.port),
       claimWindow,
     });
     await agent.next((m) => m.type === 'ready');
-    const [holderSide, nextSide] = [make(), make()];
+    const [holderSide, nextSide] = [service({ claimWindow }), service({ claimWindow })];
     const key = 'vanished';
     const holder = await holderSide.acquire(key, { ttl: 30_000 });
     agent.send({ type: 'acquire', id: 'w1', key, ttl: 30_000, waitTimeout: 20_000 });
