@@ -56,6 +56,13 @@ function when(client: Client, event: 'ready' | 'close', already: boolean, timeou
 const connected = (client: Client): Promise<void> => when(client, 'ready', client.status === 'ready');
 
 /** Boots an application with the module on its own connection to `url`; waits until it is connected. */
+/** Stops `server`, then waits until `app`'s client has seen its socket close: from then on nothing can answer. */
+async function stopAndLose(server: RedisServer, app: INestApplication): Promise<void> {
+  const lost = when(app.get(LockService).client, 'close', false);
+  await server.stop();
+  await lost;
+}
+
 async function boot(url: string): Promise<{ app: INestApplication; health: RedisLockHealthIndicator }> {
   const ref = await Test.createTestingModule({ imports: [RedisLockModule.forRoot({ url })] }).compile();
   const app = ref.createNestApplication({ logger: false });
@@ -95,11 +102,7 @@ describe('RedisLockHealthIndicator', () => {
   it('resolves down at once, well within its timeout, when the Redis server is stopped', async () => {
     const server = await ownServer();
     const { app, health } = await boot(server.url);
-    const client = app.get(LockService).client;
-    const lost = when(client, 'close', false);
-    await server.stop();
-    // The server is gone once the client has seen its socket close: from then on nothing can answer.
-    await lost;
+    await stopAndLose(server, app);
     const { result, ms } = await timedCheck(health, 5_000);
     expect(result['redis-lock']).toEqual({
       status: 'down',
@@ -133,9 +136,7 @@ describe('RedisLockHealthIndicator', () => {
     const server = await ownServer();
     const { app, health } = await boot(server.url);
     const client = app.get(LockService).client;
-    const lost = when(client, 'close', false);
-    await server.stop();
-    await lost;
+    await stopAndLose(server, app);
     expect((await health.isHealthy())['redis-lock'].status).toBe('down');
 
     const back = when(client, 'ready', false);
@@ -207,9 +208,7 @@ describe('RedisLockHealthIndicator with @nestjs/terminus 12 over HTTP', () => {
   it('answers 503 with the indicator under error when Redis is stopped', async () => {
     const server = await ownServer();
     const app = await bootHttp(server.url);
-    const lost = when(app.get(LockService).client, 'close', false);
-    await server.stop();
-    await lost;
+    await stopAndLose(server, app);
     const res = await request(app.getHttpServer()).get('/health');
     expect(res.status).toBe(503);
     expect(res.body.status).toBe('error');
