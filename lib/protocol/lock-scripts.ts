@@ -10,12 +10,20 @@ import type { Cluster, Redis } from 'ioredis';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { CallDeadlines } from './call-deadlines';
 import type { LockKeys } from './keys';
-import { acquireLua, cancelLua, commonLua, extendLua, inspectLua, releaseLua } from './lua/scripts.generated';
+import {
+  acquireLua,
+  cancelLua,
+  commonLua,
+  extendLua,
+  inspectLua,
+  preludeLua,
+  releaseLua,
+} from './lua/scripts.generated';
 import { OFFLINE, translateRedisError } from './redis-errors';
 
 export type RedisClient = Redis | Cluster;
 
-/** Parameters every owner-changing script takes (ARGV[1..6] in common.lua). */
+/** Parameters every owner-changing script takes (ARGV[1..6] in prelude.lua). */
 export interface ScriptContext {
   keys: LockKeys;
   token: string;
@@ -46,10 +54,21 @@ export interface LockSnapshot {
 type ScriptName = 'acquire' | 'release' | 'cancel' | 'extend' | 'inspect';
 type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 
+const COMMON_MARK = '-- @common\n';
+
+/**
+ * An owner-changing script: the prelude (arguments, fence), then the script with the hand-off helpers
+ * spliced in at its `-- @common` line, after any fast path, so an uncontended call skips defining them.
+ */
+function ownerScript(name: string, lua: string): string {
+  const at = lua.indexOf(COMMON_MARK);
+  if (at < 0) throw new Error(`${name}.lua lacks its "${COMMON_MARK.trim()}" line`);
+  return preludeLua + lua.slice(0, at) + commonLua + lua.slice(at + COMMON_MARK.length);
+}
 const SOURCES: Record<ScriptName, { lua: string; keys: number }> = {
-  acquire: { lua: commonLua + acquireLua, keys: 3 },
-  release: { lua: commonLua + releaseLua, keys: 3 },
-  cancel: { lua: commonLua + cancelLua, keys: 3 },
+  acquire: { lua: ownerScript('acquire', acquireLua), keys: 3 },
+  release: { lua: ownerScript('release', releaseLua), keys: 3 },
+  cancel: { lua: ownerScript('cancel', cancelLua), keys: 3 },
   extend: { lua: extendLua, keys: 1 },
   inspect: { lua: inspectLua, keys: 3 },
 };

@@ -1,6 +1,6 @@
 -- acquire.lua: take the lock, or join its queue, or confirm a grant. Idempotent per token, so a waiter
 -- calls it again to re-check after a wake-up, a timeout of its fallback timer, or a reconnect.
--- KEYS/ARGV[1..6]: see common.lua
+-- KEYS/ARGV[1..6]: see prelude.lua
 --   ARGV[7] mode       "try": never queue; "join": a waiter's first call, joins the queue if the lock is
 --                      not free; "wait": a waiter's later call (re-check, confirm), joins if not yet queued
 --   ARGV[8] queue ttl  the queue outlives its newest waiter by this much, ms
@@ -16,6 +16,8 @@ local queued = redis.call('LLEN', queue_key)
 if queued == 0 and redis.call('SET', owner_key, token, 'NX', 'PX', ttl) then
   return {1, next_fence(now_us), now_us}
 end
+
+-- @common
 
 -- PEXPIRE's GT option (Redis 7) keeps a longer expiry in one call; Redis 6.2 needs PTTL first.
 local has_expire_gt = (redis.REDIS_VERSION_NUM or 0) >= 0x070000

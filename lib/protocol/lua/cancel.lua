@@ -1,7 +1,9 @@
 -- cancel.lua: a waiter gives up (timeout, abort, shutdown). It leaves the queue; if a grant raced in
 -- and made it the owner, the grant is passed on to the next waiter instead of stalling for a claim window.
--- KEYS/ARGV[1..6]: see common.lua
+-- KEYS/ARGV[1..6]: see prelude.lua
 -- Returns 1 if the caller had been granted the lock (and passed it on), else 0.
+
+-- @common
 
 local was_head = redis.call('LINDEX', queue_key, 0) == token
 redis.call('LREM', queue_key, 0, token)

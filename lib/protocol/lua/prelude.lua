@@ -1,0 +1,44 @@
+-- prelude.lua: the arguments and the fencing token, prepended to every script that can change the
+-- lock's owner. The hand-off helpers (common.lua) are spliced in where a script writes `-- @common`,
+-- after its fast path: an uncontended acquire or release never defines them, which keeps those two
+-- calls as cheap for Redis as the work they do.
+--
+-- KEYS (same for every lock script)
+--   KEYS[1] owner  "<prefix>{<key>}"          the holder's token, with a server-side PX expiry
+--   KEYS[2] queue  "<prefix>{<key>}:q"        FIFO list of waiting tokens
+--   KEYS[3] fence  "<prefix>{<key>}:fence"    highest fencing token handed out for this lock
+-- ARGV (same first six for every lock script)
+--   ARGV[1] token            the caller's token, "<instance>:<n>"
+--   ARGV[2] ttl              lease time to live, ms
+--   ARGV[3] claim window     how long a grant waits for its waiter to confirm, ms
+--   ARGV[4] channel prefix   waiter tokens of instance I are woken on channel prefix .. I
+--   ARGV[5] trust receivers  "1" when PUBLISH's receiver count is reliable (one server, not Cluster)
+--   ARGV[6] fence retention  how long the fence counter outlives the last grant, ms
+
+local owner_key, queue_key, fence_key = KEYS[1], KEYS[2], KEYS[3]
+local token = ARGV[1]
+local ttl = tonumber(ARGV[2])
+local claim_window = tonumber(ARGV[3])
+local channel_prefix = ARGV[4]
+local trust_receivers = ARGV[5] == '1'
+local fence_retention = tonumber(ARGV[6])
+
+-- Server clock in microseconds. Only ever compared with other server readings, never with a client's.
+local function server_time_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- Hands out the next fencing token and records it, in one call in the usual case. Tokens must exceed
+-- every earlier token of this lock even after the counter expired or Redis restarted without
+-- persistence, so a token is at least the server clock in microseconds (and above the last one).
+local function next_fence(now_us)
+  local retention = math.max(fence_retention, ttl)
+  local last = tonumber(redis.call('SET', fence_key, string.format('%.0f', now_us), 'PX', retention, 'GET') or '0')
+  if last < now_us then return now_us end
+  -- More than one grant in one microsecond, or the clock stepped back: count on from the last token.
+  local fence = last + 1
+  redis.call('SET', fence_key, string.format('%.0f', fence), 'PX', retention)
+  return fence
+end
+
