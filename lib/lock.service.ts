@@ -64,6 +64,7 @@ export class LockService {
   /** Fails the waiters once the command connection has ended for good (see the constructor). */
   private readonly onClientEnd = (): void => {
     for (const waiter of [...this.waiters.values()]) waiter.onConnectionEnded();
+    this.wake.reset();
   };
   private sequence = 0;
   private closed = false;
@@ -116,7 +117,9 @@ export class LockService {
     };
     // The wake-up subscription is a connection of its own, so a waiter would go on waiting after the
     // application ended the command connection (disconnect(), quit(), or no more reconnecting): none of
-    // its grants could be confirmed then, so it fails at once instead of at its waitTimeout.
+    // its grants could be confirmed then, so it fails at once instead of at its waitTimeout. The
+    // subscription goes too, so Redis skips this service's tokens still queued (their cancel could not
+    // be sent) instead of granting them for a claim window; a reconnected client subscribes again.
     client.on('end', this.onClientEnd);
   }
 

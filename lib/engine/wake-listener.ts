@@ -68,20 +68,38 @@ export class WakeListener {
           () => {},
         );
       });
+      // A reset() may drop this subscriber while it subscribes: its outcome then changes nothing here.
       this.subscribed = subscriber.subscribe(this.channel).then(
         () => {
+          if (this.subscriber !== subscriber) throw new Error('wake subscription dropped');
           this.live = true;
         },
         (error: unknown) => {
           // Allow a later call to try again rather than caching the failure.
-          this.subscribed = undefined;
-          this.subscriber = undefined;
+          if (this.subscriber === subscriber) {
+            this.subscribed = undefined;
+            this.subscriber = undefined;
+          }
           subscriber.disconnect();
           throw error;
         },
       );
     }
     return this.subscribed;
+  }
+
+  /**
+   * Drops the subscription, keeping the listener usable: the next call that has to wait subscribes
+   * afresh. For when the command connection ended: a subscription left open would tell Redis that this
+   * service's queued tokens still listen, so a grant to one would wait out a claim window instead of
+   * being skipped at once.
+   */
+  reset(): void {
+    const subscriber = this.subscriber;
+    this.subscriber = undefined;
+    this.subscribed = undefined;
+    this.live = false;
+    subscriber?.disconnect();
   }
 
   async close(): Promise<void> {

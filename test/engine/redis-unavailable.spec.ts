@@ -78,6 +78,59 @@ describe('Redis unreachable', () => {
     await (await other.acquire('ended', { waitTimeout: 5_000 })).release();
   });
 
+  it('a token the ended service left queued is skipped at once, not granted for a claim window', async () => {
+    // Its cancel could not be sent, so the token stays queued; with the service's subscription closed
+    // too, Redis sees nobody listening for it and passes the lock straight on.
+    const claimWindow = 2_000;
+    const holder = await lockService(server(), { claimWindow }).acquire('left', { ttl: 30_000 });
+    const locks = lockService(server(), { claimWindow });
+    const waiting = outcome(locks.acquire('left', { waitTimeout: 20_000 }));
+    await until(
+      () => server().client().llen('lock:{left}:q'),
+      (length) => length === 1,
+    );
+    locks.client.disconnect();
+    expect((await waiting).error).toBeInstanceOf(RedisUnavailableError);
+    await until(
+      () => server().client().pubsub('CHANNELS', 'lock:wake:*'),
+      (channels) => (channels as string[]).length === 0,
+    );
+    const other = lockService(server(), { claimWindow });
+    const next = other.acquire('left', { waitTimeout: 10_000 });
+    await until(
+      () => server().client().lrange('lock:{left}:q', 0, -1),
+      (queue) => queue.length === 2,
+    );
+    const released = performance.now();
+    await holder.release();
+    const lease = await next;
+    expect(performance.now() - released).toBeLessThan(claimWindow / 4);
+    await lease.release();
+  });
+
+  it('a client the application connects again after ending it waits in line as before', async () => {
+    const locks = lockService(server());
+    const holder = await lockService(server()).acquire('again', { ttl: 30_000 });
+    const first = outcome(locks.acquire('again', { waitTimeout: 20_000 }));
+    await until(
+      () => server().client().llen('lock:{again}:q'),
+      (length) => length === 1,
+    );
+    locks.client.disconnect();
+    expect((await first).error).toBeInstanceOf(RedisUnavailableError);
+    await locks.client.connect();
+    const second = locks.acquire('again', { waitTimeout: 20_000 });
+    // The abandoned token and the new one are both queued; the new one is granted by a push.
+    await until(
+      () => server().client().llen('lock:{again}:q'),
+      (length) => length === 2,
+    );
+    await holder.release();
+    const lease = await second;
+    expect(lease.signal.aborted).toBe(false);
+    await lease.release();
+  });
+
   it('calls in flight to a frozen server each fail after their own commandTimeout, never before', async () => {
     // One timer serves every call in flight: a later call must still get its full timeout.
     const timeout = 400;
