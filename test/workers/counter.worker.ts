@@ -14,12 +14,17 @@ interface Args {
   /** Every n-th grant of a task is abandoned (never released) so the next holder takes over on expiry. */
   abandonEvery?: number;
   abandonTtl?: number;
+  /** Short, so takeovers are quick; a stall longer than this before a grant is confirmed loses it. */
+  claimWindow?: number;
 }
 
 const args = workerArgs<Args>();
 const redis = new Redis(args.url);
 redis.on('error', () => {});
-const locks = new LockService(redis, { claimWindow: 100, defaults: { waitTimeout: 60_000 } });
+const locks = new LockService(redis, {
+  claimWindow: args.claimWindow ?? 100,
+  defaults: { waitTimeout: 60_000 },
+});
 
 /** Reads, yields to the event loop (so other tasks in this process run), then writes. */
 async function increment(): Promise<number> {
