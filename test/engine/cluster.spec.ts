@@ -1,38 +1,22 @@
 // The engine on a Redis Cluster (three masters): every key of one lock carries the {key} hash tag, so
 // its scripts run on one node; pushes travel over Cluster pub/sub, whose receiver counts the engine does
 // not trust. Exclusion, FIFO hand-off and waiting without polling, as on one server.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { type Lease, LockService, type LockServiceOptions } from '../../lib';
+import { describe, expect, it } from '@jest/globals';
+import type { Lease } from '../../lib';
+import { useCluster } from '../support/cluster-fixtures';
 import { commandsIn, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
-import { type RedisCluster, startCluster } from '../support/redis-cluster';
 
-let cluster: RedisCluster;
-const services: LockService[] = [];
-
-beforeAll(async () => {
-  cluster = await startCluster();
-}, 60_000);
-
-afterAll(async () => {
-  await Promise.all(services.map((service) => service.close().catch(() => {})));
-  await cluster?.dispose();
-});
-
-function service(options?: LockServiceOptions): LockService {
-  const locks = new LockService(cluster.client(), options);
-  services.push(locks);
-  return locks;
-}
+const { cluster: current, service } = useCluster();
 
 describe('on a Redis Cluster', () => {
   it('locks on different masters each admit one holder: non-atomic counters lose no update', async () => {
     const keys = ['order:1', 'order:2', 'order:3', 'order:4', 'order:5', 'order:6'];
-    const masters = new Set(await Promise.all(keys.map((key) => cluster.portOf(`lock:{${key}}`))));
+    const masters = new Set(await Promise.all(keys.map((key) => current().portOf(`lock:{${key}}`))));
     expect(masters.size).toBeGreaterThanOrEqual(2);
 
     const pair = [service(), service()];
-    const data = cluster.client();
+    const data = current().client();
     const workers = 12;
     const rounds = 15;
     await Promise.all(
@@ -77,11 +61,11 @@ describe('on a Redis Cluster', () => {
     }
 
     // One second of waiting: no command reaches any node (the client's own slot refreshes aside).
-    await Promise.all(cluster.nodes.map((node) => node.resetStats()));
+    await Promise.all(current().nodes.map((node) => node.resetStats()));
     await new Promise((resolve) => setTimeout(resolve, 1_000));
-    const stats = await Promise.all(cluster.nodes.map((node) => node.commandStats()));
+    const stats = await Promise.all(current().nodes.map((node) => node.commandStats()));
     const sent = stats.map((s) => new Map([...s].filter(([name]) => !name.startsWith('cluster|'))));
-    expect(sent.map(commandsIn)).toEqual(cluster.nodes.map(() => 0));
+    expect(sent.map(commandsIn)).toEqual(current().nodes.map(() => 0));
 
     await holder.release();
     await Promise.all(waiting);
@@ -94,7 +78,7 @@ describe('on a Redis Cluster', () => {
     // Cluster's count covers one node only, so the grant is kept for the claim window, then passed on.
     const claimWindow = 400;
     const agent = spawnWorker<{ type: string }>(workerPath('lock-agent'), {
-      cluster: cluster.nodes.map((node) => node.port),
+      cluster: current().nodes.map((node) => node.port),
       claimWindow,
     });
     await agent.next((m) => m.type === 'ready');
