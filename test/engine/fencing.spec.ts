@@ -48,4 +48,28 @@ describe('fencing tokens', () => {
     // The counter key is bounded: it carries a TTL.
     expect(await server().ttlOf('lock:{restart-fence}:fence')).toBeGreaterThan(0);
   });
+
+  it('keep increasing when the server clock is behind the last token (a clock stepped back)', async () => {
+    // Tokens are at least the server clock in µs; a counter ahead of the clock, as after the clock
+    // stepped back (or a failover to a server whose clock is behind), must still be counted on from.
+    const admin = server().client();
+    const [seconds, micros] = await admin.time();
+    const ahead = (Number(seconds) + 3_600) * 1_000_000 + Number(micros);
+    await admin.set('lock:{stepped}:fence', String(ahead), 'PX', 60_000);
+
+    const locks = lockService(server());
+    const first = await locks.acquire('stepped');
+    expect(first.fence).toBe(ahead + 1);
+    // Hand-off to a waiter: the next token, still counted on from the last one.
+    const next = locks.acquire('stepped', { waitTimeout: 5_000 });
+    await until(
+      () => admin.llen('lock:{stepped}:q'),
+      (length) => length === 1,
+    );
+    await first.release();
+    const second = await next;
+    expect(second.fence).toBe(ahead + 2);
+    await second.release();
+    expect(await server().ttlOf('lock:{stepped}:fence')).toBeGreaterThan(0);
+  });
 });
