@@ -13,6 +13,7 @@ import { LockError } from '../errors/lock.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { DEFAULT_COMMAND_TIMEOUT, describeValue } from '../lock-options';
+import { CallDeadlines } from '../protocol/call-deadlines';
 import type { RedisClient } from '../protocol/lock-scripts';
 import { fencedWriteLua } from '../protocol/lua/scripts.generated';
 import { OFFLINE, translateRedisError } from '../protocol/redis-errors';
@@ -64,6 +65,8 @@ function checkKey(key: unknown): string {
 export class FencedStore {
   private readonly write: Script;
   private readonly commandTimeout: number;
+  /** Times out calls that get no reply within commandTimeout (one timer for all of them). */
+  private readonly deadlines: CallDeadlines;
   /** Pending calls to fail at once if the connection goes down; one listener pair serves them all. */
   private readonly pending = new Set<() => void>();
   private readonly onDown = (): void => {
@@ -101,6 +104,7 @@ export class FencedStore {
       );
     }
     this.commandTimeout = timeout;
+    this.deadlines = new CallDeadlines(timeout);
     const commands = client as unknown as Record<string, Script | undefined>;
     if (typeof commands[COMMAND] !== 'function')
       client.defineCommand(COMMAND, { numberOfKeys: 1, lua: fencedWriteLua });
@@ -180,7 +184,7 @@ export class FencedStore {
       const finish = (error: LockError | undefined, value?: T): void => {
         if (done) return;
         done = true;
-        clearTimeout(timer);
+        this.deadlines.settle(deadline);
         this.pending.delete(down);
         if (this.pending.size === 0) {
           for (const event of DOWN_EVENTS) this.client.off(event, this.onDown);
@@ -190,9 +194,8 @@ export class FencedStore {
       };
       const down = (): void =>
         finish(new RedisUnavailableError(`the connection closed before the reply${outcome}`, key));
-      const timer = setTimeout(
-        () => finish(new RedisUnavailableError(`no reply within ${this.commandTimeout} ms${outcome}`, key)),
-        this.commandTimeout,
+      const deadline = this.deadlines.start(() =>
+        finish(new RedisUnavailableError(`no reply within ${this.commandTimeout} ms${outcome}`, key)),
       );
       if (this.pending.size === 0) {
         for (const event of DOWN_EVENTS) this.client.on(event, this.onDown);

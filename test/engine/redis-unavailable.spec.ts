@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { RedisUnavailableError } from '../../lib';
+import { FencedStore, RedisUnavailableError } from '../../lib';
 import { lockService, outcome, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 
@@ -131,29 +131,44 @@ describe('Redis unreachable', () => {
     await lease.release();
   });
 
-  it('calls in flight to a frozen server each fail after their own commandTimeout, never before', async () => {
-    // One timer serves every call in flight: a later call must still get its full timeout.
-    const timeout = 400;
-    const locks = lockService(server(), { commandTimeout: timeout });
-    await (await locks.acquire('warm')).release();
+  // One timer serves every call in flight: a later call must still get its full timeout.
+  const timeout = 400;
+
+  /** Sends calls to a frozen server, the later ones once the first is well under way. */
+  async function failuresOnAFrozenServer(call: (key: string) => Promise<unknown>): Promise<number[]> {
     server().pause();
     try {
       const failedAfter = async (key: string): Promise<number> => {
         const started = performance.now();
-        const result = await outcome(locks.tryAcquire(key));
+        const result = await outcome(call(key));
         expect(result.error).toMatchObject({ code: 'LOCK_REDIS_UNAVAILABLE' });
+        expect((result.error as Error).message).toMatch(`no reply within ${timeout} ms`);
         return performance.now() - started;
       };
       const first = failedAfter('hung-1');
-      // The second call starts once the first is well under way (a timer, not a measurement).
+      // The later calls start once the first is well under way (a timer, not a measurement).
       await new Promise((resolve) => setTimeout(resolve, timeout / 2));
-      const waits = await Promise.all([first, failedAfter('hung-2'), failedAfter('hung-3')]);
-      for (const waited of waits) {
-        expect(waited).toBeGreaterThanOrEqual(timeout - 1);
-        expect(waited).toBeLessThan(timeout + 1_000);
-      }
+      return await Promise.all([first, failedAfter('hung-2'), failedAfter('hung-3')]);
     } finally {
       server().resume();
+    }
+  }
+
+  it('calls in flight to a frozen server each fail after their own commandTimeout, never before', async () => {
+    const locks = lockService(server(), { commandTimeout: timeout });
+    await (await locks.acquire('warm')).release();
+    for (const waited of await failuresOnAFrozenServer((key) => locks.tryAcquire(key))) {
+      expect(waited).toBeGreaterThanOrEqual(timeout - 1);
+      expect(waited).toBeLessThan(timeout + 1_000);
+    }
+  });
+
+  it('FencedStore calls in flight to a frozen server each fail after their own commandTimeout too', async () => {
+    const store = new FencedStore(server().client(), { commandTimeout: timeout });
+    await store.set('warm', 1, 'v');
+    for (const waited of await failuresOnAFrozenServer((key) => store.set(key, 1, 'v'))) {
+      expect(waited).toBeGreaterThanOrEqual(timeout - 1);
+      expect(waited).toBeLessThan(timeout + 1_000);
     }
   });
 });
