@@ -40,13 +40,13 @@ async function queueUp(
   return { granted, settled: Promise.all(calls) };
 }
 
-/** A key whose slot the given master serves. */
-async function keyServedBy(master: RedisServer, stem: string): Promise<string> {
+/** A key whose slot the given master serves (or, with `served` false, one it does not serve). */
+async function keyServedBy(master: RedisServer, stem: string, served = true): Promise<string> {
   for (let i = 0; i < 500; i++) {
     const key = `${stem}-${i}`;
-    if ((await current().portOf(`lock:{${key}}`)) === master.port) return key;
+    if (((await current().portOf(`lock:{${key}}`)) === master.port) === served) return key;
   }
-  throw new Error(`no key of the form ${stem}-n is served by ${master.port}`);
+  throw new Error(`no key of the form ${stem}-n is ${served ? '' : 'not '}served by ${master.port}`);
 }
 
 /** Per node: its role, and how many connections subscribe to something (CLIENT LIST: sub > 0). */
@@ -70,10 +70,13 @@ async function subscriptions(): Promise<Map<RedisServer, { master: boolean; subs
 }
 
 /**
- * A service whose wake-up subscription ioredis placed on a master (it picks a node at random), and that
- * master. Each candidate subscribes by waiting once behind `holderOf`.
+ * A service whose wake-up subscription landed on a master (the node is picked at random), or on any
+ * node, and that node. Each candidate subscribes by waiting once behind `holderOf`.
  */
-async function serviceSubscribedToAMaster(holderOf: LockService): Promise<[LockService, RedisServer]> {
+async function serviceSubscribedTo(
+  holderOf: LockService,
+  role: 'master' | 'any',
+): Promise<[LockService, RedisServer]> {
   for (let attempt = 0; attempt < 16; attempt++) {
     const before = await subscriptions();
     const locks = service();
@@ -86,10 +89,11 @@ async function serviceSubscribedToAMaster(holderOf: LockService): Promise<[LockS
     await holder.release();
     await (await waiter).release();
     for (const [node, now] of await subscriptions()) {
-      if (now.master && now.subscribers > (before.get(node)?.subscribers ?? 0)) return [locks, node];
+      const gained = now.subscribers > (before.get(node)?.subscribers ?? 0);
+      if (gained && (now.master || role === 'any')) return [locks, node];
     }
   }
-  throw new Error('no wake-up subscription landed on a master in 16 tries');
+  throw new Error(`no wake-up subscription landed on a node of role ${role} in 16 tries`);
 }
 
 describe('through a Redis Cluster failover', () => {
@@ -135,7 +139,7 @@ describe('through a Redis Cluster failover', () => {
   it('the lock’s master is killed: waiters are served after the replica takes over, woken by pushes, and every call settles', async () => {
     const b = service();
     // `a` subscribes on the master that serves the lock, so the kill also cuts its wake-up connection.
-    const [a, victim] = await serviceSubscribedToAMaster(b);
+    const [a, victim] = await serviceSubscribedTo(b, 'master');
     const key = await keyServedBy(victim, 'killed');
 
     const holder = await a.acquire(key, { ttl: 10_000, renew: true });
@@ -168,4 +172,26 @@ describe('through a Redis Cluster failover', () => {
       expect(await data.pttl(`lock:{${key}}${suffix}`)).not.toBe(-1);
     }
   }, 90_000);
+
+  it('a push lost with the node that carried the wake-up connection: the waiter re-checks once another node carries it', async () => {
+    const b = service();
+    const [a, carrier] = await serviceSubscribedTo(b, 'any');
+    const key = await keyServedBy(carrier, 'lost-push', false);
+    const holder = await b.acquire(key, { ttl: 10_000, renew: true });
+    const waiting = a.acquire(key, { waitTimeout: 20_000 });
+    await until(
+      () => queueLength(key),
+      (length) => length === 1,
+    );
+    // Frozen, the carrier cannot pass the grant's push on; killed, the push is gone with it.
+    carrier.pause();
+    const released = performance.now();
+    await holder.release();
+    await carrier.kill();
+    const lease = await waiting;
+    // Without a re-check the waiter would only learn of its grant at its fallback check, when the
+    // 10 s hold it was told of ends.
+    expect(performance.now() - released).toBeLessThan(3_000);
+    await lease.release();
+  }, 60_000);
 });
