@@ -28,7 +28,7 @@ import {
   validateKey,
 } from './lock-options';
 import { lockKeys, wakeChannelPrefix } from './protocol/keys';
-import { LockScripts, type RedisClient, type ScriptContext } from './protocol/lock-scripts';
+import { isCluster, LockScripts, type RedisClient, type ScriptContext } from './protocol/lock-scripts';
 
 interface LeaseScope {
   readonly byKey: ReadonlyMap<string, HeldLease>;
@@ -91,7 +91,7 @@ export class LockService {
     this.scripts = new LockScripts(client, this.options.commandTimeout);
     this.channelPrefix = wakeChannelPrefix(this.options.prefix);
     // On a Cluster, PUBLISH counts only the receivers on the node that ran the script.
-    this.trustReceivers = (client as { isCluster?: boolean }).isCluster !== true;
+    this.trustReceivers = !isCluster(client);
     this.wake = new WakeListener(
       client,
       this.channelPrefix + this.instanceId,

@@ -4,7 +4,7 @@
  * not grow with waiters or keys. Opened lazily, on the first call that has to wait.
  */
 import type { Cluster, Redis } from 'ioredis';
-import type { RedisClient } from '../protocol/lock-scripts';
+import { isCluster, type RedisClient } from '../protocol/lock-scripts';
 
 /** A decoded push from the scripts: a grant ('g') or a note to the queue head ('h'). */
 export type WakeMessage =
@@ -24,10 +24,9 @@ export function parseWakeMessage(raw: string): WakeMessage | undefined {
 const QUIT_TIMEOUT = 1_000;
 /** Pauses between attempts to subscribe on another Cluster node while none answers, ms. */
 const RETRY_DELAYS = [50, 200, 1_000];
-
-function isCluster(client: RedisClient): client is Cluster {
-  return (client as { isCluster?: boolean }).isCluster === true;
-}
+/** The pause before the next attempt after `failures` failed ones in a row (at least one). */
+const retryDelay = (failures: number): number =>
+  RETRY_DELAYS[Math.min(Math.max(failures, 1), RETRY_DELAYS.length) - 1];
 
 /**
  * A connection to one node of the Cluster, picked at random among those the client is talking to (so
@@ -148,7 +147,7 @@ export class WakeListener {
         next = this.open(failures);
       } catch {
         // No node is known at the moment.
-        setTimeout(retry, RETRY_DELAYS[Math.min(failures, RETRY_DELAYS.length - 1)]).unref();
+        setTimeout(retry, retryDelay(failures + 1)).unref();
         return;
       }
       const subscribed = this.subscribe(next, true);
@@ -156,7 +155,7 @@ export class WakeListener {
       this.subscribed = subscribed;
     };
     if (failures === 0) retry();
-    else setTimeout(retry, RETRY_DELAYS[Math.min(failures - 1, RETRY_DELAYS.length - 1)]).unref();
+    else setTimeout(retry, retryDelay(failures)).unref();
   }
 
   /**

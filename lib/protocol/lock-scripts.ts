@@ -23,6 +23,11 @@ import { OFFLINE, translateRedisError } from './redis-errors';
 
 export type RedisClient = Redis | Cluster;
 
+/** A Cluster client: one node per slot, and PUBLISH counts only the receivers on the node it ran on. */
+export function isCluster(client: RedisClient): client is Cluster {
+  return (client as { isCluster?: boolean }).isCluster === true;
+}
+
 /** Parameters every owner-changing script takes (ARGV[1..6] in prelude.lua). */
 export interface ScriptContext {
   keys: LockKeys;
