@@ -53,18 +53,15 @@ async function keyServedBy(master: RedisServer, stem: string, served = true): Pr
 async function subscriptions(): Promise<Map<RedisServer, { master: boolean; subscribers: number }>> {
   const found = new Map<RedisServer, { master: boolean; subscribers: number }>();
   for (const node of current().nodes) {
-    const admin = node.client({ maxRetriesPerRequest: 0, retryStrategy: () => null });
-    try {
-      const master = /^role:master/m.test(await admin.info('replication'));
-      const subscribers = String(await admin.client('LIST'))
-        .split('\n')
-        .filter((line) => /\bsub=[1-9]/.test(line)).length;
-      found.set(node, { master, subscribers });
-    } catch {
-      // a node that is down serves nothing
-    } finally {
-      admin.disconnect();
-    }
+    await node
+      .admin(async (admin) => {
+        const master = /^role:master/m.test(await admin.info('replication'));
+        const subscribers = String(await admin.client('LIST'))
+          .split('\n')
+          .filter((line) => /\bsub=[1-9]/.test(line)).length;
+        found.set(node, { master, subscribers });
+      })
+      .catch(() => {}); // a node that is down serves nothing
   }
   return found;
 }

@@ -107,19 +107,18 @@ export async function startCluster(shape: ClusterShape = {}): Promise<RedisClust
 async function slotPorts(nodes: readonly RedisServer[], key: string): Promise<number[]> {
   let lastError: unknown;
   for (const node of nodes) {
-    const admin = node.client({ maxRetriesPerRequest: 0, retryStrategy: () => null });
     try {
-      const slot = Number(await admin.cluster('KEYSLOT', key));
-      const ranges = (await admin.cluster('SLOTS')) as unknown as Array<
-        [number, number, ...Array<[string, number]>]
-      >;
-      const owner = ranges.find(([from, to]) => slot >= from && slot <= to);
-      if (!owner) throw new Error(`no master serves slot ${slot}`);
-      return owner.slice(2).map((entry) => (entry as [string, number])[1]);
+      return await node.admin(async (admin) => {
+        const slot = Number(await admin.cluster('KEYSLOT', key));
+        const ranges = (await admin.cluster('SLOTS')) as unknown as Array<
+          [number, number, ...Array<[string, number]>]
+        >;
+        const owner = ranges.find(([from, to]) => slot >= from && slot <= to);
+        if (!owner) throw new Error(`no master serves slot ${slot}`);
+        return owner.slice(2).map((entry) => (entry as [string, number])[1]);
+      });
     } catch (error) {
       lastError = error;
-    } finally {
-      admin.disconnect();
     }
   }
   throw lastError;
@@ -143,31 +142,24 @@ async function settled(nodes: readonly RedisServer[], timeoutMs: number, perSlot
     const ranges = (await admin.cluster('SLOTS')) as unknown as unknown[][];
     return ranges.every((range) => range.length - 2 === perSlot);
   };
-  const check = async (node: RedisServer): Promise<boolean | undefined> => {
-    const admin = node.client({ maxRetriesPerRequest: 0, retryStrategy: () => null });
-    try {
-      if (!String(await admin.cluster('INFO')).includes('cluster_state:ok')) return false;
-      if (perSlot !== undefined && !(await complete(admin))) return false;
-      const info = await admin.info('replication');
-      const field = (name: string): string | undefined =>
-        new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();
-      if (field('role') !== 'slave') return true;
-      if (field('master_link_status') !== 'up') return false;
-      const master = nodes.find((n) => n.port === Number(field('master_port')));
-      if (!master) return false;
-      const masterAdmin = master.client({ maxRetriesPerRequest: 0, retryStrategy: () => null });
-      try {
-        const masterOffset = /^master_repl_offset:(\d+)/m.exec(await masterAdmin.info('replication'))?.[1];
+  const check = (node: RedisServer): Promise<boolean | undefined> =>
+    node
+      .admin(async (admin) => {
+        if (!String(await admin.cluster('INFO')).includes('cluster_state:ok')) return false;
+        if (perSlot !== undefined && !(await complete(admin))) return false;
+        const info = await admin.info('replication');
+        const field = (name: string): string | undefined =>
+          new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();
+        if (field('role') !== 'slave') return true;
+        if (field('master_link_status') !== 'up') return false;
+        const master = nodes.find((n) => n.port === Number(field('master_port')));
+        if (!master) return false;
+        const masterOffset = await master.admin(
+          async (redis) => /^master_repl_offset:(\d+)/m.exec(await redis.info('replication'))?.[1],
+        );
         return masterOffset === field('slave_repl_offset');
-      } finally {
-        masterAdmin.disconnect();
-      }
-    } catch {
-      return undefined; // down: not part of the cluster any more
-    } finally {
-      admin.disconnect();
-    }
-  };
+      })
+      .catch(() => undefined); // down: not part of the cluster any more
   for (;;) {
     const states = await Promise.all(nodes.map(check));
     if (states.every((state) => state !== false)) return;

@@ -37,6 +37,11 @@ export interface RedisServer {
   keys(pattern?: string): Promise<string[]>;
   /** PTTL of a key: ms to live, -1 without expiry, -2 if missing. */
   ttlOf(key: string): Promise<number>;
+  /**
+   * Runs `work` on a fresh connection closed right after (no ready check, no retries, 5 s timeouts),
+   * so it never skews the tests' clients; rejects if the server is down or does not answer.
+   */
+  admin<T>(work: (redis: Redis) => Promise<T>): Promise<T>;
   /** Disconnects this server's clients and kills it for good (restart() is then refused). */
   dispose(): Promise<void>;
 }
@@ -295,6 +300,7 @@ function createHandle(port: number, args: readonly string[], first: ChildProcess
         return [...found].sort();
       }),
     ttlOf: (key) => admin((redis) => redis.pttl(key)),
+    admin,
     async dispose() {
       disposed = true;
       servers.delete(server);
@@ -388,6 +394,7 @@ function externalServer(url: string): RedisServer {
     commandStats: refuse('commandStats()'),
     resetStats: refuse('resetStats()'),
     keys: refuse('keys()'),
+    admin: refuse('admin()'),
     async ttlOf(key) {
       const redis = client();
       try {
