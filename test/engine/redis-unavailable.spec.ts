@@ -5,6 +5,19 @@ import { useRedis } from '../support/redis-server';
 
 const server = useRedis();
 
+/** Resolves once the queue of lock `key` holds `length` tokens (one probe connection, closed after). */
+async function queueReaches(key: string, length: number): Promise<void> {
+  const redis = server().client();
+  try {
+    await until(
+      () => redis.llen(`lock:{${key}}:q`),
+      (queued) => queued === length,
+    );
+  } finally {
+    redis.disconnect();
+  }
+}
+
 describe('Redis unreachable', () => {
   it('fails fast with RedisUnavailableError instead of waiting in the offline queue', async () => {
     const locks = lockService(server());
@@ -62,10 +75,7 @@ describe('Redis unreachable', () => {
     const locks = lockService(server());
     const started = performance.now();
     const waiting = outcome(locks.acquire('ended', { waitTimeout: 20_000 }));
-    await until(
-      () => server().client().llen('lock:{ended}:q'),
-      (length) => length === 1,
-    );
+    await queueReaches('ended', 1);
     locks.client.disconnect();
     const result = await waiting;
     expect(result.error).toBeInstanceOf(RedisUnavailableError);
@@ -85,10 +95,7 @@ describe('Redis unreachable', () => {
     const holder = await lockService(server(), { claimWindow }).acquire('left', { ttl: 30_000 });
     const locks = lockService(server(), { claimWindow });
     const waiting = outcome(locks.acquire('left', { waitTimeout: 20_000 }));
-    await until(
-      () => server().client().llen('lock:{left}:q'),
-      (length) => length === 1,
-    );
+    await queueReaches('left', 1);
     locks.client.disconnect();
     expect((await waiting).error).toBeInstanceOf(RedisUnavailableError);
     await until(
@@ -97,10 +104,7 @@ describe('Redis unreachable', () => {
     );
     const other = lockService(server(), { claimWindow });
     const next = other.acquire('left', { waitTimeout: 10_000 });
-    await until(
-      () => server().client().lrange('lock:{left}:q', 0, -1),
-      (queue) => queue.length === 2,
-    );
+    await queueReaches('left', 2);
     const released = performance.now();
     await holder.release();
     const lease = await next;
@@ -112,19 +116,13 @@ describe('Redis unreachable', () => {
     const locks = lockService(server());
     const holder = await lockService(server()).acquire('again', { ttl: 30_000 });
     const first = outcome(locks.acquire('again', { waitTimeout: 20_000 }));
-    await until(
-      () => server().client().llen('lock:{again}:q'),
-      (length) => length === 1,
-    );
+    await queueReaches('again', 1);
     locks.client.disconnect();
     expect((await first).error).toBeInstanceOf(RedisUnavailableError);
     await locks.client.connect();
     const second = locks.acquire('again', { waitTimeout: 20_000 });
     // The abandoned token and the new one are both queued; the new one is granted by a push.
-    await until(
-      () => server().client().llen('lock:{again}:q'),
-      (length) => length === 2,
-    );
+    await queueReaches('again', 2);
     await holder.release();
     const lease = await second;
     expect(lease.signal.aborted).toBe(false);
