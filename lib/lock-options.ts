@@ -7,7 +7,10 @@ import { LockOptionsError } from './errors/lock-options.error';
 
 /** Options of one `acquire`, `tryAcquire` or `using` call. Unset fields fall back to the service defaults. */
 export interface AcquireOptions {
-  /** Lease time to live in ms: how long the lock outlives a holder that stops renewing. Default 30 000. */
+  /**
+   * Lease time to live in ms (an integer from 10): how long the lock outlives a holder that stops
+   * renewing. Short leases are fine: with `renew` they are extended every ttl/3. Default 30 000.
+   */
   ttl?: number;
   /** Extend the lease every ttl/3 while it is held. Default true inside `using`, false for `acquire`. */
   renew?: boolean;
@@ -31,8 +34,10 @@ export interface LockServiceOptions {
   /** Defaults for each call. */
   defaults?: LockDefaults;
   /**
-   * How long a lock handed to a waiter stays reserved for it until it confirms, in ms. A waiter that
-   * died or gave up after being granted delays the next one by at most this much. Default 2 000.
+   * The longest a lock handed to a waiter stays reserved for it until it confirms, in ms. A waiter that
+   * died or gave up after being granted delays the next one by at most this much, and never by more
+   * than its own ttl: each grant's window is the smaller of this and the granted waiter's ttl, so it
+   * never limits which ttl a call may use. Default 2 000.
    */
   claimWindow?: number;
   /**
@@ -56,6 +61,11 @@ export const MAX_KEY_LENGTH = 1024;
 /** Largest delay a Node timer can hold (about 24.8 days). */
 const MAX_MS = 2 ** 31 - 1;
 const MIN_CLAIM_WINDOW = 10;
+/**
+ * Shortest lease accepted, in ms. Below it a lease would be spent before its first renewal could make
+ * a round trip, and its safety margin (ttl/10) would round to nothing.
+ */
+export const MIN_TTL = 10;
 
 export interface ResolvedServiceOptions {
   prefix: string;
@@ -168,13 +178,13 @@ function plainObject(name: string, value: unknown): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
-function checkTtlCoversClaim(ttl: number, claimWindow: number): void {
-  if (ttl < claimWindow) {
-    throw new LockOptionsError(
-      `ttl (${ttl} ms) must not be shorter than the claim window (${claimWindow} ms): a granted waiter ` +
-        'could not confirm its grant. Raise ttl or lower claimWindow.',
-    );
-  }
+/**
+ * The claim window of a waiter with this ttl: the configured window is an upper bound, and a grant
+ * never stays reserved longer than the lease it would become, so a dead waiter with a short lease
+ * stalls the queue for at most its own ttl (docs/protocol.md, "Claim window").
+ */
+export function claimWindowFor(ttl: number, claimWindow: number): number {
+  return Math.min(ttl, claimWindow);
 }
 
 /** The options a LockService knows (the module adds its connection options to these). */
@@ -241,11 +251,9 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
     given('claimWindow') ?? DEFAULT_CLAIM_WINDOW,
     MIN_CLAIM_WINDOW,
   );
-  const ttl = milliseconds('defaults.ttl', byDefault('ttl') ?? DEFAULT_TTL, 1);
-  checkTtlCoversClaim(ttl, claimWindow);
   return {
     prefix,
-    ttl,
+    ttl: milliseconds('defaults.ttl', byDefault('ttl') ?? DEFAULT_TTL, MIN_TTL),
     claimWindow,
     waitTimeout: milliseconds('defaults.waitTimeout', byDefault('waitTimeout') ?? DEFAULT_WAIT_TIMEOUT, 0),
     renew: optionalBoolean('defaults.renew', byDefault('renew')),
@@ -266,8 +274,7 @@ export function resolveAcquireOptions(
   // A misspelt option (timeout for waitTimeout) would otherwise be ignored without a word.
   if (options !== undefined) checkKnownKeys(o, CALL_OPTION_NAMES, 'lock options');
   const given = (name: string): unknown => read(o, name, name);
-  const ttl = milliseconds('ttl', given('ttl') ?? service.ttl, 1);
-  checkTtlCoversClaim(ttl, service.claimWindow);
+  const ttl = milliseconds('ttl', given('ttl') ?? service.ttl, MIN_TTL);
   const signal = given('signal');
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new LockOptionsError(
@@ -289,7 +296,7 @@ export function resolveAcquireOptions(
 export function checkCallOptions(options: AcquireOptions): void {
   const o = options as Record<string, unknown>;
   const ttl = read(o, 'ttl', 'ttl');
-  if (ttl !== undefined) milliseconds('ttl', ttl, 1);
+  if (ttl !== undefined) milliseconds('ttl', ttl, MIN_TTL);
   const waitTimeout = read(o, 'waitTimeout', 'waitTimeout');
   if (waitTimeout !== undefined) milliseconds('waitTimeout', waitTimeout, 0);
   optionalBoolean('renew', read(o, 'renew', 'renew'));

@@ -19,6 +19,7 @@ import { RedisUnavailableError } from './errors/redis-unavailable.error';
 import type { Lease, LockInfo } from './lease';
 import {
   type AcquireOptions,
+  claimWindowFor,
   type LockServiceOptions,
   type ResolvedAcquireOptions,
   type ResolvedServiceOptions,
@@ -195,8 +196,8 @@ export class LockService {
   }
 
   /**
-   * Checks call options against this service (types, ranges, ttl not below the claim window) without
-   * sending anything; throws LockOptionsError. The Nest module runs it for every @Locked at start-up.
+   * Checks call options against this service (types, ranges) without sending anything; throws
+   * LockOptionsError. The Nest module runs it for every @Locked at start-up.
    */
   checkOptions(options: AcquireOptions | undefined): void {
     resolveAcquireOptions(this.options, options, true);
@@ -342,11 +343,14 @@ export class LockService {
   }
 
   private context(keys: ReturnType<typeof lockKeys>, ttl: number): ScriptContext {
+    // The token carries this call's claim window, so whoever hands the lock on reserves it for exactly
+    // the time this waiter counts its validity from (common.lua, claim_of).
+    const claimWindow = claimWindowFor(ttl, this.options.claimWindow);
     return {
       keys,
-      token: `${this.instanceId}:${(++this.sequence).toString(36)}`,
+      token: `${this.instanceId}:${(++this.sequence).toString(36)}~${claimWindow}`,
       ttl,
-      claimWindow: this.options.claimWindow,
+      claimWindow,
       channelPrefix: this.channelPrefix,
       trustReceivers: this.trustReceivers,
       fenceRetention: this.options.fenceRetention,

@@ -20,6 +20,7 @@ import { now, safetyMargin } from './clock';
 
 export interface WaiterHost<T> {
   readonly scripts: LockScripts;
+  /** The service's claim window: the longest any grant to another waiter stays unconfirmed. */
   readonly claimWindow: number;
   register(waiter: Waiter<T>): void;
   unregister(waiter: Waiter<T>): void;
@@ -99,8 +100,10 @@ export class Waiter<T> {
     if (this.settled) return;
     const elapsed = now() - this.started;
     // Clocks may drift apart a little while we wait: allow 0.1 % of the wait plus 1 ms.
-    const validUntil = serverMs + this.host.claimWindow - this.offsetBound - elapsed / 1000 - 1;
-    if (now() < validUntil - safetyMargin(this.host.claimWindow)) {
+    // The grant is reserved for this waiter's own claim window (its token says how long, ctx.claimWindow).
+    const window = this.ctx.claimWindow;
+    const validUntil = serverMs + window - this.offsetBound - elapsed / 1000 - 1;
+    if (now() < validUntil - safetyMargin(window)) {
       this.win({ fence, validUntil, confirmed: false });
     } else {
       // Too late (or no round trip to bound the clocks yet): let Redis confirm it first.
@@ -144,7 +147,7 @@ export class Waiter<T> {
     this.checking = true;
     this.recheckAt = Number.POSITIVE_INFINITY;
     const sent = now();
-    const queueTtl = Math.max(1, Math.ceil(this.deadline - sent)) + this.host.claimWindow;
+    const queueTtl = Math.max(1, Math.ceil(this.deadline - sent)) + this.ctx.claimWindow;
     this.host.scripts.acquire(this.ctx, first ? 'join' : 'wait', queueTtl).then(
       (reply) => this.checked(reply, sent),
       (error: unknown) => {
@@ -173,7 +176,8 @@ export class Waiter<T> {
       this.check(false);
       return;
     }
-    // The head re-checks as the hold ends; the others a claim window later, in case the head is gone.
+    // The head re-checks as the hold ends; the others a (service) claim window later, in case the head
+    // is gone: its grant lasts at most that long.
     const hold = Math.max(reply.ownerTtl, 0);
     this.scheduleCheck(hold + (reply.isHead ? 1 : this.host.claimWindow));
   }
@@ -229,7 +233,7 @@ export class Waiter<T> {
     // grant to this token is passed on when it arrives (or, unconfirmed, expires after a claim window).
     this.cancelled = this.host.scripts.cancel(this.ctx).then(
       () => undefined,
-      () => this.host.orphan(this.ctx, Math.max(0, this.deadline - now()) + 2 * this.host.claimWindow),
+      () => this.host.orphan(this.ctx, Math.max(0, this.deadline - now()) + 2 * this.ctx.claimWindow),
     );
   }
 

@@ -1,6 +1,6 @@
 /**
- * At start-up, checks every @Locked method bound to this configuration against its LockService (a ttl
- * below the claim window, say), so a bad declaration stops the application from starting with a message
+ * At start-up, checks every @Locked method bound to this configuration against its LockService (the
+ * same validation a call gets), so a bad declaration stops the application from starting with a message
  * naming the method, instead of failing on its first call.
  */
 import { type OnModuleInit } from '@nestjs/common';

@@ -144,7 +144,7 @@ describe('RedisLockModule', () => {
   it.each<[string, RedisLockModuleOptions]>([
     ['no connection', {}],
     ['a url that is not redis://', { url: 'http://127.0.0.1:6380' }],
-    ['a ttl below the claim window', { url: 'redis://127.0.0.1:1', defaults: { ttl: 100 } }],
+    ['a ttl below 10 ms', { url: 'redis://127.0.0.1:1', defaults: { ttl: 9 } }],
     ['a claim window that is not an integer', { url: 'redis://127.0.0.1:1', claimWindow: 1.5 }],
     ['a negative grace period', { url: 'redis://127.0.0.1:1', shutdownGracePeriod: -1 }],
   ])('bad options fail at start-up with LockOptionsError: %s', async (_, options) => {

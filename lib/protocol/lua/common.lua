@@ -5,6 +5,14 @@ local function channel_of(waiter)
   return channel_prefix .. string.match(waiter, '^(.-):')
 end
 
+-- How long a grant to `waiter` stays reserved until it confirms. A waiter's token ends in "~<ms>": the
+-- smaller of its service's claim window and its own ttl, the figure its validity is counted from, so
+-- a short lease never leaves the queue stalled for longer than the lease itself. A token without one
+-- gets the caller's window.
+local function claim_of(waiter)
+  return tonumber(string.match(waiter, '~(%d+)$')) or claim_window
+end
+
 -- Tell the waiter now at the head of the queue how long the current owner's hold lasts, so that it
 -- (and only it) re-checks when that hold runs out: a grant nobody confirms then costs one claim window.
 -- On one server a head whose process no longer listens is dropped at once: it can never confirm.
@@ -20,7 +28,7 @@ end
 
 -- Hands the (free) lock to the first live waiter; `head` is that waiter when the caller already popped
 -- it. If that is the caller itself it takes the lock with its full ttl; anyone else gets a grant that
--- lasts one claim window until it confirms (extend.lua). The owner key is overwritten, never deleted
+-- lasts its own claim window until it confirms (extend.lua). The owner key is overwritten, never deleted
 -- first: a caller giving the lock up deletes it only when nobody took it. Returns the fence granted to
 -- the caller, or false and whether another waiter got it.
 local function hand_off(caller, head)
@@ -40,8 +48,9 @@ local function hand_off(caller, head)
     local grant = 'g ' .. head .. ' ' .. string.format('%.0f', fence) .. ' ' .. string.format('%.0f', now_us)
     local receivers = redis.call('PUBLISH', channel_of(head), grant)
     if receivers > 0 or not trust_receivers then
-      redis.call('SET', owner_key, head, 'PX', claim_window)
-      notify_head(claim_window)
+      local window = claim_of(head)
+      redis.call('SET', owner_key, head, 'PX', window)
+      notify_head(window)
       return false, true
     end
     -- Nobody listens for this waiter any more (its process is gone): skip it rather than stall.

@@ -8,9 +8,9 @@
 --   KEYS[2] queue  "<prefix>{<key>}:q"        FIFO list of waiting tokens
 --   KEYS[3] fence  "<prefix>{<key>}:fence"    highest fencing token handed out for this lock
 -- ARGV (same first six for every lock script)
---   ARGV[1] token            the caller's token, "<instance>:<n>"
+--   ARGV[1] token            the caller's token, "<instance>:<n>~<claim window ms>"
 --   ARGV[2] ttl              lease time to live, ms
---   ARGV[3] claim window     how long a grant waits for its waiter to confirm, ms
+--   ARGV[3] claim window     the caller's claim window, ms: for a waiter's token that does not carry one
 --   ARGV[4] channel prefix   waiter tokens of instance I are woken on channel prefix .. I
 --   ARGV[5] trust receivers  "1" when PUBLISH's receiver count is reliable (one server, not Cluster)
 --   ARGV[6] fence retention  how long the fence counter outlives the last grant, ms
