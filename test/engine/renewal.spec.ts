@@ -1,13 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { LockLostError } from '../../lib';
-import { lockService, outcome, until } from '../support/lock-fixtures';
+import { abortedAt, lockService, outcome, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 
 const server = useRedis();
-
-/** Resolves with the time at which the signal aborted. */
-const abortedAt = (signal: AbortSignal) =>
-  new Promise<number>((resolve) => signal.addEventListener('abort', () => resolve(performance.now())));
 
 describe('renewal', () => {
   it('a lease held for 5x its TTL inside using() stays held', async () => {

@@ -3,7 +3,7 @@
 // claim window. SHORT_LEASE_REPORT=1 prints the measured delays.
 import { describe, expect, it } from '@jest/globals';
 import { LockLostError } from '../../lib';
-import { elapsedSince, lockService, outcome, until } from '../support/lock-fixtures';
+import { abortedAt, elapsedSince, lockService, outcome, until } from '../support/lock-fixtures';
 import { spawnWorker, type Worker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
 
@@ -24,10 +24,6 @@ async function readyAgent(): Promise<Worker<AgentMessage>> {
   await agent.next((m) => m.type === 'ready');
   return agent;
 }
-
-/** Resolves with the time at which the signal aborted. */
-const abortedAt = (signal: AbortSignal) =>
-  new Promise<number>((resolve) => signal.addEventListener('abort', () => resolve(performance.now())));
 
 describe.each([1_000, 100])('a %i ms lease with default options', (ttl) => {
   it('is handed on in arrival order across 3 processes, and nobody barges in', async () => {

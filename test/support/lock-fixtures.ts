@@ -51,6 +51,10 @@ export async function outcome<T>(promise: Promise<T>): Promise<{ value?: T; erro
 
 export const elapsedSince = (start: number): number => performance.now() - start;
 
+/** Resolves with the time (performance.now()) at which `signal` aborted. */
+export const abortedAt = (signal: AbortSignal): Promise<number> =>
+  new Promise<number>((resolve) => signal.addEventListener('abort', () => resolve(performance.now())));
+
 /**
  * Commands in an INFO commandstats map, less the harness' own (INFO, CONFIG RESETSTAT) and a client's
  * connection set-up. A script's first call counts once: its rejected EVALSHA is not in `calls`.
