@@ -479,6 +479,14 @@ const declarationRows: Row<Base>[] = [
       message: new RegExp(`on Hostile\\.m: .*${message.source}`),
     }),
   ),
+  ...[10, 11, 1_000].map(
+    (ttl): Row<Base> => ({
+      name: `@Locked('order:<0>', ttl ${ttl}) is a valid declaration with the default claim window`,
+      sync: true,
+      accept: true,
+      run: () => declare('order:<0>', { ttl }),
+    }),
+  ),
   {
     name: '@Locked(a 10 MB template) fails at definition, with a short message',
     sync: true,
@@ -498,8 +506,16 @@ const declarationRows: Row<Base>[] = [
       [
         'ttl 2**53',
         { ttl: 2 ** 53 },
-        /ttl must be an integer number of milliseconds between 1 and 2147483647, got 9007199254740992/,
+        /ttl must be an integer number of milliseconds between 10 and 2147483647, got 9007199254740992/,
       ],
+      [
+        'ttl 9',
+        { ttl: 9 },
+        /ttl must be an integer number of milliseconds between 10 and 2147483647, got 9\./,
+      ],
+      ['ttl 10.5', { ttl: 10.5 }, /ttl must be .* between 10 and 2147483647, got 10\.5\./],
+      ['ttl NaN', { ttl: Number.NaN }, /ttl must be .* between 10 and 2147483647, got NaN\./],
+      ['ttl -1', { ttl: -1 }, /ttl must be .* between 10 and 2147483647, got -1\./],
       ['ttl 1e12', { ttl: 1e12 }, /ttl must be .* got 1000000000000/],
       ['ttl a Symbol', { ttl: Symbol('ttl') }, /ttl must be .* got a symbol/],
       ['waitTimeout Infinity', { waitTimeout: Infinity }, /waitTimeout must be .* got Infinity/],
