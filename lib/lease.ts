@@ -14,7 +14,8 @@ export interface Lease {
   /** Resets the lease to `ttl` ms from now (default: its ttl). Throws LockNotHeldError if no longer held. */
   extend(ttl?: number): Promise<void>;
   /**
-   * Releases the lock and hands it to the next waiter. Calling it again is a no-op; throws
+   * Releases the lock and hands it to the next waiter; with `minHold`, sooner than minHold after the
+   * grant, the lock stays held (unrenewed) until then. Calling it again is a no-op; throws
    * LockNotHeldError if the lease had already expired or been taken over.
    */
   release(): Promise<void>;
@@ -29,7 +30,10 @@ export interface LockInfo {
   held: boolean;
   /** The owner's token, or null when free. */
   holder: string | null;
-  /** Milliseconds until the current hold expires unless renewed; 0 when free. */
+  /**
+   * Milliseconds until the current hold expires unless renewed; 0 when free. A lock kept by `minHold`
+   * after its work ended shows as held by the same holder, with the time it is still kept for.
+   */
   ttl: number;
   /** Waiters queued behind the holder. */
   queueLength: number;

@@ -16,6 +16,13 @@ export interface AcquireOptions {
   renew?: boolean;
   /** How long to wait for the lock, in ms; 0 tries once. Default 10 000. */
   waitTimeout?: number;
+  /**
+   * Hold the lock at least this long after its grant, in ms (0 to ttl). A release that comes sooner
+   * leaves the lock held, without renewal, until `minHold` has passed; then the queue is served as
+   * usual. For a scheduled job on several instances: a job that ends at once still keeps the others'
+   * ticks, fired a few ms later, from running it again. Default 0.
+   */
+  minHold?: number;
   /** Stops waiting when aborted (the call rejects with LockAbortedError). */
   signal?: AbortSignal;
 }
@@ -25,6 +32,7 @@ export interface LockDefaults {
   ttl?: number;
   waitTimeout?: number;
   renew?: boolean;
+  minHold?: number;
 }
 
 /** Options of a LockService. */
@@ -72,6 +80,7 @@ export interface ResolvedServiceOptions {
   ttl: number;
   waitTimeout: number;
   renew: boolean | undefined;
+  minHold: number;
   claimWindow: number;
   fenceRetention: number;
   commandTimeout: number;
@@ -81,6 +90,7 @@ export interface ResolvedAcquireOptions {
   ttl: number;
   waitTimeout: number;
   renew: boolean;
+  minHold: number;
   signal: AbortSignal | undefined;
 }
 
@@ -179,6 +189,19 @@ function plainObject(name: string, value: unknown): Record<string, unknown> {
 }
 
 /**
+ * `minHold` must fit in the lease: a lock kept after its work ended is not renewed, so it cannot outlast
+ * the ttl it was granted with.
+ */
+function checkMinHold(minHold: number, ttl: number, minHoldName: string, ttlName: string): void {
+  if (minHold > ttl) {
+    throw new LockOptionsError(
+      `${minHoldName} (${minHold} ms) must not be longer than ${ttlName} (${ttl} ms): the lock is not ` +
+        'renewed once its work has ended, so it cannot be held longer than its ttl. Lower minHold or raise ttl.',
+    );
+  }
+}
+
+/**
  * The claim window of a waiter with this ttl: the configured window is an upper bound, and a grant
  * never stays reserved longer than the lease it would become, so a dead waiter with a short lease
  * stalls the queue for at most its own ttl (docs/protocol.md, "Claim window").
@@ -195,10 +218,10 @@ export const SERVICE_OPTION_NAMES: readonly string[] = [
   'fenceRetention',
   'commandTimeout',
 ];
-const DEFAULT_NAMES: readonly string[] = ['ttl', 'waitTimeout', 'renew'];
+const DEFAULT_NAMES: readonly string[] = ['ttl', 'waitTimeout', 'renew', 'minHold'];
 
 /**
- * Refuses option names outside `known`, with a hint for a per-call default (ttl, waitTimeout, renew) put
+ * Refuses option names outside `known`, with a hint for a per-call default (ttl, waitTimeout, renew, minHold) put
  * at the top level instead of in `defaults`. Throws LockOptionsError.
  */
 /** The `gracePeriod` of `close()`: a non-negative integer of ms that a Node timer can hold. */
@@ -251,9 +274,13 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
     given('claimWindow') ?? DEFAULT_CLAIM_WINDOW,
     MIN_CLAIM_WINDOW,
   );
+  const ttl = milliseconds('defaults.ttl', byDefault('ttl') ?? DEFAULT_TTL, MIN_TTL);
+  const minHold = milliseconds('defaults.minHold', byDefault('minHold') ?? 0, 0);
+  checkMinHold(minHold, ttl, 'defaults.minHold', 'defaults.ttl');
   return {
     prefix,
-    ttl: milliseconds('defaults.ttl', byDefault('ttl') ?? DEFAULT_TTL, MIN_TTL),
+    ttl,
+    minHold,
     claimWindow,
     waitTimeout: milliseconds('defaults.waitTimeout', byDefault('waitTimeout') ?? DEFAULT_WAIT_TIMEOUT, 0),
     renew: optionalBoolean('defaults.renew', byDefault('renew')),
@@ -263,7 +290,7 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
 }
 
 /** Validates one call's options against the service's. Throws LockOptionsError. */
-const CALL_OPTION_NAMES = ['ttl', 'waitTimeout', 'renew', 'signal'] as const;
+const CALL_OPTION_NAMES = ['ttl', 'waitTimeout', 'renew', 'minHold', 'signal'] as const;
 
 export function resolveAcquireOptions(
   service: ResolvedServiceOptions,
@@ -274,7 +301,17 @@ export function resolveAcquireOptions(
   // A misspelt option (timeout for waitTimeout) would otherwise be ignored without a word.
   if (options !== undefined) checkKnownKeys(o, CALL_OPTION_NAMES, 'lock options');
   const given = (name: string): unknown => read(o, name, name);
-  const ttl = milliseconds('ttl', given('ttl') ?? service.ttl, MIN_TTL);
+  // Each option is read once: a getter cannot change what was validated.
+  const ownTtl = given('ttl') ?? undefined;
+  const ttl = milliseconds('ttl', ownTtl ?? service.ttl, MIN_TTL);
+  const ownMinHold = given('minHold') ?? undefined;
+  const minHold = ownMinHold === undefined ? service.minHold : milliseconds('minHold', ownMinHold, 0);
+  checkMinHold(
+    minHold,
+    ttl,
+    ownMinHold === undefined ? 'minHold (from defaults)' : 'minHold',
+    ownTtl === undefined ? 'ttl (from defaults)' : 'ttl',
+  );
   const signal = given('signal');
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new LockOptionsError(
@@ -285,6 +322,7 @@ export function resolveAcquireOptions(
     ttl,
     waitTimeout: milliseconds('waitTimeout', given('waitTimeout') ?? service.waitTimeout, 0),
     renew: optionalBoolean('renew', given('renew')) ?? service.renew ?? renewByDefault,
+    minHold,
     signal,
   };
 }
@@ -300,6 +338,9 @@ export function checkCallOptions(options: AcquireOptions): void {
   const waitTimeout = read(o, 'waitTimeout', 'waitTimeout');
   if (waitTimeout !== undefined) milliseconds('waitTimeout', waitTimeout, 0);
   optionalBoolean('renew', read(o, 'renew', 'renew'));
+  const minHold = read(o, 'minHold', 'minHold');
+  if (minHold !== undefined) milliseconds('minHold', minHold, 0);
+  if (typeof ttl === 'number' && typeof minHold === 'number') checkMinHold(minHold, ttl, 'minHold', 'ttl');
 }
 
 export function hasLoneSurrogate(value: string): boolean {

@@ -7,7 +7,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import { now } from './engine/clock';
-import { HeldLease, type LeaseHost } from './engine/held-lease';
+import { HeldLease, type LeaseHost, type LeaseTerms } from './engine/held-lease';
 import { ReentrantLease } from './engine/reentrant-lease';
 import { Waiter, type WaiterHost } from './engine/waiter';
 import { WakeListener, type WakeMessage } from './engine/wake-listener';
@@ -114,7 +114,7 @@ export class LockService {
       unregister: (waiter) => waiters.delete(waiter.token),
       orphan: (ctx, lifetime) => this.adopt(ctx, lifetime),
       granted: (waiter, grant) =>
-        this.lease(waiter.ctx, waiter.key, grant.fence, grant.validUntil, waiter.renew, grant.confirmed),
+        this.lease(waiter.ctx, waiter.key, grant.fence, grant.validUntil, waiter.terms, grant.confirmed),
     };
     // The wake-up subscription is a connection of its own, so a waiter would go on waiting after the
     // application ended the command connection (disconnect(), quit(), or no more reconnecting): none of
@@ -300,7 +300,7 @@ export class LockService {
     busyIsTimeout: boolean,
   ): Promise<Lease | null> {
     const reply = await this.scripts.acquire(ctx, 'try', 0);
-    if (reply.granted) return this.lease(ctx, key, reply.fence, started + options.ttl, options.renew, true);
+    if (reply.granted) return this.lease(ctx, key, reply.fence, started + options.ttl, options, true);
     if (options.waitTimeout === 0) {
       if (busyIsTimeout) throw new LockTimeoutError(key, 0);
       return null;
@@ -320,8 +320,8 @@ export class LockService {
     started: number,
     options: ResolvedAcquireOptions,
   ): Promise<HeldLease> {
-    const { waitTimeout, signal, renew } = options;
-    return new Waiter(this.waiterHost, ctx, key, started, waitTimeout, signal, renew).run();
+    const { waitTimeout, signal } = options;
+    return new Waiter(this.waiterHost, ctx, key, started, waitTimeout, signal, options).run();
   }
 
   private lease(
@@ -329,10 +329,10 @@ export class LockService {
     key: string,
     fence: number,
     validUntil: number,
-    renew: boolean,
+    terms: LeaseTerms,
     confirmed: boolean,
   ): HeldLease {
-    const lease = new HeldLease(this.leaseHost, ctx, key, fence, validUntil, renew, confirmed);
+    const lease = new HeldLease(this.leaseHost, ctx, key, fence, validUntil, terms, confirmed);
     this.leases.add(lease);
     if (this.closed) {
       // close() ran while this grant was in flight: do not leave it held.

@@ -19,6 +19,14 @@ export interface LeaseHost {
 
 type State = 'held' | 'released' | 'lost';
 
+/** What a caller asked of the lease it will hold: renewal, and how long to hold it at least. */
+export interface LeaseTerms {
+  /** Extend the lease every ttl/3 while held. */
+  readonly renew: boolean;
+  /** A release sooner than this after the grant (ms) leaves the lock held until then; 0: none. */
+  readonly minHold: number;
+}
+
 export class HeldLease implements Lease {
   readonly key: string;
   readonly token: string;
@@ -32,6 +40,13 @@ export class HeldLease implements Lease {
   private confirmed: boolean;
   private renewTimer: NodeJS.Timeout | undefined;
   private expiryTimer: NodeJS.Timeout | undefined;
+  private readonly renew: boolean;
+  private readonly minHold: number;
+  /**
+   * When this process learnt of the grant (monotonic). The grant was made in Redis before that, so a
+   * minHold counted from here holds the lock at least minHold after the grant, never less.
+   */
+  private readonly grantedAt = now();
 
   constructor(
     private readonly host: LeaseHost,
@@ -39,10 +54,12 @@ export class HeldLease implements Lease {
     key: string,
     fence: number,
     validUntil: number,
-    private readonly renew: boolean,
+    terms: LeaseTerms,
     /** False for a grant the waiter started on before Redis confirmed it (see Waiter). */
     confirmed: boolean,
   ) {
+    this.renew = terms.renew;
+    this.minHold = terms.minHold;
     this.key = key;
     this.token = ctx.token;
     this.fence = fence;
@@ -55,7 +72,7 @@ export class HeldLease implements Lease {
       // half of what is left of it: a short critical section releases without ever sending it (one
       // round trip and one script less per hand-off), a longer one keeps the other half for retries.
       this.scheduleRenewal((validUntil - safetyMargin(ctx.claimWindow) - now()) / 2);
-    } else if (renew) this.scheduleRenewal(this.ttl / 3);
+    } else if (this.renew) this.scheduleRenewal(this.ttl / 3);
   }
 
   get signal(): AbortSignal {
@@ -101,7 +118,13 @@ export class HeldLease implements Lease {
     if (this.state === 'released') return;
     // Even a lease declared lost is released in Redis: it may still have been ours there.
     this.stop('released');
-    const ok = await this.host.scripts.release(this.ctx);
+    // Released before its minHold: Redis keeps the lock, unrenewed, for the time left (whole ms, rounded
+    // up, so it is never held for less).
+    const left = Math.ceil(this.minHold - (now() - this.grantedAt));
+    const ok =
+      left > 0
+        ? await this.host.scripts.releaseLater(this.ctx, left)
+        : await this.host.scripts.release(this.ctx);
     if (!ok) throw new LockNotHeldError(this.key, 'release');
   }
 

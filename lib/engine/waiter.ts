@@ -17,6 +17,7 @@ import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { AcquireReply, LockScripts, ScriptContext } from '../protocol/lock-scripts';
 import { now, safetyMargin } from './clock';
+import type { LeaseTerms } from './held-lease';
 
 export interface WaiterHost<T> {
   readonly scripts: LockScripts;
@@ -65,8 +66,8 @@ export class Waiter<T> {
     private readonly started: number,
     waitTimeout: number,
     private readonly signal: AbortSignal | undefined,
-    /** Passed through to the host when granted (whether the lease renews itself). */
-    readonly renew: boolean,
+    /** Passed through to the host when granted (renewal, minHold). */
+    readonly terms: LeaseTerms,
   ) {
     this.deadline = started + waitTimeout;
     if (signal) this.onAbort = () => this.fail(new LockAbortedError(this.key, this.signal?.reason));

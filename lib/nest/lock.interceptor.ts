@@ -119,9 +119,9 @@ function skipped(spec: LockedSpec, error: unknown, started: boolean): boolean {
 }
 
 function acquireOptions(spec: LockedSpec): AcquireOptions {
-  const { ttl, waitTimeout, renew } = spec.options;
+  const { ttl, waitTimeout, renew, minHold } = spec.options;
   // renew left unset falls back to the module defaults, then to true (as in `using`).
-  return { ttl, waitTimeout, renew };
+  return { ttl, waitTimeout, renew, minHold };
 }
 
 /** The last value of an Observable (undefined if it completes empty), as a Promise. */

@@ -16,7 +16,7 @@ import { LOCKED_METADATA, LOCKED_ROUTE_METADATA } from './redis-lock.constants';
 import { getLockInterceptorToken, interceptorProperty } from './redis-lock.tokens';
 import type { LockedOptions, LockedSpec } from './redis-lock-options.interface';
 
-const OPTION_NAMES = new Set(['ttl', 'waitTimeout', 'renew', 'onTimeout', 'service']);
+const OPTION_NAMES = new Set(['ttl', 'waitTimeout', 'renew', 'minHold', 'onTimeout', 'service']);
 
 type Method = (...args: unknown[]) => unknown;
 

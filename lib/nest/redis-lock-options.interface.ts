@@ -48,6 +48,12 @@ export interface LockedOptions {
   /** Renew the lease while the method runs. Default true. */
   renew?: boolean;
   /**
+   * Keep the lock at least this long after its grant, ms (0 to ttl), even when the method returns
+   * sooner. With `waitTimeout: 0, onTimeout: 'skip'` on a scheduled job, a little less than the
+   * schedule's period makes the job run once per tick across instances. Default: the module's `defaults`.
+   */
+  minHold?: number;
+  /**
    * What happens when the lock is not granted in time: 'throw' (default) rejects with LockTimeoutError;
    * 'skip' returns undefined without running the method (for a job that must run on one instance only).
    */

@@ -1,6 +1,6 @@
 /**
- * Runs the lock's Lua scripts: one script per state transition (acquire, release, cancel, extend,
- * inspect), registered with ioredis `defineCommand` so each call is one EVALSHA. This class is the
+ * Runs the lock's Lua scripts: one script per state transition (acquire, release, release later,
+ * cancel, extend, inspect), registered with ioredis `defineCommand` so each call is one EVALSHA. This class is the
  * whole Redis protocol seen from Node. Its only state beyond the scripts' names is the connection
  * attempt that calls made while the client connects wait on, and the deadlines of the calls in flight
  * (one timer for all of them).
@@ -17,6 +17,7 @@ import {
   extendLua,
   inspectLua,
   preludeLua,
+  releaseLaterLua,
   releaseLua,
 } from './lua/scripts.generated';
 import { OFFLINE, translateRedisError } from './redis-errors';
@@ -56,7 +57,7 @@ export interface LockSnapshot {
   fence: number;
 }
 
-type ScriptName = 'acquire' | 'release' | 'cancel' | 'extend' | 'inspect';
+type ScriptName = 'acquire' | 'release' | 'releaseLater' | 'cancel' | 'extend' | 'inspect';
 type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 
 const COMMON_MARK = '-- @common\n';
@@ -73,6 +74,7 @@ function ownerScript(name: string, lua: string): string {
 const SOURCES: Record<ScriptName, { lua: string; keys: number }> = {
   acquire: { lua: ownerScript('acquire', acquireLua), keys: 3 },
   release: { lua: ownerScript('release', releaseLua), keys: 3 },
+  releaseLater: { lua: ownerScript('release-later', releaseLaterLua), keys: 3 },
   cancel: { lua: ownerScript('cancel', cancelLua), keys: 3 },
   extend: { lua: extendLua, keys: 1 },
   inspect: { lua: inspectLua, keys: 3 },
@@ -115,6 +117,14 @@ export class LockScripts {
   /** Returns false when the caller did not hold the lock. */
   async release(ctx: ScriptContext): Promise<boolean> {
     return (await this.run('release', ctx.keys.owner, this.argv(ctx))) === 1;
+  }
+
+  /**
+   * Keeps the lock held, unrenewed, for `holdMs` more (what is left of its minHold), then lets it expire
+   * to the queue. Returns false when the caller did not hold the lock.
+   */
+  async releaseLater(ctx: ScriptContext, holdMs: number): Promise<boolean> {
+    return (await this.run('releaseLater', ctx.keys.owner, this.argv(ctx, holdMs))) === 1;
   }
 
   /** Leaves the queue; returns true when a grant had raced in (it was passed on). */

@@ -156,7 +156,7 @@ const constructorRows: Row<Engine>[] = [
       [
         'unknown key in defaults',
         { defaults: { timeout: 1 } },
-        /Unknown option "timeout" in defaults \(known: ttl, waitTimeout, renew\)/,
+        /Unknown option "timeout" in defaults \(known: ttl, waitTimeout, renew, minHold\)/,
       ],
       [
         'a getter that throws',

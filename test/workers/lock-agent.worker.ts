@@ -13,7 +13,15 @@ interface Args {
 }
 
 type Command =
-  | { type: 'acquire'; id: string; key: string; ttl?: number; waitTimeout?: number; renew?: boolean }
+  | {
+      type: 'acquire';
+      id: string;
+      key: string;
+      ttl?: number;
+      waitTimeout?: number;
+      renew?: boolean;
+      minHold?: number;
+    }
   | { type: 'release'; id: string };
 
 const args = workerArgs<Args>();
@@ -34,6 +42,7 @@ onMessage(async (message: Command) => {
         ttl: message.ttl,
         waitTimeout: message.waitTimeout,
         renew: message.renew,
+        minHold: message.minHold,
       });
       leases.set(message.id, lease);
       lease.signal.addEventListener('abort', () => send({ type: 'lost', id: message.id }));
