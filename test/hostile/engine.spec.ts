@@ -130,6 +130,12 @@ const constructorRows: Row<Engine>[] = [
       ],
       ['defaults.ttl 1e12', { defaults: { ttl: 1e12 } }, ms('defaults.ttl', '1000000000000')],
       ['defaults.ttl 9', { defaults: { ttl: 9 } }, ms10('defaults.ttl', '9')],
+      ['defaults.minHold -1', { defaults: { minHold: -1 } }, ms('defaults.minHold', '-1')],
+      [
+        'defaults.minHold longer than the default ttl',
+        { defaults: { minHold: 30_001 } },
+        /^defaults\.minHold \(30001 ms\) must not be longer than defaults\.ttl \(30000 ms\).*Lower minHold or raise ttl\.$/,
+      ],
       [
         'defaults.waitTimeout Infinity',
         { defaults: { waitTimeout: Infinity } },
@@ -655,6 +661,59 @@ ttlBoundaryRows.push(
   },
 );
 
+/** minHold: an integer of ms from 0 up to the lease's ttl, on every entry point that takes one. */
+const minHoldRows: Row<Engine>[] = [
+  ...(
+    [
+      ['-1', { minHold: -1 }, ms('minHold', '-1')],
+      ['1.5', { minHold: 1.5 }, ms('minHold', '1.5')],
+      ['NaN', { minHold: Number.NaN }, ms('minHold', 'NaN')],
+      ['Infinity', { minHold: Number.POSITIVE_INFINITY }, ms('minHold', 'Infinity')],
+      ['a string', { minHold: '500' }, ms('minHold', '"500"')],
+      [
+        'longer than the ttl',
+        { ttl: 1_000, minHold: 1_001 },
+        /^minHold \(1001 ms\) must not be longer than ttl \(1000 ms\): the lock is not renewed once its work has ended/,
+      ],
+      [
+        'longer than the default ttl',
+        { minHold: 30_001 },
+        /^minHold \(30001 ms\) must not be longer than ttl \(from defaults\) \(30000 ms\)/,
+      ],
+    ] as const
+  ).flatMap(([what, options, message]) =>
+    (Object.keys(ttlEntryPoints) as (keyof typeof ttlEntryPoints)[]).map(
+      (method): Row<Engine> => ({
+        name: `${method}({ minHold: ${what} }) is refused`,
+        run: ({ locks }) =>
+          method === 'acquire'
+            ? locks.acquire('mh', options as never)
+            : method === 'tryAcquire'
+              ? locks.tryAcquire('mh', options as never)
+              : locks.using('mh', () => 'must not run', options as never),
+        ...OPTIONS,
+        message,
+      }),
+    ),
+  ),
+  {
+    name: 'a short ttl under a service whose defaults.minHold is longer is refused, naming both',
+    run: (ctx) => ctx.service({ defaults: { minHold: 2_000 } }).acquire('mh', { ttl: 1_000 }),
+    ...OPTIONS,
+    message: /^minHold \(from defaults\) \(2000 ms\) must not be longer than ttl \(1000 ms\)/,
+  },
+  {
+    name: 'minHold equal to the ttl is accepted',
+    accept: true,
+    run: async ({ locks }) => {
+      const lease = await locks.acquire('mh', { ttl: 2_000, minHold: 2_000 });
+      await lease.release().catch(() => {});
+    },
+    keys: heldKeys('mh'),
+    probe: 'mh-other',
+  },
+];
+
 /** Odd but valid keys and prefixes: Redis keys are binary safe, so these must simply work. */
 const acceptedRows: Row<Engine>[] = [
   ...(
@@ -717,6 +776,7 @@ describe('hostile input: LockService constructor', () => hostileTable(constructo
 describe('hostile input: keys', () => hostileTable(keyRows, server, setup));
 describe('hostile input: call options', () => hostileTable(callOptionRows, server, setup));
 describe('hostile input: the ttl boundary', () => hostileTable(ttlBoundaryRows, server, setup));
+describe('hostile input: minHold', () => hostileTable(minHoldRows, server, setup));
 describe('hostile input: signals', () => hostileTable(signalRows, server, setup));
 describe('hostile input: using()', () => hostileTable(usingRows, server, setup));
 describe('hostile input: Lease', () => hostileTable(leaseRows, server, setup));

@@ -516,6 +516,13 @@ const declarationRows: Row<Base>[] = [
       ['ttl 10.5', { ttl: 10.5 }, /ttl must be .* between 10 and 2147483647, got 10\.5\./],
       ['ttl NaN', { ttl: Number.NaN }, /ttl must be .* between 10 and 2147483647, got NaN\./],
       ['ttl -1', { ttl: -1 }, /ttl must be .* between 10 and 2147483647, got -1\./],
+      ['minHold -1', { minHold: -1 }, /minHold must be an integer number of milliseconds between 0 and/],
+      ['minHold 2.5', { minHold: 2.5 }, /minHold must be .* got 2\.5\./],
+      [
+        'minHold longer than its ttl',
+        { ttl: 1_000, minHold: 5_000 },
+        /minHold \(5000 ms\) must not be longer than ttl \(1000 ms\)/,
+      ],
       ['ttl 1e12', { ttl: 1e12 }, /ttl must be .* got 1000000000000/],
       ['ttl a Symbol', { ttl: Symbol('ttl') }, /ttl must be .* got a symbol/],
       ['waitTimeout Infinity', { waitTimeout: Infinity }, /waitTimeout must be .* got Infinity/],

@@ -15,7 +15,7 @@ import {
   RedisLockModule,
 } from '../../lib';
 import { useRedis } from '../support/redis-server';
-import { boot, connection } from './locked-fixtures';
+import { boot, connection, createApp } from './locked-fixtures';
 
 const server = useRedis();
 
@@ -150,6 +150,21 @@ describe('@Locked options checked against the configuration at start-up', () => 
     });
     const scoped = await app.resolve(RequestScopedShortLease);
     expect(await scoped.run()).toBe('ran');
+  });
+
+  it('a ttl shorter than the module defaults.minHold makes app.init() reject, naming the method', async () => {
+    const app = await createApp({
+      imports: [RedisLockModule.forRoot({ ...connection(server()), defaults: { minHold: 5_000 } })],
+      providers: [ShortLease],
+    });
+    const error = await app.init().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(LockOptionsError);
+    expect((error as Error).message).toMatch(
+      /^@Locked\(\) on ShortLease\.run: minHold \(from defaults\) \(5000 ms\) must not be longer than ttl \(1000 ms\)/,
+    );
   });
 
   it('a short ttl starts under every named configuration, whatever its claim window', async () => {
