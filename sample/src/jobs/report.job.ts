@@ -8,7 +8,9 @@ const PERIOD_SECONDS = 5;
 /**
  * A report that must be built once per 5-second slot although every instance's scheduler fires. The
  * lock makes "was this slot done? if not, do it and mark it" exclusive; the others skip at once
- * (waitTimeout 0, onTimeout 'skip') instead of queueing behind it.
+ * (waitTimeout 0, onTimeout 'skip') instead of queueing behind it. minHold keeps the lock for most of
+ * the slot after the report is built, so an instance whose scheduler fires a few ms later skips too,
+ * without even reading the marker.
  */
 @Injectable()
 export class ReportJob {
@@ -23,7 +25,13 @@ export class ReportJob {
     });
   }
 
-  @Locked('job:report', { waitTimeout: 0, onTimeout: 'skip', ttl: 30_000 })
+  @Locked('job:report', {
+    waitTimeout: 0,
+    onTimeout: 'skip',
+    ttl: (PERIOD_SECONDS - 1) * 1_000,
+    minHold: (PERIOD_SECONDS - 1) * 1_000,
+    renew: false,
+  })
   async build(slot: number): Promise<void> {
     const { redis, instance } = this.data;
     if (Number((await redis.get('sample:job:last-slot')) ?? -1) >= slot) return;
