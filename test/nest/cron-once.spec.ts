@@ -44,7 +44,7 @@ describe('a scheduled job on two instances', () => {
       const watches = instances.map((instance) => instance.next(after, (TICKS + 15) * 1_000));
       await Promise.any(watches);
       for (const watch of watches) watch.catch(() => {});
-      instances.forEach((instance) => instance.send({ type: 'stop' }));
+      for (const instance of instances) instance.send({ type: 'stop' });
       await Promise.all(instances.map((instance) => instance.next((m) => m.type === 'stopped', 10_000)));
 
       const runs = instances.flatMap((instance) =>
