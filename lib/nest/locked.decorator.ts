@@ -37,7 +37,7 @@ export function Locked(key: LockKeyTemplate, options: LockedOptions = {}): Metho
     if (typeof target === 'function') {
       throw new LockOptionsError(`@Locked() on ${where}: static methods have no instance to inject into.`);
     }
-    const spec = compileSpec(key, options, where, target, propertyKey);
+    const spec = compileSpec(key, options, where, target, propertyKey, original as Method);
     const property = interceptorProperty(spec.options.service);
     // Nest sets this property on every instance it creates of the class, whatever its scope.
     Inject(getLockInterceptorToken(spec.options.service))(target, property);
@@ -79,7 +79,7 @@ export function LockedRoute(
         `@LockedRoute() on ${where}: choose the configuration with the interceptor you use instead of "service".`,
       );
     }
-    const spec = compileSpec(key, options, where, target, propertyKey);
+    const spec = compileSpec(key, options, where, target, propertyKey, descriptor.value as unknown as Method);
     return SetMetadata(LOCKED_ROUTE_METADATA, { ...spec, observable: true })(target, propertyKey, descriptor);
   };
 }
@@ -90,6 +90,7 @@ function compileSpec(
   where: string,
   target: object,
   propertyKey: string | symbol,
+  method: Method,
 ): LockedSpec {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new LockOptionsError(`@Locked() on ${where}: options must be an object.`);
@@ -117,6 +118,7 @@ function compileSpec(
     where,
     template: key,
     key: compileKeyTemplate(key, where),
+    method,
     options: Object.freeze({ ...options }),
     observable: returnType === Observable,
   };

@@ -68,6 +68,8 @@ export interface LockedSpec {
   readonly where: string;
   readonly template: LockKeyTemplate;
   readonly key: (args: readonly unknown[]) => string;
+  /** The decorated method itself (not the wrapper), for the start-up checks of its parameters. */
+  readonly method: (...args: never[]) => unknown;
   readonly options: Readonly<LockedOptions>;
   /** The method declares an Observable result: the wrapper then returns an Observable too. */
   readonly observable: boolean;
