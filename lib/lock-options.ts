@@ -14,7 +14,7 @@ export interface AcquireOptions {
   ttl?: number;
   /** Extend the lease every ttl/3 while it is held. Default true inside `using`, false for `acquire`. */
   renew?: boolean;
-  /** How long to wait for the lock, in ms; 0 tries once. Default 10 000. */
+  /** How long to wait for the lock, in ms; 0 tries once, `Infinity` waits without limit. Default 10 000. */
   waitTimeout?: number;
   /**
    * Hold the lock at least this long after its grant, in ms (0 to ttl). A release that comes sooner
@@ -67,7 +67,7 @@ export const DEFAULT_COMMAND_TIMEOUT = 5_000;
 /** Longest key accepted, in UTF-16 code units: keys are names, not payloads. */
 export const MAX_KEY_LENGTH = 1024;
 /** Largest delay a Node timer can hold (about 24.8 days). */
-const MAX_MS = 2 ** 31 - 1;
+export const MAX_MS = 2 ** 31 - 1;
 const MIN_CLAIM_WINDOW = 10;
 /**
  * Shortest lease accepted, in ms. Below it a lease would be spent before its first renewal could make
@@ -170,6 +170,18 @@ function milliseconds(name: string, value: unknown, min: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_MS) {
     throw new LockOptionsError(
       `${name} must be an integer number of milliseconds between ${min} and ${MAX_MS}, got ${describe(value)}.`,
+    );
+  }
+  return value;
+}
+
+/** A wait in ms: an integer from 0 up to what a timer holds, or Infinity for no limit. */
+function waitMilliseconds(name: string, value: unknown): number {
+  if (value === Number.POSITIVE_INFINITY) return value;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_MS) {
+    throw new LockOptionsError(
+      `${name} must be an integer number of milliseconds between 0 and ${MAX_MS}, or Infinity to wait ` +
+        `without limit, got ${describe(value)}.`,
     );
   }
   return value;
@@ -282,7 +294,7 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
     ttl,
     minHold,
     claimWindow,
-    waitTimeout: milliseconds('defaults.waitTimeout', byDefault('waitTimeout') ?? DEFAULT_WAIT_TIMEOUT, 0),
+    waitTimeout: waitMilliseconds('defaults.waitTimeout', byDefault('waitTimeout') ?? DEFAULT_WAIT_TIMEOUT),
     renew: optionalBoolean('defaults.renew', byDefault('renew')),
     fenceRetention: milliseconds('fenceRetention', given('fenceRetention') ?? DEFAULT_FENCE_RETENTION, 1),
     commandTimeout: milliseconds('commandTimeout', given('commandTimeout') ?? DEFAULT_COMMAND_TIMEOUT, 1),
@@ -320,7 +332,7 @@ export function resolveAcquireOptions(
   }
   return {
     ttl,
-    waitTimeout: milliseconds('waitTimeout', given('waitTimeout') ?? service.waitTimeout, 0),
+    waitTimeout: waitMilliseconds('waitTimeout', given('waitTimeout') ?? service.waitTimeout),
     renew: optionalBoolean('renew', given('renew')) ?? service.renew ?? renewByDefault,
     minHold,
     signal,
@@ -336,7 +348,7 @@ export function checkCallOptions(options: AcquireOptions): void {
   const ttl = read(o, 'ttl', 'ttl');
   if (ttl !== undefined) milliseconds('ttl', ttl, MIN_TTL);
   const waitTimeout = read(o, 'waitTimeout', 'waitTimeout');
-  if (waitTimeout !== undefined) milliseconds('waitTimeout', waitTimeout, 0);
+  if (waitTimeout !== undefined) waitMilliseconds('waitTimeout', waitTimeout);
   optionalBoolean('renew', read(o, 'renew', 'renew'));
   const minHold = read(o, 'minHold', 'minHold');
   if (minHold !== undefined) milliseconds('minHold', minHold, 0);

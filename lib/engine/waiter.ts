@@ -15,6 +15,7 @@ import { LockAbortedError } from '../errors/lock-aborted.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { MAX_MS } from '../lock-options';
 import type { AcquireReply, LockScripts, ScriptContext } from '../protocol/lock-scripts';
 import { now, safetyMargin } from './clock';
 import type { LeaseTerms } from './held-lease';
@@ -148,7 +149,9 @@ export class Waiter<T> {
     this.checking = true;
     this.recheckAt = Number.POSITIVE_INFINITY;
     const sent = now();
-    const queueTtl = Math.max(1, Math.ceil(this.deadline - sent)) + this.ctx.claimWindow;
+    // A waiter without a deadline (waitTimeout Infinity) still leaves a queue key that expires; it
+    // refreshes it each time it joins, as every waiter does.
+    const queueTtl = Math.min(MAX_MS, Math.max(1, Math.ceil(this.deadline - sent))) + this.ctx.claimWindow;
     this.host.scripts.acquire(this.ctx, first ? 'join' : 'wait', queueTtl).then(
       (reply) => this.checked(reply, sent),
       (error: unknown) => {
@@ -188,11 +191,17 @@ export class Waiter<T> {
     this.arm();
   }
 
-  /** (Re)sets the one timer for the earlier of the deadline and the fallback re-check. */
+  /**
+   * (Re)sets the one timer for the earlier of the deadline and the fallback re-check. With no deadline
+   * (waitTimeout Infinity) and no re-check due, as while a check is in flight, there is no timer: the
+   * check's reply sets the next one. A re-check beyond what a timer holds fires at that limit instead.
+   */
   private arm(): void {
     clearTimeout(this.timer);
+    this.timer = undefined;
     const at = Math.min(this.deadline, this.recheckAt);
-    this.timer = setTimeout(Waiter.fire, Math.max(0, Math.ceil(at - now())), this);
+    if (at === Number.POSITIVE_INFINITY) return;
+    this.timer = setTimeout(Waiter.fire, Math.min(MAX_MS, Math.max(0, Math.ceil(at - now()))), this);
   }
 
   private static fire<T>(this: void, waiter: Waiter<T>): void {
@@ -234,7 +243,11 @@ export class Waiter<T> {
     // grant to this token is passed on when it arrives (or, unconfirmed, expires after a claim window).
     this.cancelled = this.host.scripts.cancel(this.ctx).then(
       () => undefined,
-      () => this.host.orphan(this.ctx, Math.max(0, this.deadline - now()) + 2 * this.ctx.claimWindow),
+      () =>
+        this.host.orphan(
+          this.ctx,
+          Math.min(MAX_MS, Math.max(0, this.deadline - now())) + 2 * this.ctx.claimWindow,
+        ),
     );
   }
 

@@ -5,7 +5,7 @@
  * LockKeyError that names the method and the template.
  */
 import { LockKeyError } from '../errors/lock-key.error';
-import { hasLoneSurrogate, MAX_KEY_LENGTH, validateKey } from '../lock-options';
+import { describeValue, hasLoneSurrogate, MAX_KEY_LENGTH, validateKey } from '../lock-options';
 
 /** A key as a function of the method's arguments, for anything a template cannot express. */
 export type LockKeyFunction = (...args: never[]) => string;
@@ -142,7 +142,13 @@ function functionResolver(fn: LockKeyFunction, where: string): KeyResolver {
     try {
       key = (fn as (...args: unknown[]) => unknown)(...args);
     } catch (error) {
-      throw new LockKeyError(`@Locked(fn) on ${where}: the key function threw.`, undefined, error);
+      // The cause's own words lead the way to the fix (a missing body, a wrong argument): say them.
+      const why = error instanceof Error ? error.message : describeValue(error);
+      throw new LockKeyError(
+        `@Locked(fn) on ${where}: the key function threw: ${why.length > 200 ? `${why.slice(0, 200)}…` : why}`,
+        undefined,
+        error,
+      );
     }
     if (typeof key !== 'string') {
       throw new LockKeyError(
@@ -161,4 +167,13 @@ function checked(key: string, where: string, template: string): string {
     const why = error instanceof Error ? error.message : String(error);
     throw new LockKeyError(`@Locked('${template}') on ${where}: ${why}`, undefined, error);
   }
+}
+
+/**
+ * The argument indexes a template string reads (`'transfer:<1.from>:<0>'` → [1, 0]); none for a key
+ * function. For the start-up check that the method can receive them.
+ */
+export function templateIndexes(template: LockKeyTemplate): number[] {
+  if (typeof template !== 'string') return [];
+  return [...template.matchAll(PLACEHOLDER)].map((match) => Number(match[1].trim().split('.')[0]));
 }

@@ -82,6 +82,11 @@ const OPTIONS = {
 const KEY = { error: LockKeyError, code: 'LOCK_INVALID_KEY' } as const;
 const ms = (name: string, got: string) =>
   new RegExp(`${name} must be an integer number of milliseconds between \\d+ and 2147483647, got ${got}\\.`);
+/** The message for a wait outside 0 .. 2**31-1 that is not Infinity. */
+const wait = (name: string, got: string) =>
+  new RegExp(
+    `^${name} must be an integer number of milliseconds between 0 and 2147483647, or Infinity to wait without limit, got ${got}\\.$`,
+  );
 /** The message for a lease length outside 10 ms ..  2**31-1: it names the option and the range. */
 const ms10 = (name: string, got: string) =>
   new RegExp(`^${name} must be an integer number of milliseconds between 10 and 2147483647, got ${got}\\.$`);
@@ -137,9 +142,9 @@ const constructorRows: Row<Engine>[] = [
         /^defaults\.minHold \(30001 ms\) must not be longer than defaults\.ttl \(30000 ms\).*Lower minHold or raise ttl\.$/,
       ],
       [
-        'defaults.waitTimeout Infinity',
-        { defaults: { waitTimeout: Infinity } },
-        ms('defaults.waitTimeout', 'Infinity'),
+        'defaults.waitTimeout -Infinity',
+        { defaults: { waitTimeout: -Infinity } },
+        wait('defaults.waitTimeout', '-Infinity'),
       ],
       [
         'defaults.renew "true"',
@@ -222,8 +227,9 @@ const callOptionRows: Row<Engine>[] = (
     ['acquire', 'ttl a string', { ttl: '30000' }, ms('ttl', '"30000"')],
     ['acquire', 'ttl a BigInt', { ttl: 30_000n }, ms('ttl', '30000n \\(a bigint\\)')],
     ['acquire', 'ttl a Symbol', { ttl: Symbol('ttl') }, ms('ttl', 'a symbol')],
-    ['acquire', 'waitTimeout Infinity', { waitTimeout: Infinity }, ms('waitTimeout', 'Infinity')],
-    ['acquire', 'waitTimeout 2**53', { waitTimeout: 2 ** 53 }, ms('waitTimeout', '9007199254740992')],
+    ['acquire', 'waitTimeout -Infinity', { waitTimeout: -Infinity }, wait('waitTimeout', '-Infinity')],
+    ['acquire', 'waitTimeout NaN', { waitTimeout: Number.NaN }, wait('waitTimeout', 'NaN')],
+    ['acquire', 'waitTimeout 2**53', { waitTimeout: 2 ** 53 }, wait('waitTimeout', '9007199254740992')],
     ['acquire', 'renew 1', { renew: 1 }, /renew must be true or false, got 1\./],
     [
       'acquire',
@@ -247,7 +253,7 @@ const callOptionRows: Row<Engine>[] = (
       throwingGetter('signal'),
       /Reading the option signal threw/,
     ],
-    ['using', 'waitTimeout 1.5', { waitTimeout: 1.5 }, ms('waitTimeout', '1.5')],
+    ['using', 'waitTimeout 1.5', { waitTimeout: 1.5 }, wait('waitTimeout', '1.5')],
     [
       'using',
       'a waitTimeout getter that throws',
@@ -539,7 +545,7 @@ const syncRows: Row<Engine>[] = [
       ['ttl 9', { ttl: 9 }, ms10('ttl', '9')],
       ['options a string', 'fast', /lock options must be an object, got "fast"/],
       ['a renew getter that throws', throwingGetter('renew'), /Reading the option renew threw/],
-      ['waitTimeout a circular object', { waitTimeout: circular() }, ms('waitTimeout', 'an object')],
+      ['waitTimeout a circular object', { waitTimeout: circular() }, wait('waitTimeout', 'an object')],
     ] as const
   ).map(
     ([what, options, message]): Row<Engine> => ({

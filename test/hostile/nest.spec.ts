@@ -525,7 +525,11 @@ const declarationRows: Row<Base>[] = [
       ],
       ['ttl 1e12', { ttl: 1e12 }, /ttl must be .* got 1000000000000/],
       ['ttl a Symbol', { ttl: Symbol('ttl') }, /ttl must be .* got a symbol/],
-      ['waitTimeout Infinity', { waitTimeout: Infinity }, /waitTimeout must be .* got Infinity/],
+      [
+        'waitTimeout -Infinity',
+        { waitTimeout: -Infinity },
+        /waitTimeout must be .* or Infinity to wait without limit, got -Infinity/,
+      ],
       ['renew "false"', { renew: 'false' }, /renew must be true or false, got "false"/],
       ['onTimeout a Symbol', { onTimeout: Symbol('skip') }, /onTimeout must be 'throw' or 'skip'/],
       ['service 42', { service: 42 }, /service must be the non-empty name given to forRoot/],
