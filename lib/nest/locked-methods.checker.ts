@@ -1,12 +1,16 @@
 /**
- * At start-up, checks every @Locked method bound to this configuration against its LockService (the
- * same validation a call gets), so a bad declaration stops the application from starting with a message
- * naming the method, instead of failing on its first call.
+ * At start-up, checks every @Locked method bound to this configuration: its options against its
+ * LockService (the same validation a call gets), and its key template against the method's parameters
+ * (an argument index it can never receive). A bad declaration stops the application from starting with
+ * a message naming the method, instead of failing on its first call.
  */
 import { type OnModuleInit } from '@nestjs/common';
 import { type DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { LockKeyError } from '../errors/lock-key.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import type { LockService } from '../lock.service';
+import { templateIndexes } from './key-template';
+import { parameterCapacity } from './method-parameters';
 import { LOCKED_METADATA } from './redis-lock.constants';
 import type { LockedSpec } from './redis-lock-options.interface';
 
@@ -40,7 +44,30 @@ export class LockedMethodsChecker implements OnModuleInit {
         } catch (error) {
           throw new LockOptionsError(`@Locked() on ${spec.where}: ${(error as Error).message}`);
         }
+        checkTemplateFits(spec);
       }
     }
   }
+}
+
+/**
+ * A template placeholder `<n>` reads the method's argument n: the method must declare at least n + 1
+ * parameters (defaults count; a rest parameter takes any index). Called by Nest, a method gets only the
+ * arguments it declares from a route or a scheduler, and a direct caller could pass more only by
+ * ignoring the method's signature.
+ */
+function checkTemplateFits(spec: LockedSpec): void {
+  const indexes = templateIndexes(spec.template);
+  if (indexes.length === 0) return;
+  const highest = Math.max(...indexes);
+  const capacity = parameterCapacity(spec.method);
+  if (highest < capacity) return;
+  const template = String(spec.template);
+  const shown = template.length > 80 ? `${template.slice(0, 80)}…` : template;
+  const declared =
+    capacity === 0 ? 'declares no parameters' : `declares ${capacity} parameter${capacity === 1 ? '' : 's'}`;
+  throw new LockKeyError(
+    `@Locked('${shown}') on ${spec.where}: <${highest}> reads argument ${highest + 1}, but the method ` +
+      `${declared}. Point at an argument it receives (${capacity === 0 ? 'add a parameter' : `<0> to <${capacity - 1}>`}), or use a key function.`,
+  );
 }

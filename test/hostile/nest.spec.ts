@@ -680,7 +680,7 @@ const callRows: Row<Calls>[] = [
     name: '@Locked(fn) whose function throws',
     run: ({ orders }) => orders.byThrowingFunction(),
     ...KEY,
-    message: /@Locked\(fn\) on Orders\.byThrowingFunction: the key function threw/,
+    message: /@Locked\(fn\) on Orders\.byThrowingFunction: the key function threw: template exploded$/,
     after: (ctx, { error }) => {
       neverRan(ctx);
       expect((error as Error).cause).toEqual(new Error('template exploded'));

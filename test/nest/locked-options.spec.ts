@@ -189,6 +189,81 @@ describe('@Locked options checked against the configuration at start-up', () => 
 });
 
 @Injectable()
+class BeyondArguments {
+  @Locked('order:<3.id>')
+  async pay(_dto: { id: number }) {}
+}
+
+@Injectable()
+class NoArguments {
+  @Locked('job:<0>')
+  async run() {}
+}
+
+@Injectable()
+class WithinArguments {
+  runs: unknown[][] = [];
+
+  @Locked('a:<1>')
+  async defaulted(a: string, b = 'b') {
+    this.runs.push([a, b]);
+  }
+
+  @Locked('a:<4>')
+  async rest(...args: string[]) {
+    this.runs.push(args);
+  }
+
+  @Locked('a:<0>:<1.id>')
+  async exact(a: string, b: { id: number }) {
+    this.runs.push([a, b.id]);
+  }
+}
+
+describe('@Locked templates checked against the method at start-up', () => {
+  it.each<[string, new () => object, RegExp]>([
+    [
+      'BeyondArguments',
+      BeyondArguments,
+      /^@Locked\('order:<3\.id>'\) on BeyondArguments\.pay: <3> reads argument 4, but the method declares 1 parameter\. Point at an argument it receives \(<0> to <0>\)/,
+    ],
+    [
+      'NoArguments',
+      NoArguments,
+      /^@Locked\('job:<0>'\) on NoArguments\.run: <0> reads argument 1, but the method declares no parameters/,
+    ],
+  ])('an index the method cannot receive stops %s from starting', async (_, provider, message) => {
+    const app = await createApp({
+      imports: [RedisLockModule.forRoot({ ...connection(server()), prefix: 'beyond:' })],
+      providers: [provider],
+    });
+    const error = await app.init().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(LockKeyError);
+    expect((error as Error).message).toMatch(message);
+    expect(await server().keys('beyond:*')).toEqual([]);
+  });
+
+  it('default and rest parameters count: those templates start and resolve', async () => {
+    const app = await boot({
+      imports: [RedisLockModule.forRoot({ ...connection(server()) })],
+      providers: [WithinArguments],
+    });
+    const methods = app.get(WithinArguments);
+    await methods.defaulted('x', 'y');
+    await methods.rest('a', 'b', 'c', 'd', 'e');
+    await methods.exact('x', { id: 7 });
+    expect(methods.runs).toEqual([
+      ['x', 'y'],
+      ['a', 'b', 'c', 'd', 'e'],
+      ['x', 7],
+    ]);
+  });
+});
+
+@Injectable()
 class Injected {
   constructor(@Inject(LockService) readonly locks: LockService) {}
 }
