@@ -1,6 +1,7 @@
 export { InjectLockService, InjectRedisLockHealth } from './inject.decorators';
 export type { KeyResolver, LockKeyFunction, LockKeyTemplate } from './key-template';
 export { LockInterceptor } from './lock.interceptor';
+export { httpExceptionFor, LockHttpErrorsInterceptor } from './lock-http.errors';
 export { LockHttpExceptionFilter } from './lock-http.filter';
 export { Locked, LockedRoute } from './locked.decorator';
 export { LOCKED_METADATA, LOCKED_ROUTE_METADATA } from './redis-lock.constants';

@@ -5,10 +5,17 @@
  * exports them under named tokens so several can coexist in one application.
  */
 import { ConfigurableModuleBuilder, type DynamicModule, type Provider } from '@nestjs/common';
-import { APP_FILTER, DiscoveryModule, DiscoveryService, HttpAdapterHost } from '@nestjs/core';
+import {
+  APP_FILTER,
+  APP_INTERCEPTOR,
+  DiscoveryModule,
+  DiscoveryService,
+  HttpAdapterHost,
+} from '@nestjs/core';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { describeValue } from '../lock-options';
 import { LockInterceptor } from './lock.interceptor';
+import { LockHttpErrorsInterceptor } from './lock-http.errors';
 import { LockHttpExceptionFilter } from './lock-http.filter';
 import { LockedMethodsChecker } from './locked-methods.checker';
 import { RedisLockContext } from './redis-lock.context';
@@ -115,12 +122,22 @@ function addProviders(definition: DynamicModule, extras: RedisLockModuleExtras):
     },
   ];
   if (extras.httpErrors !== false) {
-    providers.push({
-      provide: APP_FILTER,
-      inject: [HttpAdapterHost, RedisLockContext],
-      useFactory: (host: HttpAdapterHost, c: RedisLockContext) =>
-        new LockHttpExceptionFilter(host, c.retryAfterSeconds),
-    });
+    // The interceptor converts lock errors to HttpExceptions before any filter (the app's own
+    // catch-all included) sees them; the filter covers errors thrown where no interceptor runs.
+    providers.push(
+      {
+        provide: APP_INTERCEPTOR,
+        inject: [HttpAdapterHost, RedisLockContext],
+        useFactory: (host: HttpAdapterHost, c: RedisLockContext) =>
+          new LockHttpErrorsInterceptor(host, c.retryAfterSeconds),
+      },
+      {
+        provide: APP_FILTER,
+        inject: [HttpAdapterHost, RedisLockContext],
+        useFactory: (host: HttpAdapterHost, c: RedisLockContext) =>
+          new LockHttpExceptionFilter(host, c.retryAfterSeconds),
+      },
+    );
   }
   return {
     ...definition,

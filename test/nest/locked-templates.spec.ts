@@ -4,6 +4,7 @@
 import { beforeEach, describe, expect, it } from '@jest/globals';
 import {
   type ArgumentsHost,
+  BadRequestException,
   Body,
   Catch,
   Controller,
@@ -247,35 +248,38 @@ describe('@Locked key templates', () => {
     await expectNothingInRedis();
   });
 
-  it('over HTTP a LockKeyError is not a 409 (a busy lock): it reaches Nest as is, a 500 by default', async () => {
+  it('over HTTP a LockKeyError is a 400 Bad Request (the request lacks what the key is made of), without Retry-After', async () => {
     const a = await app();
     const response = await request(a.getHttpServer()).get('/lookup');
-    expect(response.status).toBe(500);
+    expect(response.status).toBe(400);
+    expect(response.body).toMatchObject({ statusCode: 400, code: 'LOCK_INVALID_KEY' });
     expect(response.headers['retry-after']).toBeUndefined();
     expect(a.get(KeysController).runs).toBe(0);
     await expectNothingInRedis();
   });
 
-  it("over HTTP the application's own filter receives the typed LockKeyError (to answer 400, say)", async () => {
-    const caught: LockKeyError[] = [];
-    @Catch(LockKeyError)
-    class BadKeyFilter implements ExceptionFilter {
-      catch(error: LockKeyError, host: ArgumentsHost) {
+  it("over HTTP the application's own filter receives a BadRequestException whose cause is the typed LockKeyError", async () => {
+    const caught: BadRequestException[] = [];
+    @Catch(BadRequestException)
+    class BadRequestFilter implements ExceptionFilter {
+      catch(error: BadRequestException, host: ArgumentsHost) {
         caught.push(error);
         host
           .switchToHttp()
           .getResponse<{ status(code: number): { json(body: unknown): void } }>()
           .status(400)
-          .json({ code: error.code });
+          .json({ code: (error.cause as LockKeyError).code });
       }
     }
-    const a = await app([{ provide: APP_FILTER, useClass: BadKeyFilter }]);
+    const a = await app([{ provide: APP_FILTER, useClass: BadRequestFilter }]);
     const response = await request(a.getHttpServer()).get('/lookup');
     expect(response.status).toBe(400);
     expect(response.body).toEqual({ code: 'LOCK_INVALID_KEY' });
     expect(caught).toHaveLength(1);
-    expect(caught[0].message).toContain('KeysController.lookup');
-    expect(caught[0].message).toContain("'lookup:<0>'");
+    const cause = caught[0].cause as LockKeyError;
+    expect(cause).toBeInstanceOf(LockKeyError);
+    expect(cause.message).toContain('KeysController.lookup');
+    expect(cause.message).toContain("'lookup:<0>'");
     expect(a.get(KeysController).runs).toBe(0);
     await expectNothingInRedis();
   });

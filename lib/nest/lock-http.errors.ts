@@ -1,0 +1,109 @@
+/**
+ * Lock errors as HTTP exceptions. In an HTTP request a busy lock is the client's to retry (409
+ * Conflict; 423 is WebDAV's), Redis out of reach is ours (503 Service Unavailable), both with
+ * `Retry-After`, and a key that cannot be built from the request is the client's mistake (400 Bad
+ * Request). They are thrown as Nest's own HttpException subclasses, so any exception filter, an
+ * application's catch-all included, renders the right status; the typed lock error stays the `cause`.
+ * Outside HTTP (microservices, WebSockets, GraphQL, plain providers) nothing is converted.
+ */
+import {
+  BadRequestException,
+  type CallHandler,
+  ConflictException,
+  type ExecutionContext,
+  type HttpException,
+  type NestInterceptor,
+  ServiceUnavailableException,
+} from '@nestjs/common';
+import type { HttpAdapterHost } from '@nestjs/core';
+import { catchError, type Observable, throwError } from 'rxjs';
+import { LockKeyError } from '../errors/lock-key.error';
+import { LockTimeoutError } from '../errors/lock-timeout.error';
+import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+
+/** The HTTP exception for a lock error, or undefined for any other error (left as it is). */
+export function httpExceptionFor(error: unknown): HttpException | undefined {
+  if (error instanceof LockTimeoutError) {
+    return new ConflictException(
+      {
+        statusCode: 409,
+        error: 'Conflict',
+        code: error.code,
+        message: 'The resource is busy: another request holds its lock. Retry later.',
+      },
+      { cause: error },
+    );
+  }
+  if (error instanceof RedisUnavailableError) {
+    return new ServiceUnavailableException(
+      {
+        statusCode: 503,
+        error: 'Service Unavailable',
+        code: error.code,
+        message: 'The lock service cannot reach Redis. Retry later.',
+      },
+      { cause: error },
+    );
+  }
+  if (error instanceof LockKeyError) {
+    // The typed error names the class, method and template: for the server's log (via `cause`), not
+    // for the client, who learns what kind of value was missing.
+    return new BadRequestException(
+      {
+        statusCode: 400,
+        error: 'Bad Request',
+        code: error.code,
+        message:
+          'The lock key could not be built from this request: a value it is made of is missing or invalid.',
+      },
+      { cause: error },
+    );
+  }
+  return undefined;
+}
+
+/** Whether the exception asks the client to retry later (409 and 503 carry `Retry-After`). */
+function retryable(exception: HttpException): boolean {
+  return exception instanceof ConflictException || exception instanceof ServiceUnavailableException;
+}
+
+/** Sets `Retry-After` on the response the exception will be rendered on, whichever filter renders it. */
+export function setRetryAfter(
+  adapterHost: HttpAdapterHost,
+  response: unknown,
+  exception: HttpException,
+  seconds: number,
+): void {
+  const adapter = adapterHost.httpAdapter;
+  if (!adapter || !retryable(exception)) return;
+  adapter.setHeader(response, 'Retry-After', String(seconds));
+}
+
+/**
+ * Registered app-wide by the module (unless `httpErrors: false`): converts lock errors leaving an HTTP
+ * handler, from @Locked methods at any depth and from LockInterceptor on the route, before any
+ * exception filter sees them.
+ */
+export class LockHttpErrorsInterceptor implements NestInterceptor {
+  constructor(
+    private readonly adapterHost: HttpAdapterHost,
+    private readonly retryAfterSeconds: number,
+  ) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    if (context.getType<string>() !== 'http') return next.handle();
+    return next.handle().pipe(
+      catchError((error: unknown) => {
+        const exception = httpExceptionFor(error);
+        if (!exception) return throwError(() => error);
+        setRetryAfter(
+          this.adapterHost,
+          context.switchToHttp().getResponse(),
+          exception,
+          this.retryAfterSeconds,
+        );
+        return throwError(() => exception);
+      }),
+    );
+  }
+}

@@ -1,0 +1,225 @@
+// Lock errors over HTTP reach exception filters as Nest HttpExceptions with the typed lock error as
+// their cause: an application-wide catch-all filter, registered as Nest's docs show, renders 409 (with
+// Retry-After) for a busy lock, 400 for a key the request cannot build, and 503 (with Retry-After) when
+// Redis is out of reach. Outside an HTTP request the same calls throw the typed errors.
+import { afterEach, describe, expect, it } from '@jest/globals';
+import {
+  type ArgumentsHost,
+  Body,
+  type CanActivate,
+  Catch,
+  Controller,
+  type ExceptionFilter,
+  HttpException,
+  type INestApplication,
+  Inject,
+  Injectable,
+  Module,
+  Post,
+  UseGuards,
+} from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { Test } from '@nestjs/testing';
+import request from 'supertest';
+import {
+  LockError,
+  Locked,
+  LockKeyError,
+  LockService,
+  LockTimeoutError,
+  RedisLockModule,
+  RedisUnavailableError,
+} from '../../lib';
+import { lockService } from '../support/lock-fixtures';
+import { startRedis, useRedis } from '../support/redis-server';
+
+const server = useRedis();
+const apps: INestApplication[] = [];
+
+afterEach(async () => {
+  await Promise.all(apps.splice(0).map((app) => app.close().catch(() => {})));
+});
+
+/** Nest's documented catch-all: HttpExceptions with their status, everything else a 500. */
+@Catch()
+class AllExceptions implements ExceptionFilter {
+  readonly seen: unknown[] = [];
+
+  constructor(private readonly adapterHost: HttpAdapterHost) {}
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    this.seen.push(exception);
+    const { httpAdapter } = this.adapterHost;
+    const status = exception instanceof HttpException ? exception.getStatus() : 500;
+    const cause = exception instanceof HttpException ? exception.cause : undefined;
+    httpAdapter.reply(
+      host.switchToHttp().getResponse(),
+      {
+        status,
+        name: (exception as Error).name,
+        cause: cause instanceof LockError ? cause.code : undefined,
+      },
+      status,
+    );
+  }
+}
+
+@Injectable()
+class Orders {
+  runs = 0;
+
+  @Locked('order:<0.id>', { waitTimeout: 100 })
+  async pay(_dto: { id?: number }): Promise<string> {
+    this.runs++;
+    return 'paid';
+  }
+}
+
+/** A guard that takes a lock itself: it runs before any interceptor. */
+@Injectable()
+class OrderGuard implements CanActivate {
+  constructor(@Inject(LockService) private readonly locks: LockService) {}
+
+  async canActivate(): Promise<boolean> {
+    await this.locks.using('guarded', () => undefined, { waitTimeout: 100 });
+    return true;
+  }
+}
+
+@Controller('orders')
+class OrdersController {
+  constructor(@Inject(Orders) private readonly orders: Orders) {}
+
+  @Post('pay')
+  pay(@Body() dto: { id?: number }) {
+    return this.orders.pay(dto);
+  }
+
+  @Post('guarded')
+  @UseGuards(OrderGuard)
+  guarded() {
+    return 'through';
+  }
+}
+
+async function shop(
+  url: string,
+  catchAll: boolean,
+): Promise<{ app: INestApplication; filter?: AllExceptions }> {
+  @Module({ controllers: [OrdersController], providers: [Orders, OrderGuard] })
+  class Shop {}
+  const ref = await Test.createTestingModule({ imports: [RedisLockModule.forRoot({ url }), Shop] }).compile();
+  const app = ref.createNestApplication({ logger: false });
+  apps.push(app);
+  const filter = catchAll ? new AllExceptions(app.get(HttpAdapterHost)) : undefined;
+  if (filter) app.useGlobalFilters(filter);
+  await app.init();
+  return { app, filter };
+}
+
+describe('lock errors through an application-wide catch-all filter', () => {
+  it('a busy lock is 409 with Retry-After, an HttpException whose cause is the LockTimeoutError', async () => {
+    const { app, filter } = await shop(server().url, true);
+    const holder = await lockService(server()).acquire('order:1');
+    const response = await request(app.getHttpServer()).post('/orders/pay').send({ id: 1 });
+    expect(response.status).toBe(409);
+    expect(response.headers['retry-after']).toBe('1');
+    expect(response.body).toEqual({ status: 409, name: 'ConflictException', cause: 'LOCK_TIMEOUT' });
+    const seen = filter?.seen[0] as HttpException;
+    expect(seen).toBeInstanceOf(HttpException);
+    expect(seen.cause).toBeInstanceOf(LockTimeoutError);
+    expect(app.get(Orders).runs).toBe(0);
+    await holder.release();
+    expect((await request(app.getHttpServer()).post('/orders/pay').send({ id: 1 })).status).toBe(201);
+  });
+
+  it('a key the request cannot build (no body) is 400, whose cause is the LockKeyError', async () => {
+    const { app, filter } = await shop(server().url, true);
+    const response = await request(app.getHttpServer()).post('/orders/pay');
+    expect(response.status).toBe(400);
+    expect(response.headers['retry-after']).toBeUndefined();
+    expect(response.body).toEqual({ status: 400, name: 'BadRequestException', cause: 'LOCK_INVALID_KEY' });
+    const cause = (filter?.seen[0] as HttpException).cause as LockKeyError;
+    expect(cause).toBeInstanceOf(LockKeyError);
+    expect(cause.message).toContain("@Locked('order:<0.id>') on Orders.pay");
+    expect(app.get(Orders).runs).toBe(0);
+    expect(await server().keys('*undefined*')).toEqual([]);
+  });
+
+  it('Redis out of reach is 503 with Retry-After, whose cause is the RedisUnavailableError', async () => {
+    const own = await startRedis();
+    try {
+      const { app, filter } = await shop(own.url, true);
+      expect((await request(app.getHttpServer()).post('/orders/pay').send({ id: 2 })).status).toBe(201);
+      await own.stop();
+      const response = await request(app.getHttpServer()).post('/orders/pay').send({ id: 2 });
+      expect(response.status).toBe(503);
+      expect(response.headers['retry-after']).toBe('1');
+      expect(response.body).toEqual({
+        status: 503,
+        name: 'ServiceUnavailableException',
+        cause: 'LOCK_REDIS_UNAVAILABLE',
+      });
+      expect((filter?.seen.at(-1) as HttpException).cause).toBeInstanceOf(RedisUnavailableError);
+    } finally {
+      await own.dispose();
+    }
+  });
+});
+
+describe('without a filter of the application', () => {
+  it('the same statuses, with the lock error code in the body', async () => {
+    const { app } = await shop(server().url, false);
+    const holder = await lockService(server()).acquire('order:3');
+    const busy = await request(app.getHttpServer()).post('/orders/pay').send({ id: 3 });
+    expect(busy.status).toBe(409);
+    expect(busy.headers['retry-after']).toBe('1');
+    expect(busy.body).toMatchObject({ statusCode: 409, code: 'LOCK_TIMEOUT' });
+    const bad = await request(app.getHttpServer()).post('/orders/pay');
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ statusCode: 400, code: 'LOCK_INVALID_KEY' });
+    await holder.release();
+  });
+
+  it('a lock taken in a guard (before any interceptor) is rendered by the module filter: 409 with Retry-After', async () => {
+    const { app } = await shop(server().url, false);
+    const holder = await lockService(server()).acquire('guarded');
+    const response = await request(app.getHttpServer()).post('/orders/guarded');
+    expect(response.status).toBe(409);
+    expect(response.headers['retry-after']).toBe('1');
+    expect(response.body).toMatchObject({ statusCode: 409, code: 'LOCK_TIMEOUT' });
+    await holder.release();
+    expect((await request(app.getHttpServer()).post('/orders/guarded')).status).toBe(201);
+  });
+});
+
+describe('outside an HTTP request', () => {
+  it('the same provider calls throw the typed lock errors, unconverted', async () => {
+    const { app } = await shop(server().url, true);
+    const orders = app.get(Orders);
+    const holder = await lockService(server()).acquire('order:4');
+    await expect(orders.pay({ id: 4 })).rejects.toBeInstanceOf(LockTimeoutError);
+    await expect(orders.pay({})).rejects.toBeInstanceOf(LockKeyError);
+    await holder.release();
+    await expect(orders.pay({ id: 4 })).resolves.toBe('paid');
+  });
+
+  it('in an application context without HTTP, too', async () => {
+    @Module({ providers: [Orders] })
+    class Jobs {}
+    const context = await Test.createTestingModule({
+      imports: [RedisLockModule.forRoot({ url: server().url }), Jobs],
+    }).compile();
+    const app = context.createNestApplication({ logger: false });
+    apps.push(app);
+    await app.init();
+    const holder = await lockService(server()).acquire('order:5');
+    const error = await app
+      .get(Orders)
+      .pay({ id: 5 })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(LockTimeoutError);
+    expect(error).not.toBeInstanceOf(HttpException);
+    await holder.release();
+  });
+});
