@@ -105,14 +105,14 @@ class OrdersController {
 async function shop(
   url: string,
   catchAll: boolean,
-): Promise<{ app: INestApplication; filter?: AllExceptions }> {
+): Promise<{ app: INestApplication; filter: AllExceptions }> {
   @Module({ controllers: [OrdersController], providers: [Orders, OrderGuard] })
   class Shop {}
   const ref = await Test.createTestingModule({ imports: [RedisLockModule.forRoot({ url }), Shop] }).compile();
   const app = ref.createNestApplication({ logger: false });
   apps.push(app);
-  const filter = catchAll ? new AllExceptions(app.get(HttpAdapterHost)) : undefined;
-  if (filter) app.useGlobalFilters(filter);
+  const filter = new AllExceptions(app.get(HttpAdapterHost));
+  if (catchAll) app.useGlobalFilters(filter);
   await app.init();
   return { app, filter };
 }
@@ -125,7 +125,7 @@ describe('lock errors through an application-wide catch-all filter', () => {
     expect(response.status).toBe(409);
     expect(response.headers['retry-after']).toBe('1');
     expect(response.body).toEqual({ status: 409, name: 'ConflictException', cause: 'LOCK_TIMEOUT' });
-    const seen = filter?.seen[0] as HttpException;
+    const seen = filter.seen[0] as HttpException;
     expect(seen).toBeInstanceOf(HttpException);
     expect(seen.cause).toBeInstanceOf(LockTimeoutError);
     expect(app.get(Orders).runs).toBe(0);
@@ -139,7 +139,7 @@ describe('lock errors through an application-wide catch-all filter', () => {
     expect(response.status).toBe(400);
     expect(response.headers['retry-after']).toBeUndefined();
     expect(response.body).toEqual({ status: 400, name: 'BadRequestException', cause: 'LOCK_INVALID_KEY' });
-    const cause = (filter?.seen[0] as HttpException).cause as LockKeyError;
+    const cause = (filter.seen[0] as HttpException).cause as LockKeyError;
     expect(cause).toBeInstanceOf(LockKeyError);
     expect(cause.message).toContain("@Locked('order:<0.id>') on Orders.pay");
     expect(app.get(Orders).runs).toBe(0);
@@ -160,7 +160,7 @@ describe('lock errors through an application-wide catch-all filter', () => {
         name: 'ServiceUnavailableException',
         cause: 'LOCK_REDIS_UNAVAILABLE',
       });
-      expect((filter?.seen.at(-1) as HttpException).cause).toBeInstanceOf(RedisUnavailableError);
+      expect((filter.seen.at(-1) as HttpException).cause).toBeInstanceOf(RedisUnavailableError);
     } finally {
       await own.dispose();
     }
