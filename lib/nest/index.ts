@@ -3,7 +3,7 @@ export type { KeyResolver, LockKeyFunction, LockKeyTemplate } from './key-templa
 export { LockInterceptor } from './lock.interceptor';
 export { httpExceptionFor, LockHttpErrorsInterceptor } from './lock-http.errors';
 export { LockHttpExceptionFilter } from './lock-http.filter';
-export { Locked, LockedRoute } from './locked.decorator';
+export { Locked, type LockedDecorator, LockedRoute } from './locked.decorator';
 export { LOCKED_METADATA, LOCKED_ROUTE_METADATA } from './redis-lock.constants';
 export {
   RedisLockHealthIndicator,

@@ -7,11 +7,14 @@
 import { LockKeyError } from '../errors/lock-key.error';
 import { describeValue, hasLoneSurrogate, MAX_KEY_LENGTH, validateKey } from '../lock-options';
 
-/** A key as a function of the method's arguments, for anything a template cannot express. */
-export type LockKeyFunction = (...args: never[]) => string;
+/**
+ * A key as a function of the method's arguments, for anything a template cannot express. `A` is its
+ * parameter list; the default, `never[]`, admits every key function.
+ */
+export type LockKeyFunction<A extends unknown[] = never[]> = (...args: A) => string;
 
-/** What `@Locked` accepts as its key. */
-export type LockKeyTemplate = string | LockKeyFunction;
+/** What `@Locked` accepts as its key: a template string, or a key function taking the parameters `A`. */
+export type LockKeyTemplate<A extends unknown[] = never[]> = string | LockKeyFunction<A>;
 
 /** Turns one call's arguments into a lock key; throws LockKeyError. */
 export type KeyResolver = (args: readonly unknown[]) => string;

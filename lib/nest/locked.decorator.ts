@@ -10,7 +10,7 @@ import { Inject, SetMetadata } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { checkCallOptions } from '../lock-options';
-import { compileKeyTemplate, type LockKeyTemplate } from './key-template';
+import { compileKeyTemplate, type LockKeyFunction, type LockKeyTemplate } from './key-template';
 import type { LockInterceptor } from './lock.interceptor';
 import { LOCKED_METADATA, LOCKED_ROUTE_METADATA } from './redis-lock.constants';
 import { getLockInterceptorToken, interceptorProperty } from './redis-lock.tokens';
@@ -20,12 +20,81 @@ const OPTION_NAMES = new Set(['ttl', 'waitTimeout', 'renew', 'minHold', 'onTimeo
 
 type Method = (...args: unknown[]) => unknown;
 
+/** What `onTimeout` may be set to. */
+type OnTimeout = NonNullable<LockedOptions['onTimeout']>;
+
+/** The parameters a method is called with, which a key function receives. */
+type ArgsOf<T> = T extends (...args: infer P) => unknown ? P : never;
+
+/**
+ * No requirement when a key function taking `A` can be called with the method's arguments, else a
+ * property the descriptor lacks, whose name becomes the compiler's error message.
+ */
+type KeyCheck<A extends unknown[], T> = [LockKeyFunction<A>] extends [(...args: ArgsOf<T>) => unknown]
+  ? unknown
+  : { "@Locked: the key function's parameters do not accept this method's arguments": ArgsOf<T> };
+
+/**
+ * Whether the method's callers can take the undefined a skipped call gives: a Promise or a value that
+ * admits undefined, or an Observable (a skipped call completes it without a value).
+ */
+type AdmitsSkip<T> = T extends (...args: never) => infer R
+  ? [R] extends [Observable<unknown>]
+    ? true
+    : [undefined] extends [Awaited<R>]
+      ? true
+      : false
+  : false;
+
+/**
+ * With `onTimeout: 'skip'` written out, the method must admit undefined. An `onTimeout` only known as
+ * `'throw' | 'skip'` (options held in a LockedOptions variable), or not known at all (`never`), is not
+ * checked.
+ */
+type SkipCheck<S, T> = [S] extends [never]
+  ? unknown
+  : [S] extends ['skip']
+    ? AdmitsSkip<T> extends true
+      ? unknown
+      : {
+          "@Locked: onTimeout 'skip' resolves undefined, which this method's return type does not admit": never;
+        }
+    : unknown;
+
+/**
+ * What `@Locked(key, options)` returns: a legacy (experimentalDecorators) method decorator whose
+ * descriptor type carries the compile-time checks of the key function's parameters `A` and of
+ * `onTimeout` `S` against the decorated method `T`.
+ */
+export interface LockedDecorator<A extends unknown[] = unknown[], S extends OnTimeout = OnTimeout> {
+  <T extends (...args: never) => unknown>(
+    target: object,
+    propertyKey: string | symbol,
+    descriptor: TypedPropertyDescriptor<T> & KeyCheck<A, T> & SkipCheck<S, T>,
+  ): TypedPropertyDescriptor<T>;
+  /**
+   * Makes it a MethodDecorator as well, for `applyDecorators` (which cannot carry the checks): a
+   * generic MethodDecorator accepts any descriptor, which the checked signature does not. A decorator is
+   * called without `this`, so `@Locked(...)` itself never resolves to this signature.
+   */
+  (this: never, ...args: unknown[]): void;
+}
+
 /**
  * Runs the method under the lock named by `key`: a template such as `'order:<0>'` or
  * `'transfer:<1.from>'` (argument index, then property path, resolved after pipes) or a function of
  * the arguments. Reentrant within one call chain. Returns a Promise (or an Observable when the method
  * declares one).
+ *
+ * The decorator factory is called before the method's type is known, so a key function cannot take its
+ * parameter types from the method: the types written on its parameters are checked against the method's,
+ * and a parameter left without one is `unknown` (enough to interpolate, not to reach into).
+ * `onTimeout: 'skip'` written in the options needs a method whose result admits undefined.
  */
+export function Locked<A extends unknown[] = unknown[], S extends OnTimeout = 'throw'>(
+  key: LockKeyTemplate<A>,
+  options?: LockedOptions & { onTimeout?: S },
+): LockedDecorator<A, S>;
 export function Locked(key: LockKeyTemplate, options: LockedOptions = {}): MethodDecorator {
   return (target, propertyKey, descriptor) => {
     assertLegacyDecorator('@Locked()', propertyKey, descriptor);
@@ -66,6 +135,10 @@ export function Locked(key: LockKeyTemplate, options: LockedOptions = {}): Metho
  * Marks a route for LockInterceptor used as a Nest interceptor (`@UseInterceptors(LockInterceptor)`).
  * The template resolves against the handler's raw arguments, before pipes: for HTTP `<0>` is the
  * request, so `'order:<0.params.id>'`. The lock then also covers the route's other interceptors.
+ *
+ * Unlike @Locked, nothing is checked against the method's type: a key function takes the raw arguments,
+ * not the method's parameters, and the method is not wrapped (a skip answers the request with no body),
+ * so its own return type stays true.
  */
 export function LockedRoute(
   key: LockKeyTemplate,

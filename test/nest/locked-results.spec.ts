@@ -111,7 +111,7 @@ class Results {
 
   /** Skips when its own lock is busy; `inner` takes another lock, which may time out while it runs. */
   @Locked('outer', { waitTimeout: 0, onTimeout: 'skip' })
-  async outer(): Promise<string> {
+  async outer(): Promise<string | undefined> {
     this.runs++;
     await this.busy('inner');
     return 'outer done';
@@ -142,7 +142,7 @@ class Jobs {
   /** A job that must run on one instance only: the others skip it instead of queueing. */
   @Cron('0 0 1 1 *', { name: 'report', waitForCompletion: true })
   @Locked('job:report', { waitTimeout: 0, onTimeout: 'skip' })
-  async report(): Promise<string> {
+  async report(): Promise<string | undefined> {
     return meter.pass('ran');
   }
 }
