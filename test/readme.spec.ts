@@ -2,9 +2,10 @@
 // not compile is a bug.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import ts from 'typescript';
+import { userCompilerOptions } from './support/typescript-options';
 
 const root = process.cwd();
 const documents = ['README.md', 'docs/recipes.md'];
@@ -22,22 +23,7 @@ describe('README and docs/recipes.md', () => {
     try {
       const file = join(dir, 'snippet.ts');
       writeFileSync(file, code as string);
-      const program = ts.createProgram([file], {
-        strict: true,
-        noEmit: true,
-        target: ts.ScriptTarget.ES2022,
-        lib: ['lib.es2022.d.ts', 'lib.esnext.disposable.d.ts'],
-        module: ts.ModuleKind.CommonJS,
-        moduleResolution: ts.ModuleResolutionKind.Node10,
-        esModuleInterop: true,
-        experimentalDecorators: true,
-        emitDecoratorMetadata: true,
-        skipLibCheck: true,
-        types: ['node'],
-        typeRoots: [resolve(root, 'node_modules/@types')],
-        baseUrl: root,
-        paths: { 'nestjs-redis-lock': ['lib/index.ts'], '*': ['node_modules/*'] },
-      });
+      const program = ts.createProgram([file], userCompilerOptions(root));
       const diagnostics = ts
         .getPreEmitDiagnostics(program)
         .map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));

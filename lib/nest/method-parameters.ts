@@ -16,6 +16,8 @@ export function parameterCapacity(fn: (...args: never[]) => unknown): number {
   } catch {
     return Number.POSITIVE_INFINITY;
   }
+  // A built-in or bound function shows no parameter list to read.
+  if (source.includes('[native code]')) return Number.POSITIVE_INFINITY;
   const entries = parameterEntries(source);
   if (entries === undefined) return Number.POSITIVE_INFINITY;
   if (entries.some((entry) => entry.startsWith('...'))) return Number.POSITIVE_INFINITY;
@@ -31,23 +33,56 @@ const CLOSE = ')]}';
  * default values and destructuring) are skipped over, so only the list's own commas split it.
  */
 function parameterEntries(source: string): string[] | undefined {
-  let i = 0;
+  let from = 0;
   // A computed method name (`[Symbol.iterator](...)`) comes before the list: skip it.
   const firstBracket = source.search(/[[(]/);
   if (firstBracket < 0) return undefined;
   if (source[firstBracket] === '[') {
-    const end = skipGroup(source, firstBracket);
+    const end = groupEnd(source, firstBracket);
     if (end === undefined) return undefined;
-    i = end;
+    from = end;
   }
-  const open = source.indexOf('(', i);
-  if (open < 0) return undefined;
-  const close = skipGroup(source, open);
+  const open = source.indexOf('(', from);
+  const close = open < 0 ? undefined : groupEnd(source, open);
   if (close === undefined) return undefined;
   const entries: string[] = [];
-  let depth = 0;
   let start = open + 1;
-  for (let j = open + 1; j < close - 1; j++) {
+  scanCode(source, open + 1, close - 1, (c, j, depth) => {
+    if (c === ',' && depth === 0) {
+      entries.push(source.slice(start, j));
+      start = j + 1;
+    }
+    return false;
+  });
+  entries.push(source.slice(start, close - 1));
+  // `()` has no entries, a trailing comma leaves an empty last one, and a comment is not a parameter.
+  return entries
+    .map((entry) => entry.replace(/\/\*[\s\S]*?\*\/|\/\/[^\n]*/g, '').trim())
+    .filter((entry) => entry !== '');
+}
+
+/** The index just past the bracket group opening at `open`, or undefined when unbalanced. */
+function groupEnd(source: string, open: number): number | undefined {
+  let end: number | undefined;
+  scanCode(source, open, source.length, (c, j, depth) => {
+    if (CLOSE.includes(c) && depth === 0) end = j + 1;
+    return end !== undefined;
+  });
+  return end;
+}
+
+/**
+ * Calls `visit` for each character of code in [from, to), skipping strings, template literals and
+ * comments, with the bracket depth after it (relative to `from`); stops when `visit` returns true.
+ */
+function scanCode(
+  source: string,
+  from: number,
+  to: number,
+  visit: (c: string, j: number, depth: number) => boolean,
+): void {
+  let depth = 0;
+  for (let j = from; j < to; j++) {
     const skipped = skipLiteral(source, j);
     if (skipped !== j) {
       j = skipped - 1;
@@ -56,32 +91,8 @@ function parameterEntries(source: string): string[] | undefined {
     const c = source[j];
     if (OPEN.includes(c)) depth++;
     else if (CLOSE.includes(c)) depth--;
-    else if (c === ',' && depth === 0) {
-      entries.push(source.slice(start, j).trim());
-      start = j + 1;
-    }
+    if (visit(c, j, depth)) return;
   }
-  entries.push(source.slice(start, close - 1).trim());
-  // `()` has no entries, a trailing comma leaves an empty last one, and a comment is not a parameter.
-  return entries
-    .map((entry) => entry.replace(/\/\*[\s\S]*?\*\/|\/\/[^\n]*/g, '').trim())
-    .filter((entry) => entry !== '');
-}
-
-/** The index just past the bracket group opening at `open`, or undefined when unbalanced. */
-function skipGroup(source: string, open: number): number | undefined {
-  let depth = 0;
-  for (let j = open; j < source.length; j++) {
-    const skipped = skipLiteral(source, j);
-    if (skipped !== j) {
-      j = skipped - 1;
-      continue;
-    }
-    const c = source[j];
-    if (OPEN.includes(c)) depth++;
-    else if (CLOSE.includes(c) && --depth === 0) return j + 1;
-  }
-  return undefined;
 }
 
 /** If a string, template literal or comment starts at `j`, the index just past it; else `j`. */

@@ -43,7 +43,7 @@ export interface RedisLockModuleExtras {
 export interface LockedOptions {
   /** Lease time to live, ms. */
   ttl?: number;
-  /** How long to wait for the lock, ms; 0 tries once. */
+  /** How long to wait for the lock, ms; 0 tries once, `Infinity` waits without limit. */
   waitTimeout?: number;
   /** Renew the lease while the method runs. Default true. */
   renew?: boolean;

@@ -479,6 +479,12 @@ const declarationRows: Row<Base>[] = [
       message: new RegExp(`on Hostile\\.m: .*${message.source}`),
     }),
   ),
+  {
+    name: "@Locked('order:<0>', waitTimeout Infinity) is a valid declaration (wait without limit)",
+    sync: true,
+    accept: true,
+    run: () => declare('order:<0>', { waitTimeout: Number.POSITIVE_INFINITY }),
+  },
   ...[10, 11, 1_000].map(
     (ttl): Row<Base> => ({
       name: `@Locked('order:<0>', ttl ${ttl}) is a valid declaration with the default claim window`,

@@ -5,28 +5,14 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import ts from 'typescript';
+import { userCompilerOptions } from '../support/typescript-options';
 
 const root = process.cwd();
 const fixture = join(root, 'test/nest/fixtures/locked-types.fixture.ts');
 const source = readFileSync(fixture, 'utf8');
 const EXPECT_ERROR = '// @ts-expect-error';
 
-const options: ts.CompilerOptions = {
-  strict: true,
-  noEmit: true,
-  target: ts.ScriptTarget.ES2022,
-  lib: ['lib.es2022.d.ts', 'lib.esnext.disposable.d.ts'],
-  module: ts.ModuleKind.CommonJS,
-  moduleResolution: ts.ModuleResolutionKind.Node10,
-  esModuleInterop: true,
-  experimentalDecorators: true,
-  emitDecoratorMetadata: true,
-  skipLibCheck: true,
-  types: ['node'],
-  typeRoots: [resolve(root, 'node_modules/@types')],
-  baseUrl: root,
-  paths: { 'nestjs-redis-lock': ['lib/index.ts'], '*': ['node_modules/*'] },
-};
+const options = userCompilerOptions(root);
 
 interface Finding {
   line: number;
