@@ -1,16 +1,14 @@
 /**
  * LockService: the public face of the lock engine, usable with or without Nest
  * (`new LockService(redis, options)`; the Nest module injects the same class). It validates input,
- * keeps reentrancy per async call chain, and wires together the protocol (LockScripts), the wake
- * channel, waiters and leases. Everything Redis-specific lives in ./protocol.
+ * keeps reentrancy per async call chain, and wires together waiters, leases and the store the locks
+ * live in (lib/store/lock-store.ts). Everything Redis-specific is behind the Redis store.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { randomBytes } from 'node:crypto';
 import { now } from './engine/clock';
 import { HeldLease, type LeaseHost, type LeaseTerms } from './engine/held-lease';
 import { ReentrantLease } from './engine/reentrant-lease';
 import { Waiter, type WaiterHost } from './engine/waiter';
-import { WakeListener, type WakeMessage } from './engine/wake-listener';
 import { LockAbortedError } from './errors/lock-aborted.error';
 import { LockOptionsError } from './errors/lock-options.error';
 import { LockServiceClosedError } from './errors/lock-service-closed.error';
@@ -28,46 +26,26 @@ import {
   resolveServiceOptions,
   validateKey,
 } from './lock-options';
-import { lockKeys, wakeChannelPrefix } from './protocol/keys';
-import { isCluster, LockScripts, type RedisClient, type ScriptContext } from './protocol/lock-scripts';
+import type { LockStore, LockTicket, WakeMessage } from './store/lock-store';
+import { isIoredisClient, type RedisClient, RedisLockStore } from './store/redis-store';
+
+export { isIoredisClient } from './store/redis-store';
 
 interface LeaseScope {
   readonly byKey: ReadonlyMap<string, HeldLease>;
   readonly innermost: HeldLease;
 }
 
-/** The duck type of an ioredis Redis or Cluster usable for locks (also checked by the Nest module). */
-export function isIoredisClient(value: unknown): value is RedisClient {
-  if (value === null || typeof value !== 'object') return false;
-  const c = value as Record<string, unknown>;
-  return (
-    typeof c.defineCommand === 'function' &&
-    typeof c.duplicate === 'function' &&
-    typeof c.subscribe === 'function' &&
-    typeof c.status === 'string'
-  );
-}
-
 export class LockService {
   private readonly options: ResolvedServiceOptions;
-  private readonly scripts: LockScripts;
-  private readonly wake: WakeListener;
-  private readonly instanceId = randomBytes(9).toString('base64url');
-  private readonly channelPrefix: string;
-  private readonly trustReceivers: boolean;
+  private readonly store: LockStore;
   private readonly waiters = new Map<string, Waiter<HeldLease>>();
   private readonly leases = new Set<HeldLease>();
-  private readonly orphans = new Map<string, ScriptContext>();
-  /** Leases held by the current async call chain, by Redis key: the basis of reentrancy. */
+  private readonly orphans = new Map<string, LockTicket>();
+  /** Leases held by the current async call chain, by lock key: the basis of reentrancy. */
   private readonly scope = new AsyncLocalStorage<LeaseScope>();
   /** Calls of `using` whose function is still running: close() lets them finish first. */
   private readonly running = new Set<Promise<unknown>>();
-  /** Fails the waiters once the command connection has ended for good (see the constructor). */
-  private readonly onClientEnd = (): void => {
-    for (const waiter of [...this.waiters.values()]) waiter.onConnectionEnded();
-    this.wake.reset();
-  };
-  private sequence = 0;
   private closed = false;
   private closing: Promise<void> | undefined;
 
@@ -76,7 +54,7 @@ export class LockService {
 
   /**
    * @param client an ioredis `Redis` or `Cluster`; used for commands and duplicated once for the wake
-   *   channel. The service never closes it.
+   *   channel (the Redis store). The service never closes it.
    */
   constructor(
     /** The ioredis client commands are sent on (for health checks); the service never closes it. */
@@ -89,39 +67,36 @@ export class LockService {
       );
     }
     this.options = resolveServiceOptions(options);
-    this.scripts = new LockScripts(client, this.options.commandTimeout);
-    this.channelPrefix = wakeChannelPrefix(this.options.prefix);
-    // On a Cluster, PUBLISH counts only the receivers on the node that ran the script.
-    this.trustReceivers = !isCluster(client);
-    this.wake = new WakeListener(
+    const { prefix, fenceRetention, commandTimeout } = this.options;
+    this.store = new RedisLockStore(
       client,
-      this.channelPrefix + this.instanceId,
-      (message) => this.onWake(message),
-      () => {
-        for (const waiter of this.waiters.values()) waiter.onReconnect();
+      { prefix, fenceRetention, commandTimeout },
+      {
+        onWake: (message) => this.onWake(message),
+        onResubscribed: () => {
+          for (const waiter of this.waiters.values()) waiter.onReconnect();
+        },
+        // The connection ended for good: none of a waiter's grants could be confirmed, so fail them now.
+        onEnded: () => {
+          for (const waiter of [...this.waiters.values()]) waiter.onConnectionEnded();
+        },
       },
     );
-    const { scripts, leases, waiters } = this;
+    const { store, leases, waiters } = this;
     this.leaseHost = {
-      scripts,
+      store,
       forget: (lease) => leases.delete(lease),
       validateTtl: (ttl) => resolveAcquireOptions(this.options, { ttl }, false).ttl,
     };
     this.waiterHost = {
-      scripts,
+      store,
       claimWindow: this.options.claimWindow,
       register: (waiter) => waiters.set(waiter.token, waiter),
       unregister: (waiter) => waiters.delete(waiter.token),
-      orphan: (ctx, lifetime) => this.adopt(ctx, lifetime),
+      orphan: (ticket, lifetime) => this.adopt(ticket, lifetime),
       granted: (waiter, grant) =>
-        this.lease(waiter.ctx, waiter.key, grant.fence, grant.validUntil, waiter.terms, grant.confirmed),
+        this.lease(waiter.ticket, waiter.key, grant.fence, grant.validUntil, waiter.terms, grant.confirmed),
     };
-    // The wake-up subscription is a connection of its own, so a waiter would go on waiting after the
-    // application ended the command connection (disconnect(), quit(), or no more reconnecting): none of
-    // its grants could be confirmed then, so it fails at once instead of at its waitTimeout. The
-    // subscription goes too, so Redis skips this service's tokens still queued (their cancel could not
-    // be sent) instead of granting them for a claim window; a reconnected client subscribes again.
-    client.on('end', this.onClientEnd);
   }
 
   /**
@@ -161,7 +136,7 @@ export class LockService {
       throw held.lossReason;
     }
     const byKey = new Map(this.scope.getStore()?.byKey);
-    byKey.set(held.redisKey, held);
+    byKey.set(held.key, held);
     let result: T;
     const run = this.scope.run({ byKey, innermost: held }, async () => fn(held));
     this.running.add(run);
@@ -188,10 +163,10 @@ export class LockService {
    */
   currentLease(key?: string): Lease | undefined {
     // The key is checked even outside any scope, so a bad key fails the same way wherever it is asked.
-    const owner = key === undefined ? undefined : lockKeys(this.options.prefix, validateKey(key)).owner;
-    const store = this.scope.getStore();
-    if (!store) return undefined;
-    const held = owner === undefined ? store.innermost : store.byKey.get(owner);
+    if (key !== undefined) validateKey(key);
+    const scope = this.scope.getStore();
+    if (!scope) return undefined;
+    const held = key === undefined ? scope.innermost : scope.byKey.get(key);
     return held?.isHeld ? new ReentrantLease(held) : undefined;
   }
 
@@ -207,7 +182,7 @@ export class LockService {
   async inspect(key: string): Promise<LockInfo> {
     validateKey(key);
     this.assertOpen(key);
-    const snapshot = await this.scripts.inspect(lockKeys(this.options.prefix, key));
+    const snapshot = await this.store.inspect(key);
     return {
       key,
       held: snapshot.owner !== null,
@@ -239,7 +214,6 @@ export class LockService {
 
   private async shutdown(grace: number): Promise<void> {
     this.closed = true;
-    this.client.off('end', this.onClientEnd);
     const cancels = [...this.waiters.values()].map((waiter) => waiter.close());
     if (grace > 0 && this.running.size > 0) {
       let timer: NodeJS.Timeout | undefined;
@@ -257,8 +231,8 @@ export class LockService {
       lease.lose('the lock service was closed before the call finished (its grace period ran out)');
     }
     const releases = held.map((lease) => lease.release().catch(() => {}));
-    // Cancels and releases go over the command connection, so the wake connection closes alongside.
-    await Promise.all([...cancels, ...releases, this.wake.close()]);
+    // Cancels and releases need no wake-ups, so the store's wake-up stream closes alongside.
+    await Promise.all([...cancels, ...releases, this.store.close()]);
   }
 
   /**
@@ -273,19 +247,24 @@ export class LockService {
   ): Promise<Lease | null> {
     try {
       validateKey(key);
-      const keys = lockKeys(this.options.prefix, key);
       // Reentry is checked before closing: a call running out its grace period may nest another
       // call on the lock it already holds.
-      const outer = this.scope.getStore()?.byKey.get(keys.owner);
+      const outer = this.scope.getStore()?.byKey.get(key);
       if (outer?.isHeld) return Promise.resolve(new ReentrantLease(outer));
       this.assertOpen(key);
       if (options.signal?.aborted) throw new LockAbortedError(key, options.signal.reason);
-      const ctx = this.context(keys, options.ttl);
+      // The ticket carries this call's claim window, so whoever hands the lock on reserves it for exactly
+      // the time this waiter counts its validity from.
+      const ticket = this.store.ticket(
+        key,
+        options.ttl,
+        claimWindowFor(options.ttl, this.options.claimWindow),
+      );
       const started = now();
-      if (options.waitTimeout === 0 || !this.wake.ready) {
-        return this.tryFirst(ctx, key, started, options, busyIsTimeout);
+      if (options.waitTimeout === 0 || !this.store.wakeReady) {
+        return this.tryFirst(ticket, started, options, busyIsTimeout);
       }
-      return this.wait(ctx, key, started, options);
+      return this.wait(ticket, started, options);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -293,46 +272,41 @@ export class LockService {
 
   /** One attempt without queueing; then, for a waiting call, subscribe to pushes and queue. */
   private async tryFirst(
-    ctx: ScriptContext,
-    key: string,
+    ticket: LockTicket,
     started: number,
     options: ResolvedAcquireOptions,
     busyIsTimeout: boolean,
   ): Promise<Lease | null> {
-    const reply = await this.scripts.acquire(ctx, 'try', 0);
-    if (reply.granted) return this.lease(ctx, key, reply.fence, started + options.ttl, options, true);
+    const { key } = ticket;
+    const reply = await this.store.acquire(ticket, 'try', 0);
+    if (reply.granted) return this.lease(ticket, key, reply.fence, started + options.ttl, options, true);
     if (options.waitTimeout === 0) {
       if (busyIsTimeout) throw new LockTimeoutError(key, 0);
       return null;
     }
     // First contention in this process: pushes must flow before we queue, or a grant could be missed.
-    await this.wake.ensureSubscribed().catch((error: unknown) => {
+    await this.store.subscribeWakes().catch((error: unknown) => {
       if (this.closed) throw new LockServiceClosedError(key);
       throw new RedisUnavailableError('could not subscribe to the wake channel', key, error);
     });
     this.assertOpen(key);
-    return this.wait(ctx, key, started, options);
+    return this.wait(ticket, started, options);
   }
 
-  private wait(
-    ctx: ScriptContext,
-    key: string,
-    started: number,
-    options: ResolvedAcquireOptions,
-  ): Promise<HeldLease> {
+  private wait(ticket: LockTicket, started: number, options: ResolvedAcquireOptions): Promise<HeldLease> {
     const { waitTimeout, signal } = options;
-    return new Waiter(this.waiterHost, ctx, key, started, waitTimeout, signal, options).run();
+    return new Waiter(this.waiterHost, ticket, ticket.key, started, waitTimeout, signal, options).run();
   }
 
   private lease(
-    ctx: ScriptContext,
+    ticket: LockTicket,
     key: string,
     fence: number,
     validUntil: number,
     terms: LeaseTerms,
     confirmed: boolean,
   ): HeldLease {
-    const lease = new HeldLease(this.leaseHost, ctx, key, fence, validUntil, terms, confirmed);
+    const lease = new HeldLease(this.leaseHost, ticket, key, fence, validUntil, terms, confirmed);
     this.leases.add(lease);
     if (this.closed) {
       // close() ran while this grant was in flight: do not leave it held.
@@ -340,21 +314,6 @@ export class LockService {
       throw new LockServiceClosedError(key);
     }
     return lease;
-  }
-
-  private context(keys: ReturnType<typeof lockKeys>, ttl: number): ScriptContext {
-    // The token carries this call's claim window, so whoever hands the lock on reserves it for exactly
-    // the time this waiter counts its validity from (common.lua, claim_of).
-    const claimWindow = claimWindowFor(ttl, this.options.claimWindow);
-    return {
-      keys,
-      token: `${this.instanceId}:${(++this.sequence).toString(36)}~${claimWindow}`,
-      ttl,
-      claimWindow,
-      channelPrefix: this.channelPrefix,
-      trustReceivers: this.trustReceivers,
-      fenceRetention: this.options.fenceRetention,
-    };
   }
 
   private onWake(message: WakeMessage): void {
@@ -368,14 +327,14 @@ export class LockService {
     if (orphan && message.kind === 'grant') {
       // Granted to a waiter that gave up while Redis was unreachable: pass the grant on now.
       this.orphans.delete(message.token);
-      this.scripts.release(orphan).catch(() => {});
+      this.store.release(orphan).catch(() => {});
     }
   }
 
   /** A waiter gave up but could not leave its queue; remember it until its queue entry expires. */
-  private adopt(ctx: ScriptContext, lifetime: number): void {
-    this.orphans.set(ctx.token, ctx);
-    setTimeout(() => this.orphans.delete(ctx.token), lifetime).unref();
+  private adopt(ticket: LockTicket, lifetime: number): void {
+    this.orphans.set(ticket.token, ticket);
+    setTimeout(() => this.orphans.delete(ticket.token), lifetime).unref();
   }
 
   private assertOpen(key: string): void {

@@ -7,11 +7,11 @@ import { LockLostError } from '../errors/lock-lost.error';
 import { LockNotHeldError } from '../errors/lock-not-held.error';
 import './dispose-symbol';
 import type { Lease } from '../lease';
-import type { LockScripts, ScriptContext } from '../protocol/lock-scripts';
+import type { LockStore, LockTicket } from '../store/lock-store';
 import { now, safetyMargin } from './clock';
 
 export interface LeaseHost {
-  readonly scripts: LockScripts;
+  readonly store: LockStore;
   /** Called once when the lease is released or lost, so the host stops tracking it. */
   forget(lease: HeldLease): void;
   validateTtl(ttl: unknown): number;
@@ -50,7 +50,7 @@ export class HeldLease implements Lease {
 
   constructor(
     private readonly host: LeaseHost,
-    private readonly ctx: ScriptContext,
+    private readonly ticket: LockTicket,
     key: string,
     fence: number,
     validUntil: number,
@@ -61,9 +61,9 @@ export class HeldLease implements Lease {
     this.renew = terms.renew;
     this.minHold = terms.minHold;
     this.key = key;
-    this.token = ctx.token;
+    this.token = ticket.token;
     this.fence = fence;
-    this.ttl = ctx.ttl;
+    this.ttl = ticket.ttl;
     this.validUntil = validUntil;
     this.confirmed = confirmed;
     this.armExpiry();
@@ -71,7 +71,7 @@ export class HeldLease implements Lease {
       // Most work handed off this way ends well inside the claim window, so the confirmation waits for
       // half of what is left of it: a short critical section releases without ever sending it (one
       // round trip and one script less per hand-off), a longer one keeps the other half for retries.
-      this.scheduleRenewal((validUntil - safetyMargin(ctx.claimWindow) - now()) / 2);
+      this.scheduleRenewal((validUntil - safetyMargin(ticket.claimWindow) - now()) / 2);
     } else if (this.renew) this.scheduleRenewal(this.ttl / 3);
   }
 
@@ -89,11 +89,6 @@ export class HeldLease implements Lease {
     return this.lostReason;
   }
 
-  /** The owner key in Redis (prefix and hash tag included): how reentrancy scopes find this lease. */
-  get redisKey(): string {
-    return this.ctx.keys.owner;
-  }
-
   /** Held and, as far as this process can tell, still valid. */
   get isHeld(): boolean {
     this.expireIfDue();
@@ -104,7 +99,7 @@ export class HeldLease implements Lease {
     const next = ttl === undefined ? this.ttl : this.host.validateTtl(ttl);
     if (this.state !== 'held') throw new LockNotHeldError(this.key, 'extend');
     const sent = now();
-    const ok = await this.host.scripts.extend(this.ctx.keys, this.token, next);
+    const ok = await this.host.store.extend(this.ticket, next);
     if (!ok) {
       this.lose('Redis no longer records this lease as the owner');
       throw new LockNotHeldError(this.key, 'extend');
@@ -123,8 +118,8 @@ export class HeldLease implements Lease {
     const left = Math.ceil(this.minHold - (now() - this.grantedAt));
     const ok =
       left > 0
-        ? await this.host.scripts.releaseLater(this.ctx, left)
-        : await this.host.scripts.release(this.ctx);
+        ? await this.host.store.releaseLater(this.ticket, left)
+        : await this.host.store.release(this.ticket);
     if (!ok) throw new LockNotHeldError(this.key, 'release');
   }
 
@@ -158,7 +153,7 @@ export class HeldLease implements Lease {
   /** How long before its validity ends a lease is declared lost. */
   private margin(): number {
     // An unconfirmed grant only lives for the claim window, so its margin is sized from that window.
-    return safetyMargin(this.confirmed ? this.ttl : this.ctx.claimWindow);
+    return safetyMargin(this.confirmed ? this.ttl : this.ticket.claimWindow);
   }
 
   /** Declares the lease lost shortly before its validity ends unless an extension moved it. */
@@ -198,7 +193,7 @@ export class HeldLease implements Lease {
   private refresh(): void {
     if (this.state !== 'held') return;
     const sent = now();
-    this.host.scripts.extend(this.ctx.keys, this.token, this.ttl).then(
+    this.host.store.extend(this.ticket, this.ttl).then(
       (ok) => {
         if (this.state !== 'held') return;
         if (!ok) {

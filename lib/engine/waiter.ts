@@ -16,18 +16,18 @@ import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { MAX_MS } from '../lock-options';
-import type { AcquireReply, LockScripts, ScriptContext } from '../protocol/lock-scripts';
+import type { AcquireReply, LockStore, LockTicket } from '../store/lock-store';
 import { now, safetyMargin } from './clock';
 import type { LeaseTerms } from './held-lease';
 
 export interface WaiterHost<T> {
-  readonly scripts: LockScripts;
+  readonly store: LockStore;
   /** The service's claim window: the longest any grant to another waiter stays unconfirmed. */
   readonly claimWindow: number;
   register(waiter: Waiter<T>): void;
   unregister(waiter: Waiter<T>): void;
   /** Remembers a waiter whose cancel failed, so a late grant to it can be passed on. */
-  orphan(ctx: ScriptContext, lifetime: number): void;
+  orphan(ticket: LockTicket, lifetime: number): void;
   /** Turns a grant into what the waiter's promise resolves with (a lease); may throw (service closed). */
   granted(waiter: Waiter<T>, grant: Granted): T;
 }
@@ -62,7 +62,7 @@ export class Waiter<T> {
 
   constructor(
     private readonly host: WaiterHost<T>,
-    readonly ctx: ScriptContext,
+    readonly ticket: LockTicket,
     readonly key: string,
     private readonly started: number,
     waitTimeout: number,
@@ -79,7 +79,7 @@ export class Waiter<T> {
   }
 
   get token(): string {
-    return this.ctx.token;
+    return this.ticket.token;
   }
 
   /** Joins the queue and resolves when granted; rejects with a typed error otherwise. */
@@ -102,8 +102,8 @@ export class Waiter<T> {
     if (this.settled) return;
     const elapsed = now() - this.started;
     // Clocks may drift apart a little while we wait: allow 0.1 % of the wait plus 1 ms.
-    // The grant is reserved for this waiter's own claim window (its token says how long, ctx.claimWindow).
-    const window = this.ctx.claimWindow;
+    // The grant is reserved for this waiter's own claim window (its ticket says how long).
+    const window = this.ticket.claimWindow;
     const validUntil = serverMs + window - this.offsetBound - elapsed / 1000 - 1;
     if (now() < validUntil - safetyMargin(window)) {
       this.win({ fence, validUntil, confirmed: false });
@@ -151,8 +151,8 @@ export class Waiter<T> {
     const sent = now();
     // A waiter without a deadline (waitTimeout Infinity) still leaves a queue key that expires; it
     // refreshes it each time it joins, as every waiter does.
-    const queueTtl = Math.min(MAX_MS, Math.max(1, Math.ceil(this.deadline - sent))) + this.ctx.claimWindow;
-    this.host.scripts.acquire(this.ctx, first ? 'join' : 'wait', queueTtl).then(
+    const queueTtl = Math.min(MAX_MS, Math.max(1, Math.ceil(this.deadline - sent))) + this.ticket.claimWindow;
+    this.host.store.acquire(this.ticket, first ? 'join' : 'wait', queueTtl).then(
       (reply) => this.checked(reply, sent),
       (error: unknown) => {
         this.checking = false;
@@ -172,7 +172,7 @@ export class Waiter<T> {
     // If we gave up meanwhile, our cancel was sent after this check and passes any grant on.
     if (this.settled) return;
     if (reply.granted) {
-      this.win({ fence: reply.fence, validUntil: sent + this.ctx.ttl, confirmed: true });
+      this.win({ fence: reply.fence, validUntil: sent + this.ticket.ttl, confirmed: true });
       return;
     }
     if (this.recheck) {
@@ -241,12 +241,12 @@ export class Waiter<T> {
     this.reject(error);
     // Leave the queue; if a grant raced in, Redis passes it on. If Redis cannot be told, a later
     // grant to this token is passed on when it arrives (or, unconfirmed, expires after a claim window).
-    this.cancelled = this.host.scripts.cancel(this.ctx).then(
+    this.cancelled = this.host.store.cancel(this.ticket).then(
       () => undefined,
       () =>
         this.host.orphan(
-          this.ctx,
-          Math.min(MAX_MS, Math.max(0, this.deadline - now())) + 2 * this.ctx.claimWindow,
+          this.ticket,
+          Math.min(MAX_MS, Math.max(0, this.deadline - now())) + 2 * this.ticket.claimWindow,
         ),
     );
   }

@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import type { AcquireMode, AcquireReply, LockSnapshot } from '../store/lock-store';
 import { CallDeadlines } from './call-deadlines';
 import type { LockKeys } from './keys';
 import {
@@ -40,22 +41,7 @@ export interface ScriptContext {
   fenceRetention: number;
 }
 
-/**
- * `try`: never queue. `join`: a waiter's first call, with a token Redis has not seen. `wait`: a waiter's
- * later calls (re-check, confirm a grant), which find it queued or granted.
- */
-export type AcquireMode = 'try' | 'join' | 'wait';
-
-export type AcquireReply =
-  | { granted: true; fence: number; serverMs: number }
-  | { granted: false; ownerTtl: number; serverMs: number; isHead: boolean };
-
-export interface LockSnapshot {
-  owner: string | null;
-  ownerTtl: number;
-  queueLength: number;
-  fence: number;
-}
+export type { AcquireMode, AcquireReply, LockSnapshot } from '../store/lock-store';
 
 type ScriptName = 'acquire' | 'release' | 'releaseLater' | 'cancel' | 'extend' | 'inspect';
 type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;

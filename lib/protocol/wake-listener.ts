@@ -4,13 +4,10 @@
  * not grow with waiters or keys. Opened lazily, on the first call that has to wait.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { isCluster, type RedisClient } from '../protocol/lock-scripts';
+import type { WakeMessage } from '../store/lock-store';
+import { isCluster, type RedisClient } from './lock-scripts';
 
-/** A decoded push from the scripts: a grant ('g') or a note to the queue head ('h'). */
-export type WakeMessage =
-  | { kind: 'grant'; token: string; fence: number; serverMs: number }
-  | { kind: 'head'; token: string; holdMs: number };
-
+/** Decodes a push from the scripts: a grant ('g') or a note to the queue head ('h'). */
 export function parseWakeMessage(raw: string): WakeMessage | undefined {
   const [kind, token, a, b] = raw.split(' ');
   if (kind === 'g' && token && a && b) {

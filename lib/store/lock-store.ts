@@ -1,0 +1,81 @@
+/**
+ * What the lock engine asks of the place its locks live: the seam between LockService (validation,
+ * reentrancy, waiters, leases, renewal, signals, errors) and a store (today Redis; the same calls fit an
+ * in-memory store or a quorum of Redis masters). Nothing here knows about Nest or about Redis.
+ *
+ * A store is opened once per LockService. Every call a caller makes on one lock carries the ticket the
+ * store issued for it; wake-ups addressed to this service's waiters (a grant, a note that the current
+ * hold ends in so many ms) arrive through the handlers given at opening. A lost wake-up must only ever
+ * cost latency: every ownership change is recorded in the store first, and a waiter re-checks it.
+ */
+
+/** One caller's claim on one lock: issued by the store, passed back with each call about it. */
+export interface LockTicket {
+  /** The lock key, as the caller gave it. */
+  readonly key: string;
+  /** The caller's identity as owner or waiter: unique per call, opaque to the engine. */
+  readonly token: string;
+  /** Lease time to live, ms. */
+  readonly ttl: number;
+  /** How long a grant to this caller stays reserved until it confirms, ms (at most its ttl). */
+  readonly claimWindow: number;
+}
+
+/**
+ * `try`: never queue. `join`: a waiter's first call, with a ticket the store has not seen. `wait`: a
+ * waiter's later calls (re-check, confirm a grant), which find it queued or granted.
+ */
+export type AcquireMode = 'try' | 'join' | 'wait';
+
+/** The outcome of an acquire call. `serverMs` is the store's clock, comparable only with itself. */
+export type AcquireReply =
+  | { granted: true; fence: number; serverMs: number }
+  | { granted: false; ownerTtl: number; serverMs: number; isHead: boolean };
+
+/** One lock's state, read in one step. */
+export interface LockSnapshot {
+  owner: string | null;
+  /** ms until the current hold expires; negative when free. */
+  ownerTtl: number;
+  queueLength: number;
+  fence: number;
+}
+
+/** A wake-up for one waiter: a grant, or a note to the head of the queue that the hold ends in `holdMs`. */
+export type WakeMessage =
+  | { kind: 'grant'; token: string; fence: number; serverMs: number }
+  | { kind: 'head'; token: string; holdMs: number };
+
+/** How a store reaches the engine that opened it. */
+export interface WakeHandlers {
+  /** A wake-up addressed to one of this service's waiters. */
+  onWake(message: WakeMessage): void;
+  /** Wake-ups came back after a break: some may have been missed, so every waiter re-checks. */
+  onResubscribed(): void;
+  /** The store can no longer be reached for good (the application ended its connection). */
+  onEnded(): void;
+}
+
+/** The operations of one LockService on its store. Every method may reject with a LockError. */
+export interface LockStore {
+  /** A ticket for one call on `key`: a fresh token, with the call's ttl and claim window. */
+  ticket(key: string, ttl: number, claimWindow: number): LockTicket;
+  /** Take the lock, or join its queue (per `mode`), or confirm a grant; idempotent per ticket. */
+  acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number): Promise<AcquireReply>;
+  /** The owner gives the lock up, handing it to the next waiter; false when it did not own it. */
+  release(ticket: LockTicket): Promise<boolean>;
+  /** The owner's work ended early: keep the lock, unrenewed, `holdMs` more; false when not the owner. */
+  releaseLater(ticket: LockTicket, holdMs: number): Promise<boolean>;
+  /** A waiter gives up; true when a grant had raced in (it was passed on). */
+  cancel(ticket: LockTicket): Promise<boolean>;
+  /** The owner resets its lease to `ttl` (also how a granted waiter confirms); false when not the owner. */
+  extend(ticket: LockTicket, ttl: number): Promise<boolean>;
+  /** One lock's state. */
+  inspect(key: string): Promise<LockSnapshot>;
+  /** True once wake-ups for this service's waiters will be delivered: a waiter may only queue then. */
+  readonly wakeReady: boolean;
+  /** Starts delivering wake-ups (once); rejects when that is not possible now. */
+  subscribeWakes(): Promise<void>;
+  /** Stops wake-ups and frees what the store opened itself (never a client the application passed in). */
+  close(): Promise<void>;
+}

@@ -1,0 +1,139 @@
+/**
+ * The Redis store: the lock's Lua scripts (LockScripts) and the wake-up subscription (WakeListener)
+ * behind the store interface, on one ioredis client, single server or Cluster. It issues the tokens,
+ * since their shape is part of the protocol: `<instance>:<n>~<claim window ms>`, where the instance
+ * names this store's wake channel and the claim window tells whoever hands the lock on how long to
+ * reserve it (docs/protocol.md).
+ */
+import { randomBytes } from 'node:crypto';
+import { lockKeys, wakeChannelPrefix } from '../protocol/keys';
+import { isCluster, LockScripts, type RedisClient, type ScriptContext } from '../protocol/lock-scripts';
+import { WakeListener } from '../protocol/wake-listener';
+import type {
+  AcquireMode,
+  AcquireReply,
+  LockSnapshot,
+  LockStore,
+  LockTicket,
+  WakeHandlers,
+} from './lock-store';
+
+export type { RedisClient } from '../protocol/lock-scripts';
+
+/** The duck type of an ioredis Redis or Cluster usable for locks (also checked by the Nest module). */
+export function isIoredisClient(value: unknown): value is RedisClient {
+  if (value === null || typeof value !== 'object') return false;
+  const c = value as Record<string, unknown>;
+  return (
+    typeof c.defineCommand === 'function' &&
+    typeof c.duplicate === 'function' &&
+    typeof c.subscribe === 'function' &&
+    typeof c.status === 'string'
+  );
+}
+
+export interface RedisStoreOptions {
+  /** Prefix of every key and channel. */
+  prefix: string;
+  /** How long a lock's fencing counter outlives its last grant, ms. */
+  fenceRetention: number;
+  /** Longest wait for one reply, ms. */
+  commandTimeout: number;
+}
+
+/** A ticket carries its scripts' arguments, built once per call. */
+type RedisTicket = LockTicket & ScriptContext;
+
+export class RedisLockStore implements LockStore {
+  private readonly scripts: LockScripts;
+  private readonly wake: WakeListener;
+  private readonly instanceId = randomBytes(9).toString('base64url');
+  private readonly channelPrefix: string;
+  /** On a Cluster, PUBLISH counts only the receivers on the node that ran the script. */
+  private readonly trustReceivers: boolean;
+  private sequence = 0;
+  /**
+   * The wake-up subscription is a connection of its own, so a waiter would go on waiting after the
+   * application ended the command connection (disconnect(), quit(), or no more reconnecting): none of
+   * its grants could be confirmed then, so the engine fails it at once instead of at its waitTimeout.
+   * The subscription goes too, so Redis skips this store's tokens still queued (their cancel could not
+   * be sent) instead of granting them for a claim window; a reconnected client subscribes again.
+   */
+  private readonly onClientEnd = (): void => {
+    this.handlers.onEnded();
+    this.wake.reset();
+  };
+
+  /**
+   * @param client an ioredis `Redis` or `Cluster`; used for commands and duplicated once for the wake
+   *   channel. The store never closes it.
+   */
+  constructor(
+    readonly client: RedisClient,
+    private readonly options: RedisStoreOptions,
+    private readonly handlers: WakeHandlers,
+  ) {
+    this.scripts = new LockScripts(client, options.commandTimeout);
+    this.channelPrefix = wakeChannelPrefix(options.prefix);
+    this.trustReceivers = !isCluster(client);
+    this.wake = new WakeListener(
+      client,
+      this.channelPrefix + this.instanceId,
+      (message) => handlers.onWake(message),
+      () => handlers.onResubscribed(),
+    );
+    client.on('end', this.onClientEnd);
+  }
+
+  ticket(key: string, ttl: number, claimWindow: number): LockTicket {
+    const ticket: RedisTicket = {
+      key,
+      keys: lockKeys(this.options.prefix, key),
+      token: `${this.instanceId}:${(++this.sequence).toString(36)}~${claimWindow}`,
+      ttl,
+      claimWindow,
+      channelPrefix: this.channelPrefix,
+      trustReceivers: this.trustReceivers,
+      fenceRetention: this.options.fenceRetention,
+    };
+    return ticket;
+  }
+
+  acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
+    return this.scripts.acquire(ticket as RedisTicket, mode, queueTtl);
+  }
+
+  release(ticket: LockTicket): Promise<boolean> {
+    return this.scripts.release(ticket as RedisTicket);
+  }
+
+  releaseLater(ticket: LockTicket, holdMs: number): Promise<boolean> {
+    return this.scripts.releaseLater(ticket as RedisTicket, holdMs);
+  }
+
+  cancel(ticket: LockTicket): Promise<boolean> {
+    return this.scripts.cancel(ticket as RedisTicket);
+  }
+
+  extend(ticket: LockTicket, ttl: number): Promise<boolean> {
+    const { keys, token } = ticket as RedisTicket;
+    return this.scripts.extend(keys, token, ttl);
+  }
+
+  inspect(key: string): Promise<LockSnapshot> {
+    return this.scripts.inspect(lockKeys(this.options.prefix, key));
+  }
+
+  get wakeReady(): boolean {
+    return this.wake.ready;
+  }
+
+  subscribeWakes(): Promise<void> {
+    return this.wake.ensureSubscribed();
+  }
+
+  close(): Promise<void> {
+    this.client.off('end', this.onClientEnd);
+    return this.wake.close();
+  }
+}
