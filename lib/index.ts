@@ -18,3 +18,14 @@ export {
   MAX_KEY_LENGTH,
 } from './lock-options';
 export * from './nest';
+export type {
+  AcquireMode,
+  AcquireReply,
+  LockBackend,
+  LockSnapshot,
+  LockStore,
+  LockTicket,
+  WakeHandlers,
+  WakeMessage,
+} from './store/lock-store';
+export { MemoryLockBackend } from './store/memory-store';

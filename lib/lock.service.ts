@@ -26,7 +26,14 @@ import {
   resolveServiceOptions,
   validateKey,
 } from './lock-options';
-import type { LockStore, LockTicket, WakeMessage } from './store/lock-store';
+import {
+  isLockBackend,
+  type LockBackend,
+  type LockStore,
+  type LockTicket,
+  type WakeHandlers,
+  type WakeMessage,
+} from './store/lock-store';
 import { isIoredisClient, type RedisClient, RedisLockStore } from './store/redis-store';
 
 export { isIoredisClient } from './store/redis-store';
@@ -52,36 +59,38 @@ export class LockService {
   private readonly leaseHost: LeaseHost;
   private readonly waiterHost: WaiterHost<HeldLease>;
 
+  /** The ioredis client, when the locks live in Redis. */
+  private readonly redis: RedisClient | undefined;
+
   /**
-   * @param client an ioredis `Redis` or `Cluster`; used for commands and duplicated once for the wake
-   *   channel (the Redis store). The service never closes it.
+   * @param client an ioredis `Redis` or `Cluster` (the Redis store: used for commands and duplicated
+   *   once for the wake channel; the service never closes it), or a backend several services share,
+   *   such as `new MemoryLockBackend()` for one process.
    */
-  constructor(
-    /** The ioredis client commands are sent on (for health checks); the service never closes it. */
-    readonly client: RedisClient,
-    options?: LockServiceOptions,
-  ) {
-    if (!isIoredisClient(client)) {
+  constructor(client: RedisClient | LockBackend, options?: LockServiceOptions) {
+    const redis = isIoredisClient(client);
+    if (!redis && !isLockBackend(client)) {
       throw new LockOptionsError(
-        'LockService needs an ioredis client (new Redis(...) or new Cluster(...)) as its first argument.',
+        'LockService needs an ioredis client (new Redis(...) or new Cluster(...)) as its first argument, ' +
+          'or a lock backend such as new MemoryLockBackend().',
       );
     }
     this.options = resolveServiceOptions(options);
-    const { prefix, fenceRetention, commandTimeout } = this.options;
-    this.store = new RedisLockStore(
-      client,
-      { prefix, fenceRetention, commandTimeout },
-      {
-        onWake: (message) => this.onWake(message),
-        onResubscribed: () => {
-          for (const waiter of this.waiters.values()) waiter.onReconnect();
-        },
-        // The connection ended for good: none of a waiter's grants could be confirmed, so fail them now.
-        onEnded: () => {
-          for (const waiter of [...this.waiters.values()]) waiter.onConnectionEnded();
-        },
+    const handlers: WakeHandlers = {
+      onWake: (message) => this.onWake(message),
+      onResubscribed: () => {
+        for (const waiter of this.waiters.values()) waiter.onReconnect();
       },
-    );
+      // The store is gone for good: none of a waiter's grants could be confirmed, so fail them now.
+      onEnded: () => {
+        for (const waiter of [...this.waiters.values()]) waiter.onConnectionEnded();
+      },
+    };
+    const { prefix, fenceRetention, commandTimeout } = this.options;
+    this.redis = redis ? client : undefined;
+    this.store = redis
+      ? new RedisLockStore(client, { prefix, fenceRetention, commandTimeout }, handlers)
+      : client.openStore(handlers);
     const { store, leases, waiters } = this;
     this.leaseHost = {
       store,
@@ -97,6 +106,22 @@ export class LockService {
       granted: (waiter, grant) =>
         this.lease(waiter.ticket, waiter.key, grant.fence, grant.validUntil, waiter.terms, grant.confirmed),
     };
+  }
+
+  /**
+   * The ioredis client commands are sent on (for health checks); the service never closes it. A
+   * service on another backend (in memory) has none: reading it throws LockOptionsError.
+   */
+  get client(): RedisClient {
+    if (!this.redis) {
+      throw new LockOptionsError('This LockService keeps its locks in memory: it has no Redis client.');
+    }
+    return this.redis;
+  }
+
+  /** The ioredis client, or undefined when the locks are not in Redis (for the health indicator). */
+  get redisClient(): RedisClient | undefined {
+    return this.redis;
   }
 
   /**

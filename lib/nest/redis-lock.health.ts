@@ -59,7 +59,9 @@ export class RedisLockHealthIndicator {
         `invalid timeout ${describeValue(timeout)}: give a positive integer of ms up to ${MAX_TIMEOUT}`,
       );
     }
-    const client = this.locks.client;
+    const client = this.locks.redisClient;
+    // An in-memory store is in this process: reachable whenever the process answers.
+    if (!client) return { [key]: { status: 'up', responseTime: 0 } };
     // A client that is not connected would park the PING in its offline queue: report at once.
     if (client.status !== 'ready') return down(`Redis connection is ${client.status}`);
     const started = performance.now();

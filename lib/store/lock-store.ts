@@ -79,3 +79,15 @@ export interface LockStore {
   /** Stops wake-ups and frees what the store opened itself (never a client the application passed in). */
   close(): Promise<void>;
 }
+
+/** A place locks live that several services share, each opening its own store on it (e.g. MemoryLockBackend). */
+export interface LockBackend {
+  /** Opens a store for one LockService; wake-ups for its waiters go to `handlers`. */
+  openStore(handlers: WakeHandlers): LockStore;
+}
+
+export function isLockBackend(value: unknown): value is LockBackend {
+  return (
+    value !== null && typeof value === 'object' && typeof (value as LockBackend).openStore === 'function'
+  );
+}

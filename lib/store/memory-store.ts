@@ -1,0 +1,330 @@
+/**
+ * An in-memory store: the same lock, for one process. Several LockServices opened on one
+ * MemoryLockBackend share its locks, which is how several instances are simulated in one process (unit
+ * tests, single-process apps). It follows the Redis scripts step by step (docs/protocol.md): a FIFO queue
+ * per key with no barging, grants handed to the next waiter and reserved for its claim window until it
+ * confirms, a waiter whose service closed skipped at once, fences strictly increasing, `minHold`.
+ *
+ * Like Redis it keeps no timers: a lease or queue past its expiry is dropped when next looked at, and
+ * waiters re-check when a hold ends, woken by the same hold notes. So it never keeps a process alive.
+ * Its clock is the monotonic clock of the process. Wake-ups are delivered on a microtask, after the
+ * call that caused them, as a push would arrive after the script that sent it.
+ */
+import { performance } from 'node:perf_hooks';
+import type {
+  AcquireMode,
+  AcquireReply,
+  LockBackend,
+  LockSnapshot,
+  LockStore,
+  LockTicket,
+  WakeHandlers,
+  WakeMessage,
+} from './lock-store';
+
+interface LockState {
+  owner: string | null;
+  /** When the owner's hold ends, on the store's clock (ms). */
+  ownerUntil: number;
+  queue: string[];
+  /** When the queue expires unless a waiter joins again (ms). */
+  queueUntil: number;
+}
+
+/** The owner's remaining hold in ms, or -2 when free (as Redis' PTTL). */
+const FREE = -2;
+/** How long a lock's last fence is remembered after its last grant, for inspect(), ms. */
+const FENCE_RETENTION = 3_600_000;
+/** Forgotten fences are swept after this many grants, so the sweep costs O(1) per grant on average. */
+const SWEEP_EVERY = 1_024;
+
+export class MemoryLockBackend implements LockBackend {
+  private readonly locks = new Map<string, LockState>();
+  private readonly sessions = new Map<string, WakeHandlers>();
+  private nextSession = 0;
+  /** One counter for every lock, so fences strictly increase per lock even after a lock was forgotten. */
+  private lastFence = Math.floor(Date.now() * 1000);
+  /** The last fence of each lock granted within FENCE_RETENTION: what inspect() reports. */
+  private readonly fences = new Map<string, { fence: number; at: number }>();
+  private grants = 0;
+
+  openStore(handlers: WakeHandlers): LockStore {
+    const id = `m${(++this.nextSession).toString(36)}`;
+    this.sessions.set(id, handlers);
+    return new MemoryLockStore(this, id);
+  }
+
+  /** Locks held or queued right now (idle locks take no memory). */
+  get size(): number {
+    for (const key of [...this.locks.keys()]) this.state(key, this.now());
+    return this.locks.size;
+  }
+
+  /** @internal */ now(): number {
+    return performance.now();
+  }
+
+  /** @internal */ closeSession(id: string): void {
+    this.sessions.delete(id);
+  }
+
+  /** @internal */ isOpen(id: string): boolean {
+    return this.sessions.has(id);
+  }
+
+  /** The lock's state with anything expired dropped; undefined (and forgotten) when idle. */
+  private state(key: string, now: number): LockState | undefined {
+    const lock = this.locks.get(key);
+    if (!lock) return undefined;
+    if (lock.owner !== null && lock.ownerUntil <= now) lock.owner = null;
+    if (lock.queue.length > 0 && lock.queueUntil <= now) lock.queue = [];
+    if (lock.owner === null && lock.queue.length === 0) {
+      this.locks.delete(key);
+      return undefined;
+    }
+    return lock;
+  }
+
+  private stateFor(key: string, now: number): LockState {
+    const found = this.state(key, now);
+    if (found) return found;
+    const lock: LockState = { owner: null, ownerUntil: 0, queue: [], queueUntil: 0 };
+    this.locks.set(key, lock);
+    return lock;
+  }
+
+  private fence(key: string, now: number): number {
+    this.lastFence = Math.max(this.lastFence + 1, Math.floor(Date.now() * 1000));
+    this.fences.delete(key); // re-inserted last: the map stays in order of last grant
+    this.fences.set(key, { fence: this.lastFence, at: now });
+    if (++this.grants % SWEEP_EVERY === 0) {
+      for (const [name, { at }] of this.fences) {
+        if (at > now - FENCE_RETENTION) break;
+        this.fences.delete(name);
+      }
+    }
+    return this.lastFence;
+  }
+
+  private deliver(token: string, message: WakeMessage): boolean {
+    const handlers = this.sessions.get(sessionOf(token));
+    if (!handlers) return false;
+    queueMicrotask(() => {
+      // The service may have closed since: a push to a closed subscription goes nowhere.
+      if (this.sessions.get(sessionOf(token)) === handlers) handlers.onWake(message);
+    });
+    return true;
+  }
+
+  /** Tells the head of the queue when the current hold ends; heads whose service closed are dropped. */
+  private notifyHead(lock: LockState, holdMs: number): void {
+    while (lock.queue.length > 0) {
+      const head = lock.queue[0];
+      if (this.deliver(head, { kind: 'head', token: head, holdMs })) return;
+      lock.queue.shift();
+    }
+  }
+
+  /** Hands the free lock to the first live waiter; the caller's own fence if it was the one. */
+  private handOff(
+    key: string,
+    lock: LockState,
+    caller: LockTicket | null,
+    now: number,
+    popped?: string,
+  ): number | 'other' | false {
+    let head = popped;
+    for (;;) {
+      head ??= lock.queue.shift();
+      if (head === undefined) return false;
+      const fence = this.fence(key, now);
+      if (caller && head === caller.token) {
+        lock.owner = head;
+        lock.ownerUntil = now + caller.ttl;
+        this.notifyHead(lock, caller.ttl);
+        return fence;
+      }
+      if (this.deliver(head, { kind: 'grant', token: head, fence, serverMs: now })) {
+        const window = claimWindowOf(head);
+        lock.owner = head;
+        lock.ownerUntil = now + window;
+        this.notifyHead(lock, window);
+        return 'other';
+      }
+      head = undefined; // its service is gone: skip it rather than stall
+    }
+  }
+
+  private giveUp(key: string, lock: LockState, now: number, popped?: string): void {
+    if (this.handOff(key, lock, null, now, popped) !== 'other') lock.owner = null;
+  }
+
+  private joinQueue(lock: LockState, token: string, queueTtl: number, now: number): number {
+    const at = lock.queue.indexOf(token);
+    if (at >= 0) return at + 1;
+    lock.queue.push(token);
+    lock.queueUntil = Math.max(lock.queueUntil, now + queueTtl);
+    return lock.queue.length;
+  }
+
+  /** @internal */ acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number): AcquireReply {
+    const now = this.now();
+    const lock = this.stateFor(ticket.key, now);
+    const { token } = ticket;
+    const waiting = (position: number): AcquireReply => ({
+      granted: false,
+      ownerTtl: lock.owner === null ? FREE : Math.ceil(lock.ownerUntil - now),
+      serverMs: now,
+      isHead: position === 1,
+    });
+    const granted = (fence: number): AcquireReply => ({ granted: true, fence, serverMs: now });
+    if (lock.queue.length === 0 && lock.owner === null) {
+      lock.owner = token;
+      lock.ownerUntil = now + ticket.ttl;
+      return granted(this.fence(ticket.key, now));
+    }
+    if (mode !== 'wait') {
+      if (lock.queue.length === 0 || lock.owner !== null) {
+        if (mode === 'try') return waiting(0);
+        return waiting(this.joinQueue(lock, token, queueTtl, now));
+      }
+      // Free, but others queued first: FIFO, so the head goes first.
+      if (mode === 'join') this.joinQueue(lock, token, queueTtl, now);
+      const fence = this.handOff(ticket.key, lock, ticket, now);
+      if (typeof fence === 'number') return granted(fence);
+      if (mode === 'try') return waiting(0);
+      return waiting(lock.queue[0] === token ? 1 : 0);
+    }
+    if (lock.owner === token) {
+      lock.ownerUntil = now + ticket.ttl;
+      return granted(this.fences.get(ticket.key)?.fence ?? 0);
+    }
+    if (lock.owner === null) {
+      this.joinQueue(lock, token, queueTtl, now);
+      const fence = this.handOff(ticket.key, lock, ticket, now);
+      if (typeof fence === 'number') return granted(fence);
+    }
+    return waiting(this.joinQueue(lock, token, queueTtl, now));
+  }
+
+  /** @internal */ release(ticket: LockTicket): boolean {
+    const now = this.now();
+    const lock = this.state(ticket.key, now);
+    if (!lock || lock.owner !== ticket.token) return false;
+    const head = lock.queue.shift();
+    if (head === undefined) lock.owner = null;
+    else this.giveUp(ticket.key, lock, now, head);
+    this.state(ticket.key, now);
+    return true;
+  }
+
+  /** @internal */ releaseLater(ticket: LockTicket, holdMs: number): boolean {
+    const now = this.now();
+    const lock = this.state(ticket.key, now);
+    if (!lock || lock.owner !== ticket.token) return false;
+    lock.ownerUntil = now + holdMs;
+    this.notifyHead(lock, holdMs);
+    return true;
+  }
+
+  /** @internal */ cancel(ticket: LockTicket): boolean {
+    const now = this.now();
+    const lock = this.state(ticket.key, now);
+    if (!lock) return false;
+    const wasHead = lock.queue[0] === ticket.token;
+    lock.queue = lock.queue.filter((token) => token !== ticket.token);
+    if (lock.owner === ticket.token) {
+      this.giveUp(ticket.key, lock, now);
+      this.state(ticket.key, now);
+      return true;
+    }
+    if (wasHead)
+      this.notifyHead(lock, lock.owner === null ? 0 : Math.max(Math.ceil(lock.ownerUntil - now), 0));
+    this.state(ticket.key, now);
+    return false;
+  }
+
+  /** @internal */ extend(ticket: LockTicket, ttl: number): boolean {
+    const now = this.now();
+    const lock = this.state(ticket.key, now);
+    if (!lock || lock.owner !== ticket.token) return false;
+    lock.ownerUntil = now + ttl;
+    return true;
+  }
+
+  /** @internal */ inspect(key: string): LockSnapshot {
+    const now = this.now();
+    const lock = this.state(key, now);
+    return {
+      owner: lock?.owner ?? null,
+      ownerTtl: lock && lock.owner !== null ? Math.ceil(lock.ownerUntil - now) : FREE,
+      queueLength: lock?.queue.length ?? 0,
+      fence: this.fences.get(key)?.fence ?? 0,
+    };
+  }
+}
+
+/** One LockService's view of a MemoryLockBackend. */
+class MemoryLockStore implements LockStore {
+  private sequence = 0;
+  private closed = false;
+
+  constructor(
+    private readonly backend: MemoryLockBackend,
+    private readonly id: string,
+  ) {}
+
+  ticket(key: string, ttl: number, claimWindow: number): LockTicket {
+    return { key, token: `${this.id}:${(++this.sequence).toString(36)}~${claimWindow}`, ttl, claimWindow };
+  }
+
+  // Every call answers on a later turn, as a round trip would: callers never see a reply within the
+  // same synchronous step that sent it.
+  acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
+    return Promise.resolve().then(() => this.backend.acquire(ticket, mode, queueTtl));
+  }
+
+  release(ticket: LockTicket): Promise<boolean> {
+    return Promise.resolve().then(() => this.backend.release(ticket));
+  }
+
+  releaseLater(ticket: LockTicket, holdMs: number): Promise<boolean> {
+    return Promise.resolve().then(() => this.backend.releaseLater(ticket, holdMs));
+  }
+
+  cancel(ticket: LockTicket): Promise<boolean> {
+    return Promise.resolve().then(() => this.backend.cancel(ticket));
+  }
+
+  extend(ticket: LockTicket, ttl: number): Promise<boolean> {
+    return Promise.resolve().then(() => this.backend.extend(ticket, ttl));
+  }
+
+  inspect(key: string): Promise<LockSnapshot> {
+    return Promise.resolve().then(() => this.backend.inspect(key));
+  }
+
+  get wakeReady(): boolean {
+    return !this.closed;
+  }
+
+  subscribeWakes(): Promise<void> {
+    return this.closed ? Promise.reject(new Error('store closed')) : Promise.resolve();
+  }
+
+  async close(): Promise<void> {
+    // Its waiters' places are skipped from now on, as a closed subscription's are in Redis.
+    this.closed = true;
+    this.backend.closeSession(this.id);
+  }
+}
+
+/** The service part of a token: `<service>:<n>~<claim window ms>`. */
+function sessionOf(token: string): string {
+  return token.slice(0, token.indexOf(':'));
+}
+
+/** How long a grant to `token` stays reserved: the claim window its ticket carries. */
+function claimWindowOf(token: string): number {
+  return Number(token.slice(token.lastIndexOf('~') + 1));
+}

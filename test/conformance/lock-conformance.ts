@@ -1,0 +1,241 @@
+// The properties every store must give the engine, written once and run against each store
+// (redis.conformance.spec.ts, memory.conformance.spec.ts). A store that cannot give one names it in
+// `cannot`, with the reason: the test is then reported as skipped under that name, never left out.
+import { describe, expect, it } from '@jest/globals';
+import {
+  LockAbortedError,
+  LockKeyError,
+  LockLostError,
+  LockOptionsError,
+  type LockService,
+  LockServiceClosedError,
+  type LockServiceOptions,
+  LockTimeoutError,
+} from '../../lib';
+import { abortedAt, elapsedSince, outcome, until } from '../support/lock-fixtures';
+
+/** A service on the store under test (several share its locks); closed after the test by the caller. */
+export type ServiceFactory = (options?: LockServiceOptions) => LockService;
+
+/** Properties a store may be unable to give; each is tested by the store's own suites where it can. */
+export type Property = 'exclusion across processes' | 'surviving a store outage';
+
+/** Scheduling and a round trip or two on a loaded 2-core machine. */
+const slack = 150;
+
+export function describeConformance(
+  store: string,
+  service: ServiceFactory,
+  cannot: Partial<Record<Property, string>> = {},
+): void {
+  const queued = async (locks: LockService, key: string, n: number) => {
+    await until(
+      () => locks.inspect(key),
+      (info) => info.queueLength === n,
+    );
+  };
+
+  describe(`store conformance: ${store}`, () => {
+    it('exclusion: one holder at a time, across services sharing the store', async () => {
+      const [a, b] = [service(), service()];
+      let inside = 0;
+      let most = 0;
+      const work = (locks: LockService) =>
+        locks.using('ex', async () => {
+          inside++;
+          most = Math.max(most, inside);
+          await new Promise((resolve) => setImmediate(resolve));
+          inside--;
+        });
+      await Promise.all(Array.from({ length: 20 }, (_, i) => work(i % 2 ? a : b)));
+      expect(most).toBe(1);
+    });
+
+    it('FIFO with no barging: grants follow arrival; a try-once newcomer never jumps the queue', async () => {
+      const [a, b] = [service(), service()];
+      const holder = await a.acquire('fifo');
+      const order: number[] = [];
+      const waiting: Promise<void>[] = [];
+      for (let i = 0; i < 6; i++) {
+        const locks = i % 2 ? a : b;
+        waiting.push(
+          locks.acquire('fifo', { waitTimeout: 10_000 }).then(async (lease) => {
+            order.push(i);
+            await lease.release();
+          }),
+        );
+        await queued(a, 'fifo', i + 1);
+      }
+      expect(await service().tryAcquire('fifo')).toBeNull();
+      await holder.release();
+      await Promise.all(waiting);
+      expect(order).toEqual([0, 1, 2, 3, 4, 5]);
+    });
+
+    it('waitTimeout: a waiter gives up with LockTimeoutError and leaves the queue', async () => {
+      const locks = service();
+      const holder = await locks.acquire('wt');
+      const started = performance.now();
+      const { error } = await outcome(service().acquire('wt', { waitTimeout: 200 }));
+      expect(error).toBeInstanceOf(LockTimeoutError);
+      expect(elapsedSince(started)).toBeGreaterThanOrEqual(199);
+      expect((await locks.inspect('wt')).queueLength).toBe(0);
+      await holder.release();
+    });
+
+    it('AbortSignal: an aborted wait rejects with LockAbortedError and leaves the queue', async () => {
+      const locks = service();
+      const holder = await locks.acquire('abort');
+      const controller = new AbortController();
+      const waiting = outcome(locks.acquire('abort', { waitTimeout: 10_000, signal: controller.signal }));
+      await queued(locks, 'abort', 1);
+      controller.abort();
+      expect((await waiting).error).toBeInstanceOf(LockAbortedError);
+      await queued(locks, 'abort', 0);
+      await holder.release();
+    });
+
+    it('tryAcquire: a lease when free, null when held, never a wait', async () => {
+      const [a, b] = [service(), service()];
+      const lease = await a.tryAcquire('try');
+      expect(lease).not.toBeNull();
+      expect(await b.tryAcquire('try')).toBeNull();
+      await expect(b.acquire('try', { waitTimeout: 0 })).rejects.toBeInstanceOf(LockTimeoutError);
+      await lease?.release();
+      expect(await b.tryAcquire('try')).not.toBeNull();
+    });
+
+    it('reentrancy: a nested call in the same chain reuses the lease; another chain waits', async () => {
+      const locks = service();
+      const fences = await locks.using('re', async (outer) => {
+        const inner = await locks.using('re', async (nested) => nested.fence);
+        expect(await locks.tryAcquire('re')).not.toBeNull(); // the same chain: reentrant
+        const elsewhere = await new Promise<unknown>((resolve) =>
+          setImmediate(() => resolve(service().tryAcquire('re'))),
+        );
+        expect(elsewhere).toBeNull();
+        return [outer.fence, inner];
+      });
+      expect(fences[0]).toBe(fences[1]);
+    });
+
+    it('fences strictly increase with every grant: acquire, hand-off, takeover after expiry', async () => {
+      const [a, b] = [service(), service()];
+      const first = await a.acquire('fence', { ttl: 200, renew: false });
+      const handed = b.acquire('fence', { waitTimeout: 5_000 });
+      await queued(a, 'fence', 1);
+      await first.release();
+      const second = await handed;
+      const third = await a
+        .acquire('fence', { waitTimeout: 5_000, ttl: 100, renew: false })
+        .catch(() => undefined);
+      expect(third).toBeUndefined(); // second still holds it (30 s ttl)
+      await second.release();
+      const expiring = await a.acquire('fence', { ttl: 100, renew: false });
+      const takeover = await b.acquire('fence', { waitTimeout: 5_000 });
+      expect([first.fence, second.fence, expiring.fence, takeover.fence]).toEqual(
+        [first.fence, second.fence, expiring.fence, takeover.fence].sort((x, y) => x - y),
+      );
+      expect(new Set([first.fence, second.fence, expiring.fence, takeover.fence]).size).toBe(4);
+      await takeover.release();
+    });
+
+    it('an unrenewed lease expires at its ttl: its signal aborts and the next waiter is served', async () => {
+      const [a, b] = [service(), service()];
+      const sent = performance.now();
+      const lease = await a.acquire('expire', { ttl: 300, renew: false });
+      const lost = abortedAt(lease.signal);
+      const next = await b.acquire('expire', { waitTimeout: 5_000 });
+      expect(await lost).toBeLessThan(sent + 300);
+      expect(lease.signal.reason).toBeInstanceOf(LockLostError);
+      expect(elapsedSince(sent)).toBeLessThan(300 + slack);
+      await expect(lease.release()).rejects.toMatchObject({ code: 'LOCK_NOT_HELD' });
+      await next.release();
+    });
+
+    it('renewal keeps a lease held through several ttls of work', async () => {
+      const locks = service();
+      const observer = service();
+      await locks.using(
+        'renew',
+        async (lease) => {
+          const end = performance.now() + 1_000;
+          while (performance.now() < end) {
+            expect((await observer.inspect('renew')).holder).toBe(lease.token);
+            expect(lease.signal.aborted).toBe(false);
+            await new Promise((resolve) => setTimeout(resolve, 25));
+          }
+        },
+        { ttl: 200 },
+      );
+      expect((await observer.inspect('renew')).held).toBe(false);
+    });
+
+    it('inspect: holder, ttl, queue length and last fence, read in one step', async () => {
+      const locks = service();
+      expect(await locks.inspect('info')).toMatchObject({
+        held: false,
+        holder: null,
+        ttl: 0,
+        queueLength: 0,
+      });
+      const lease = await locks.acquire('info', { ttl: 5_000 });
+      const waiting = service().acquire('info', { waitTimeout: 5_000 });
+      await queued(locks, 'info', 1);
+      const info = await locks.inspect('info');
+      expect(info).toMatchObject({
+        key: 'info',
+        held: true,
+        holder: lease.token,
+        queueLength: 1,
+        fence: lease.fence,
+      });
+      expect(info.ttl).toBeGreaterThan(4_000);
+      expect(info.ttl).toBeLessThanOrEqual(5_000);
+      await lease.release();
+      await (await waiting).release();
+    });
+
+    it('close(): waiters reject with LockServiceClosedError, holders lose their lease, others go on', async () => {
+      const [closing, other] = [service(), service()];
+      const held = await closing.acquire('close-a', { ttl: 5_000 });
+      const blocker = await other.acquire('close-b');
+      const waiter = outcome(closing.acquire('close-b', { waitTimeout: 10_000 }));
+      await queued(other, 'close-b', 1);
+      const behind = other.acquire('close-a', { waitTimeout: 5_000 });
+      await queued(other, 'close-a', 1);
+      await closing.close();
+      expect((await waiter).error).toBeInstanceOf(LockServiceClosedError);
+      expect(held.signal.aborted).toBe(true);
+      // The closed service's lock was released and handed on; its queue place was given up.
+      await (await behind).release();
+      expect((await other.inspect('close-b')).queueLength).toBe(0);
+      await expect(closing.acquire('x')).rejects.toBeInstanceOf(LockServiceClosedError);
+      await blocker.release();
+    });
+
+    it('bad input is a typed error, before the store is asked anything', async () => {
+      const locks = service();
+      await expect(locks.acquire('a{b}')).rejects.toBeInstanceOf(LockKeyError);
+      await expect(locks.acquire('', {})).rejects.toBeInstanceOf(LockKeyError);
+      await expect(locks.acquire('k', { ttl: 9 })).rejects.toBeInstanceOf(LockOptionsError);
+      await expect(locks.tryAcquire('k', { minHold: -1 })).rejects.toBeInstanceOf(LockOptionsError);
+      expect(await locks.inspect('k')).toMatchObject({ held: false, queueLength: 0 });
+    });
+
+    it('minHold: a release before it keeps the lock held until then', async () => {
+      const locks = service();
+      const lease = await locks.acquire('mh', { minHold: 300 });
+      const granted = performance.now();
+      await lease.release();
+      expect((await locks.inspect('mh')).holder).toBe(lease.token);
+      const next = await service().acquire('mh', { waitTimeout: 5_000 });
+      expect(elapsedSince(granted)).toBeGreaterThanOrEqual(299);
+      await next.release();
+    });
+
+    for (const [property, reason] of Object.entries(cannot)) {
+      it.skip(`${property}: not given by this store (${reason})`, () => {});
+    }
+  });
+}

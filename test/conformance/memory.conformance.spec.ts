@@ -1,0 +1,30 @@
+// The store conformance suite against the in-memory store: every service of a test shares one backend,
+// as several instances of an app share one Redis. No redis-server is involved.
+import { afterEach, beforeEach } from '@jest/globals';
+import { LockService, MemoryLockBackend } from '../../lib';
+import { describeConformance } from './lock-conformance';
+
+let backend: MemoryLockBackend;
+let services: LockService[] = [];
+
+beforeEach(() => {
+  backend = new MemoryLockBackend();
+});
+
+afterEach(async () => {
+  await Promise.all(services.splice(0).map((service) => service.close()));
+  services = [];
+});
+
+describeConformance(
+  'memory',
+  (options) => {
+    const service = new LockService(backend, options);
+    services.push(service);
+    return service;
+  },
+  {
+    'exclusion across processes': 'its locks live in one process',
+    'surviving a store outage': 'it is in the process: it goes down with it',
+  },
+);
