@@ -66,7 +66,8 @@ function sample(): Record<string, unknown> {
     leases: Set<unknown>;
     orphans: Map<unknown, unknown>;
     running: Set<unknown>;
-    wake: { subscriber?: NodeJS.EventEmitter };
+    // The Redis store's wake-up subscription (lib/store/redis-store.ts).
+    store: { wake: { subscriber?: NodeJS.EventEmitter } };
   };
   return {
     type: 'sample',
@@ -76,7 +77,7 @@ function sample(): Record<string, unknown> {
     external: memory.external,
     resources,
     resourceTotal: Object.values(resources).reduce((a, b) => a + b, 0),
-    listeners: listeners(redis) + listeners(internals.wake.subscriber),
+    listeners: listeners(redis) + listeners(internals.store.wake.subscriber),
     processListeners: process.eventNames().reduce((n, name) => n + process.listenerCount(name), 0),
     waiters: internals.waiters.size,
     leases: internals.leases.size,
