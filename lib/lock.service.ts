@@ -34,6 +34,7 @@ import {
   type WakeHandlers,
   type WakeMessage,
 } from './store/lock-store';
+import { MemoryLockBackend } from './store/memory-store';
 import { isIoredisClient, type RedisClient, RedisLockStore } from './store/redis-store';
 
 export { isIoredisClient } from './store/redis-store';
@@ -106,6 +107,15 @@ export class LockService {
       granted: (waiter, grant) =>
         this.lease(waiter.ticket, waiter.key, grant.fence, grant.validUntil, waiter.terms, grant.confirmed),
     };
+  }
+
+  /**
+   * A service whose locks live in this process (a MemoryLockBackend of its own): for unit tests of code
+   * that uses LockService, with no Redis. To share locks between several services, give them one
+   * `new MemoryLockBackend()` instead.
+   */
+  static inMemory(options?: LockServiceOptions): LockService {
+    return new LockService(new MemoryLockBackend(), options);
   }
 
   /**

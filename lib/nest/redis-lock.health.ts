@@ -14,6 +14,8 @@ export interface RedisLockHealthStatus {
   responseTime?: number;
   /** Why it is down. */
   message?: string;
+  /** 'memory' when the locks are kept in this process (a MemoryLockBackend): up while it runs. */
+  store?: 'memory';
 }
 
 export type RedisLockHealthResult = Record<string, RedisLockHealthStatus>;
@@ -61,7 +63,7 @@ export class RedisLockHealthIndicator {
     }
     const client = this.locks.redisClient;
     // An in-memory store is in this process: reachable whenever the process answers.
-    if (!client) return { [key]: { status: 'up', responseTime: 0 } };
+    if (!client) return { [key]: { status: 'up', store: 'memory' } };
     // A client that is not connected would park the PING in its offline queue: report at once.
     if (client.status !== 'ready') return down(`Redis connection is ${client.status}`);
     const started = performance.now();

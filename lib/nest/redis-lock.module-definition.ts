@@ -13,6 +13,7 @@ import {
   HttpAdapterHost,
 } from '@nestjs/core';
 import { LockOptionsError } from '../errors/lock-options.error';
+import type { LockService } from '../lock.service';
 import { describeValue } from '../lock-options';
 import { LockInterceptor } from './lock.interceptor';
 import { LockHttpErrorsInterceptor } from './lock-http.errors';
@@ -105,9 +106,11 @@ function addProviders(definition: DynamicModule, extras: RedisLockModuleExtras):
     },
     { provide: serviceToken, inject: [RedisLockContext], useFactory: (c: RedisLockContext) => c.service },
     {
+      // Through the service's own token, so that Test.createTestingModule(...).overrideProvider(
+      // LockService) (or a named configuration's token) is what @Locked methods use too.
       provide: interceptorToken,
-      inject: [RedisLockContext],
-      useFactory: (c: RedisLockContext) => new LockInterceptor(c.service),
+      inject: [serviceToken],
+      useFactory: (service: LockService) => new LockInterceptor(service),
     },
     {
       provide: healthToken,
