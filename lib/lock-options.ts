@@ -166,10 +166,11 @@ function checkKnownKeys(object: object, known: readonly string[], what: string):
   }
 }
 
-function milliseconds(name: string, value: unknown, min: number): number {
+/** `also`: what else the option accepts, said in the message (as for waitTimeout's Infinity). */
+function milliseconds(name: string, value: unknown, min: number, also = ''): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_MS) {
     throw new LockOptionsError(
-      `${name} must be an integer number of milliseconds between ${min} and ${MAX_MS}, got ${describe(value)}.`,
+      `${name} must be an integer number of milliseconds between ${min} and ${MAX_MS}${also}, got ${describe(value)}.`,
     );
   }
   return value;
@@ -178,13 +179,7 @@ function milliseconds(name: string, value: unknown, min: number): number {
 /** A wait in ms: an integer from 0 up to what a timer holds, or Infinity for no limit. */
 function waitMilliseconds(name: string, value: unknown): number {
   if (value === Number.POSITIVE_INFINITY) return value;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_MS) {
-    throw new LockOptionsError(
-      `${name} must be an integer number of milliseconds between 0 and ${MAX_MS}, or Infinity to wait ` +
-        `without limit, got ${describe(value)}.`,
-    );
-  }
-  return value;
+  return milliseconds(name, value, 0, ', or Infinity to wait without limit');
 }
 
 function optionalBoolean(name: string, value: unknown): boolean | undefined {

@@ -105,7 +105,7 @@ export class LockService {
       unregister: (waiter) => waiters.delete(waiter.token),
       orphan: (ticket, lifetime) => this.adopt(ticket, lifetime),
       granted: (waiter, grant) =>
-        this.lease(waiter.ticket, waiter.key, grant.fence, grant.validUntil, waiter.terms, grant.confirmed),
+        this.lease(waiter.ticket, grant.fence, grant.validUntil, waiter.terms, grant.confirmed),
     };
   }
 
@@ -314,7 +314,7 @@ export class LockService {
   ): Promise<Lease | null> {
     const { key } = ticket;
     const reply = await this.store.acquire(ticket, 'try', 0);
-    if (reply.granted) return this.lease(ticket, key, reply.fence, started + options.ttl, options, true);
+    if (reply.granted) return this.lease(ticket, reply.fence, started + options.ttl, options, true);
     if (options.waitTimeout === 0) {
       if (busyIsTimeout) throw new LockTimeoutError(key, 0);
       return null;
@@ -330,23 +330,22 @@ export class LockService {
 
   private wait(ticket: LockTicket, started: number, options: ResolvedAcquireOptions): Promise<HeldLease> {
     const { waitTimeout, signal } = options;
-    return new Waiter(this.waiterHost, ticket, ticket.key, started, waitTimeout, signal, options).run();
+    return new Waiter(this.waiterHost, ticket, started, waitTimeout, signal, options).run();
   }
 
   private lease(
     ticket: LockTicket,
-    key: string,
     fence: number,
     validUntil: number,
     terms: LeaseTerms,
     confirmed: boolean,
   ): HeldLease {
-    const lease = new HeldLease(this.leaseHost, ticket, key, fence, validUntil, terms, confirmed);
+    const lease = new HeldLease(this.leaseHost, ticket, fence, validUntil, terms, confirmed);
     this.leases.add(lease);
     if (this.closed) {
       // close() ran while this grant was in flight: do not leave it held.
       lease.release().catch(() => {});
-      throw new LockServiceClosedError(key);
+      throw new LockServiceClosedError(ticket.key);
     }
     return lease;
   }

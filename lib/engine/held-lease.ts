@@ -51,7 +51,6 @@ export class HeldLease implements Lease {
   constructor(
     private readonly host: LeaseHost,
     private readonly ticket: LockTicket,
-    key: string,
     fence: number,
     validUntil: number,
     terms: LeaseTerms,
@@ -60,7 +59,7 @@ export class HeldLease implements Lease {
   ) {
     this.renew = terms.renew;
     this.minHold = terms.minHold;
-    this.key = key;
+    this.key = ticket.key;
     this.token = ticket.token;
     this.fence = fence;
     this.ttl = ticket.ttl;

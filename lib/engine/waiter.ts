@@ -63,7 +63,6 @@ export class Waiter<T> {
   constructor(
     private readonly host: WaiterHost<T>,
     readonly ticket: LockTicket,
-    readonly key: string,
     private readonly started: number,
     waitTimeout: number,
     private readonly signal: AbortSignal | undefined,
@@ -80,6 +79,10 @@ export class Waiter<T> {
 
   get token(): string {
     return this.ticket.token;
+  }
+
+  get key(): string {
+    return this.ticket.key;
   }
 
   /** Joins the queue and resolves when granted; rejects with a typed error otherwise. */
@@ -151,7 +154,7 @@ export class Waiter<T> {
     const sent = now();
     // A waiter without a deadline (waitTimeout Infinity) still leaves a queue key that expires; it
     // refreshes it each time it joins, as every waiter does.
-    const queueTtl = Math.min(MAX_MS, Math.max(1, Math.ceil(this.deadline - sent))) + this.ticket.claimWindow;
+    const queueTtl = Math.max(1, Math.ceil(this.timeLeft(sent))) + this.ticket.claimWindow;
     this.host.store.acquire(this.ticket, first ? 'join' : 'wait', queueTtl).then(
       (reply) => this.checked(reply, sent),
       (error: unknown) => {
@@ -184,6 +187,11 @@ export class Waiter<T> {
     // is gone: its grant lasts at most that long.
     const hold = Math.max(reply.ownerTtl, 0);
     this.scheduleCheck(hold + (reply.isHead ? 1 : this.host.claimWindow));
+  }
+
+  /** ms from `at` to the deadline, at most what a timer holds (a waiter without a deadline has none). */
+  private timeLeft(at: number): number {
+    return Math.min(MAX_MS, this.deadline - at);
   }
 
   private scheduleCheck(delay: number): void {
@@ -243,11 +251,7 @@ export class Waiter<T> {
     // grant to this token is passed on when it arrives (or, unconfirmed, expires after a claim window).
     this.cancelled = this.host.store.cancel(this.ticket).then(
       () => undefined,
-      () =>
-        this.host.orphan(
-          this.ticket,
-          Math.min(MAX_MS, Math.max(0, this.deadline - now())) + 2 * this.ticket.claimWindow,
-        ),
+      () => this.host.orphan(this.ticket, Math.max(0, this.timeLeft(now())) + 2 * this.ticket.claimWindow),
     );
   }
 

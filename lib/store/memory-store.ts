@@ -21,6 +21,7 @@ import type {
   WakeHandlers,
   WakeMessage,
 } from './lock-store';
+import { claimWindowOf, instanceOf, lockToken } from './token';
 
 interface LockState {
   owner: string | null;
@@ -107,11 +108,11 @@ export class MemoryLockBackend implements LockBackend {
   }
 
   private deliver(token: string, message: WakeMessage): boolean {
-    const handlers = this.sessions.get(sessionOf(token));
+    const handlers = this.sessions.get(instanceOf(token));
     if (!handlers) return false;
     queueMicrotask(() => {
       // The service may have closed since: a push to a closed subscription goes nowhere.
-      if (this.sessions.get(sessionOf(token)) === handlers) handlers.onWake(message);
+      if (this.sessions.get(instanceOf(token)) === handlers) handlers.onWake(message);
     });
     return true;
   }
@@ -275,7 +276,7 @@ class MemoryLockStore implements LockStore {
   ) {}
 
   ticket(key: string, ttl: number, claimWindow: number): LockTicket {
-    return { key, token: `${this.id}:${(++this.sequence).toString(36)}~${claimWindow}`, ttl, claimWindow };
+    return { key, token: lockToken(this.id, ++this.sequence, claimWindow), ttl, claimWindow };
   }
 
   // Every call answers on a later turn, as a round trip would: callers never see a reply within the
@@ -317,14 +318,4 @@ class MemoryLockStore implements LockStore {
     this.closed = true;
     this.backend.closeSession(this.id);
   }
-}
-
-/** The service part of a token: `<service>:<n>~<claim window ms>`. */
-function sessionOf(token: string): string {
-  return token.slice(0, token.indexOf(':'));
-}
-
-/** How long a grant to `token` stays reserved: the claim window its ticket carries. */
-function claimWindowOf(token: string): number {
-  return Number(token.slice(token.lastIndexOf('~') + 1));
 }

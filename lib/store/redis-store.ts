@@ -17,6 +17,7 @@ import type {
   LockTicket,
   WakeHandlers,
 } from './lock-store';
+import { lockToken } from './token';
 
 export type { RedisClient } from '../protocol/lock-scripts';
 
@@ -89,7 +90,7 @@ export class RedisLockStore implements LockStore {
     const ticket: RedisTicket = {
       key,
       keys: lockKeys(this.options.prefix, key),
-      token: `${this.instanceId}:${(++this.sequence).toString(36)}~${claimWindow}`,
+      token: lockToken(this.instanceId, ++this.sequence, claimWindow),
       ttl,
       claimWindow,
       channelPrefix: this.channelPrefix,

@@ -43,21 +43,27 @@ function recordingFake() {
   return fake;
 }
 
+/** An app with both configurations on the test server, the service behind `token` replaced by `fake`. */
+async function appOverriding(token: unknown, fake: object) {
+  const moduleRef = await Test.createTestingModule({
+    imports: [
+      RedisLockModule.forRoot({ url: server().url }),
+      RedisLockModule.forRoot({ url: server().url, name: 'fast' }),
+    ],
+    providers: [Orders],
+  })
+    .overrideProvider(token as never)
+    .useValue(fake)
+    .compile();
+  const app = moduleRef.createNestApplication({ logger: false });
+  await app.init();
+  return app;
+}
+
 describe('overriding the lock service in a Nest test', () => {
   it('overrideProvider(LockService) is what @Locked methods use', async () => {
     const fake = recordingFake();
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        RedisLockModule.forRoot({ url: server().url }),
-        RedisLockModule.forRoot({ url: server().url, name: 'fast' }),
-      ],
-      providers: [Orders],
-    })
-      .overrideProvider(LockService)
-      .useValue(fake)
-      .compile();
-    const app = moduleRef.createNestApplication({ logger: false });
-    await app.init();
+    const app = await appOverriding(LockService, fake);
     try {
       expect(await app.get(Orders).pay(7)).toBe('paid 7');
       expect(fake.calls).toEqual([
@@ -72,18 +78,7 @@ describe('overriding the lock service in a Nest test', () => {
 
   it("a named configuration's token is overridden the same way", async () => {
     const fake = recordingFake();
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        RedisLockModule.forRoot({ url: server().url }),
-        RedisLockModule.forRoot({ url: server().url, name: 'fast' }),
-      ],
-      providers: [Orders],
-    })
-      .overrideProvider(getLockServiceToken('fast'))
-      .useValue(fake)
-      .compile();
-    const app = moduleRef.createNestApplication({ logger: false });
-    await app.init();
+    const app = await appOverriding(getLockServiceToken('fast'), fake);
     try {
       expect(await app.get(Orders).refund(3)).toBe('refunded 3');
       expect(fake.calls.map((call) => call.key)).toEqual(['refund:3']);

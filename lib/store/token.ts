@@ -1,0 +1,20 @@
+/**
+ * The shape of a waiter's or owner's token, shared by the stores: `<instance>:<n>~<claim window ms>`.
+ * The instance names the service whose wake-ups reach it; the claim window tells whoever hands the lock
+ * on how long to reserve it (the Redis scripts read the same two parts: common.lua).
+ */
+
+/** The token of call number `n` of store instance `instance`. */
+export function lockToken(instance: string, n: number, claimWindow: number): string {
+  return `${instance}:${n.toString(36)}~${claimWindow}`;
+}
+
+/** The instance part of a token. */
+export function instanceOf(token: string): string {
+  return token.slice(0, token.indexOf(':'));
+}
+
+/** How long a grant to `token` stays reserved until it confirms, ms. */
+export function claimWindowOf(token: string): number {
+  return Number(token.slice(token.lastIndexOf('~') + 1));
+}
