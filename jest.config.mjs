@@ -19,6 +19,9 @@ export const SINGLE_SERVER_SUITES = [
   'test/nest/smoke.spec.ts',
 ];
 
+/** The suites that need no Redis at all (the testing module on the in-memory store). */
+export const NO_REDIS_SUITES = ['test/testing/readme-example.spec.ts', 'test/testing/testing-module.spec.ts'];
+
 const probe = spawnSync('redis-server', ['--version']);
 /** Whether redis-server runs from PATH (scripts/check-redis.mjs reads it too). */
 export const REDIS_SERVER_INSTALLED = !probe.error && probe.status === 0;
@@ -30,11 +33,12 @@ export default {
   rootDir: '.',
   testEnvironment: 'node',
   testMatch: external
-    ? SINGLE_SERVER_SUITES.map((suite) => `<rootDir>/${suite}`)
+    ? [...SINGLE_SERVER_SUITES, ...NO_REDIS_SUITES].map((suite) => `<rootDir>/${suite}`)
     : ['<rootDir>/test/**/*.spec.ts'],
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: {
     '^nestjs-redis-lock$': '<rootDir>/lib/index.ts',
+    '^nestjs-redis-lock/testing$': '<rootDir>/lib/testing/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {

@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 // The test suites start their own redis-server processes; say how to get one before jest starts.
-import { REDIS_SERVER_INSTALLED, SINGLE_SERVER_SUITES } from '../jest.config.mjs';
+import { NO_REDIS_SUITES, REDIS_SERVER_INSTALLED, SINGLE_SERVER_SUITES } from '../jest.config.mjs';
 
 if (!REDIS_SERVER_INSTALLED) {
   if (process.env.REDIS_URL) {
     console.error(
       [
         `redis-server was not found on PATH: running only the ${SINGLE_SERVER_SUITES.length} suites that need just one`,
-        `server, one at a time, against REDIS_URL (${redact(process.env.REDIS_URL)}). That server is never paused,`,
+        `server, one at a time, against REDIS_URL (${redact(process.env.REDIS_URL)}), and the ${NO_REDIS_SUITES.length} that need`,
+        'none (the testing module on the in-memory store). That server is never paused,',
         'restarted or flushed. The other suites need redis-server: install it to run them all.',
       ].join('\n'),
     );

@@ -6,7 +6,9 @@
 //   3. a Nest 11 CommonJS app (`require`), each installed from the tarball in a temp dir, against a
 //      redis-server started here on a free port. Each app runs a @Locked method twice concurrently
 //      (the calls must exclude each other), calls LockService.using, closes, and must then exit by
-//      itself (no timer or socket left open).
+//      itself (no timer or socket left open). Then the `nestjs-redis-lock/testing` entry: the same
+//      @Locked pair on RedisLockTestingModule (in memory, no connection), and a TypeScript file importing
+//      both entries, type-checked with the leg's module resolution (nodenext for ESM, node10 for CommonJS).
 // Needs `npm run build` first and redis-server on PATH. PACK_SMOKE_KEEP=1 keeps the temp dir.
 // Exits non-zero on any failure.
 import { spawn } from 'node:child_process';
@@ -23,16 +25,21 @@ const RUN_TIMEOUT = 60_000;
 /** After app.close() the process must be gone within this long. */
 const EXIT_AFTER_CLOSE = 5_000;
 
+/** What the type check of a consumer's TypeScript needs. */
+const TYPES = ['typescript@^5', '@types/node@^20'];
+
 const LEGS = [
   {
     name: 'nest12-esm',
     esm: true,
-    deps: ['@nestjs/common@^12', '@nestjs/core@^12', 'reflect-metadata', 'rxjs', 'ioredis@^6'],
+    deps: ['@nestjs/common@^12', '@nestjs/core@^12', 'reflect-metadata', 'rxjs', 'ioredis@^6', ...TYPES],
+    tsconfig: { module: 'nodenext', moduleResolution: 'nodenext' },
   },
   {
     name: 'nest11-cjs',
     esm: false,
-    deps: ['@nestjs/common@^11', '@nestjs/core@^11', 'reflect-metadata', 'rxjs', 'ioredis@^5'],
+    deps: ['@nestjs/common@^11', '@nestjs/core@^11', 'reflect-metadata', 'rxjs', 'ioredis@^5', ...TYPES],
+    tsconfig: { module: 'commonjs', moduleResolution: 'node10' },
   },
 ];
 
@@ -105,7 +112,15 @@ async function pack() {
   const [info] = JSON.parse(res.stdout.slice(res.stdout.indexOf('[')));
   const files = info.files.map((f) => f.path);
   const problems = [];
-  for (const must of ['package.json', 'README.md', 'LICENSE', 'dist/index.js', 'dist/index.d.ts']) {
+  for (const must of [
+    'package.json',
+    'README.md',
+    'LICENSE',
+    'dist/index.js',
+    'dist/index.d.ts',
+    'dist/testing/index.js',
+    'dist/testing/index.d.ts',
+  ]) {
     if (!files.includes(must)) problems.push(`missing ${must}`);
   }
   // The Lua scripts are embedded by scripts/embed-lua.mjs into this module; no .lua file is read at run time.
@@ -200,12 +215,14 @@ function appSource(esm, leg) {
     ? `import 'reflect-metadata';
 import { Inject, Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { RedisLockModule, LockService, Locked } from 'nestjs-redis-lock';`
+import { RedisLockModule, LockService, Locked } from 'nestjs-redis-lock';
+import { RedisLockTestingModule, LockService as TestingEntryLockService } from 'nestjs-redis-lock/testing';`
     : `'use strict';
 require('reflect-metadata');
 const { Injectable, Module } = require('@nestjs/common');
 const { NestFactory } = require('@nestjs/core');
-const { RedisLockModule, LockService, Locked } = require('nestjs-redis-lock');`;
+const { RedisLockModule, LockService, Locked } = require('nestjs-redis-lock');
+const { RedisLockTestingModule, LockService: TestingEntryLockService } = require('nestjs-redis-lock/testing');`;
 
   const decorate = esm
     ? `// Decorators called by hand.
@@ -221,7 +238,9 @@ Object.defineProperty(
 Inject(LockService)(OrderService, undefined, 0);
 Injectable()(OrderService);
 class AppModule {}
-Module({ imports: [RedisLockModule.forRoot({ url: process.env.REDIS_URL })], providers: [OrderService] })(AppModule);`
+Module({ imports: [RedisLockModule.forRoot({ url: process.env.REDIS_URL })], providers: [OrderService] })(AppModule);
+class TestAppModule {}
+Module({ imports: [RedisLockTestingModule.forRoot()], providers: [OrderService] })(TestAppModule);`
     : `// What tsc emits for decorators (with emitDecoratorMetadata), through Reflect.decorate.
 Object.defineProperty(
   OrderService.prototype,
@@ -238,6 +257,11 @@ let AppModule = class AppModule {};
 AppModule = Reflect.decorate(
   [Module({ imports: [RedisLockModule.forRoot({ url: process.env.REDIS_URL })], providers: [OrderService] })],
   AppModule,
+);
+let TestAppModule = class TestAppModule {};
+TestAppModule = Reflect.decorate(
+  [Module({ imports: [RedisLockTestingModule.forRoot()], providers: [OrderService] })],
+  TestAppModule,
 );`;
 
   return `${imports}
@@ -301,6 +325,22 @@ async function main() {
     check((await locks.inspect(usingKey)).held === false, 'using() released the lock');
   } finally {
     await app.close();
+  }
+
+  // The testing entry: the same tokens on the in-memory store, no connection.
+  check(TestingEntryLockService === LockService, 'nestjs-redis-lock/testing exports the same LockService');
+  const testApp = await NestFactory.createApplicationContext(TestAppModule, { logger: ['error', 'warn'] });
+  try {
+    const orders = testApp.get(OrderService);
+    const locks = testApp.get(LockService);
+    check(orders.locks === locks, 'the testing module provides LockService');
+    check(locks.redisClient === undefined, 'the testing module opens no Redis connection');
+    const [a, b] = await Promise.all([orders.pay('t-1', 'a'), orders.pay('t-1', 'b')]);
+    check(orders.maxRunning === 1, '@Locked on the testing module excludes (max running ' + orders.maxRunning + ')');
+    check(a.key === 'order:t-1' && b.fence > 0 && a.fence !== b.fence, 'testing module leases: ' + a.fence + ', ' + b.fence);
+    result.testingMaxRunning = orders.maxRunning;
+  } finally {
+    await testApp.close();
   }
   console.log('PACK_SMOKE_CLOSED ' + JSON.stringify(result));
   // Diagnostics only (read by the parent if the process does not exit): what is still open right now.
@@ -382,12 +422,45 @@ async function runLeg(leg, tarball, redisUrl) {
   } else if (!result) {
     out.detail = 'exited 0 without reporting app.close()';
   } else {
-    out.ok = true;
+    const types = await typeCheck(dir, leg);
+    out.ok = types.ok;
     out.detail =
-      `@Locked pair ${result.lockedMs} ms (max concurrent ${result.maxRunning}), ` +
-      `exited ${Math.max(0, app.end - closedAt)} ms after app.close()`;
+      `@Locked pair ${result.lockedMs} ms (max concurrent ${result.maxRunning}; testing module ` +
+      `${result.testingMaxRunning}), exited ${Math.max(0, app.end - closedAt)} ms after app.close(); ` +
+      types.detail;
   }
   return out;
+}
+
+/**
+ * A consumer's TypeScript importing both entries, checked with the leg's module resolution: `exports`
+ * serves nodenext, `typesVersions` serves node10. The @ts-expect-error lines prove the types are real (an
+ * `any` would make them unused, which is an error).
+ */
+const TYPES_SOURCE = `import { LockService, RedisLockModule } from 'nestjs-redis-lock';
+import { MemoryLockBackend, RedisLockTestingModule, type RedisLockTestingOptions } from 'nestjs-redis-lock/testing';
+
+const options: RedisLockTestingOptions = { defaults: { ttl: 5_000 }, backend: new MemoryLockBackend() };
+export const modules = [RedisLockTestingModule.forRoot(options), RedisLockModule.forRoot({ url: 'redis://h:6379' })];
+export const locks: LockService = LockService.inMemory();
+// @ts-expect-error ttl is a number of milliseconds
+RedisLockTestingModule.forRoot({ defaults: { ttl: '5s' } });
+// @ts-expect-error the testing backend is a MemoryLockBackend
+RedisLockTestingModule.forRoot({ backend: 'memory' });
+`;
+
+async function typeCheck(dir, leg) {
+  const file = leg.esm ? 'types.mts' : 'types.ts';
+  writeFileSync(join(dir, file), TYPES_SOURCE);
+  const compilerOptions = { ...leg.tsconfig, strict: true, noEmit: true, target: 'es2022', types: ['node'] };
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: [file] }, null, 2));
+  const tsc = await run(process.execPath, [join(dir, 'node_modules/typescript/bin/tsc'), '-p', dir], {
+    cwd: dir,
+    timeout: RUN_TIMEOUT,
+  });
+  const how = `types checked (${leg.tsconfig.moduleResolution})`;
+  if (tsc.code === 0) return { ok: true, detail: how };
+  return { ok: false, detail: `${how} FAILED:\n${tail(tsc.stdout + tsc.stderr)}` };
 }
 
 // --- main ----------------------------------------------------------------------------------------

@@ -19,16 +19,9 @@ redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemoni
 for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
 
 # A PATH with every command of this one but redis-server and its tools.
-mkdir "$work/bin"
-IFS=: read -ra dirs <<<"$PATH"
-for dir in "${dirs[@]}"; do
-  [ -d "$dir" ] || continue
-  for file in "$dir"/*; do
-    name="$(basename "$file")"
-    case "$name" in redis-*) continue ;; esac
-    [ -x "$file" ] && [ ! -e "$work/bin/$name" ] && ln -s "$file" "$work/bin/$name"
-  done
-done
+# shellcheck source=path-without-redis.sh
+source scripts/path-without-redis.sh
+path_without_redis "$work/bin"
 
 PATH="$work/bin" REDIS_URL="redis://127.0.0.1:$port" npm test
 

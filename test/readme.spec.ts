@@ -1,5 +1,6 @@
 // Every TypeScript snippet in the README must compile against the real API: a doc example that does
-// not compile is a bug.
+// not compile is a bug. The README's unit test (Testing your code) is also run: it is
+// test/testing/readme-example.spec.ts, which must stay identical to it.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,9 +14,19 @@ const snippets = documents.flatMap((doc) =>
   [...readFileSync(join(root, doc), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]),
 );
 
+/** The README snippet that is a jest test file of its own, and the file jest runs. */
+const RUN_SNIPPET_HEADER = '// orders.service.spec.ts';
+const RUN_SNIPPET_FILE = 'test/testing/readme-example.spec.ts';
+
 describe('README and docs/recipes.md', () => {
   it('has TypeScript snippets', () => {
     expect(snippets.length).toBeGreaterThan(0);
+  });
+
+  it(`runs the unit test of "Testing your code" as ${RUN_SNIPPET_FILE}`, () => {
+    const inReadme = snippets.filter((code) => code.startsWith(RUN_SNIPPET_HEADER));
+    expect(inReadme).toHaveLength(1);
+    expect(readFileSync(join(root, RUN_SNIPPET_FILE), 'utf8')).toBe(inReadme[0]);
   });
 
   it.each(snippets.map((code, i) => [i + 1, code]))('snippet %i compiles', (_, code) => {

@@ -1,6 +1,6 @@
 export { InjectLockService, InjectRedisLockHealth } from './inject.decorators';
 export type { KeyResolver, LockKeyFunction, LockKeyTemplate } from './key-template';
-export { LockInterceptor } from './lock.interceptor';
+export { type LockedMethodRunner, LockInterceptor } from './lock.interceptor';
 export { httpExceptionFor, LockHttpErrorsInterceptor } from './lock-http.errors';
 export { LockHttpExceptionFilter } from './lock-http.filter';
 export { Locked, type LockedDecorator, LockedRoute } from './locked.decorator';

@@ -19,6 +19,12 @@ import type { AcquireOptions } from '../lock-options';
 import { LOCKED_ROUTE_METADATA } from './redis-lock.constants';
 import type { LockedSpec } from './redis-lock-options.interface';
 
+/**
+ * What @Locked methods call on their lock service: all a hand-written fake given to
+ * `overrideProvider(LockService)` needs.
+ */
+export type LockedMethodRunner = Pick<LockService, 'using'>;
+
 @Injectable()
 export class LockInterceptor implements NestInterceptor {
   constructor(@Inject(LockService) readonly locks: LockService) {}

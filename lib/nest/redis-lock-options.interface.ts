@@ -1,11 +1,12 @@
 /** Options of RedisLockModule and of @Locked. */
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { LockServiceOptions } from '../lock-options';
+import type { LockBackend } from '../store/lock-store';
 import type { LockKeyTemplate } from './key-template';
 
 /**
  * How the module reaches Redis, plus the LockService options (`prefix`, `defaults`, `claimWindow`, ...).
- * Give exactly one of `client`, `url` or `redis`.
+ * Give exactly one of `client`, `url`, `redis` or `backend`.
  */
 export interface RedisLockModuleOptions extends LockServiceOptions {
   /** An existing ioredis `Redis` or `Cluster`. The module uses it and never closes it. */
@@ -14,6 +15,11 @@ export interface RedisLockModuleOptions extends LockServiceOptions {
   url?: string;
   /** ioredis options; the module opens the connection and closes it on shutdown. With `url`, extra options. */
   redis?: RedisOptions;
+  /**
+   * A lock backend instead of Redis, such as `new MemoryLockBackend()`: locks then hold only among the
+   * services opened on it, in this process. The module never closes it.
+   */
+  backend?: LockBackend;
   /**
    * On application shutdown, how long running @Locked calls (and `using` functions) may take to finish
    * before their leases are released anyway, in ms. Default 5 000.

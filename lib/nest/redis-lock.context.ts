@@ -1,8 +1,8 @@
 /**
- * What one module configuration owns: its LockService and the Redis connection under it. It opens the
- * connection when given `url` or `redis` (and closes it on shutdown), uses a given `client` as is (and
- * never closes it), and on application shutdown lets running locked calls finish for the grace period
- * before releasing every lease, so no renewal timer or lock outlives the application.
+ * What one module configuration owns: its LockService and the store under it. It opens the Redis
+ * connection when given `url` or `redis` (and closes it on shutdown), uses a given `client` or `backend`
+ * as is (and never closes it), and on application shutdown lets running locked calls finish for the
+ * grace period before releasing every lease, so no renewal timer or lock outlives the application.
  */
 import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { Redis } from 'ioredis';
@@ -10,6 +10,8 @@ import { LockOptionsError } from '../errors/lock-options.error';
 import { isIoredisClient, LockService } from '../lock.service';
 import { checkOptionNames, describeValue, SERVICE_OPTION_NAMES, snapshotOptions } from '../lock-options';
 import type { RedisClient } from '../protocol/lock-scripts';
+import { isLockBackend, type LockBackend } from '../store/lock-store';
+import { MemoryLockBackend } from '../store/memory-store';
 import type { RedisLockModuleOptions } from './redis-lock-options.interface';
 
 const DEFAULT_GRACE_PERIOD = 5_000;
@@ -23,6 +25,7 @@ const MODULE_OPTION_NAMES = [
   'client',
   'url',
   'redis',
+  'backend',
   'shutdownGracePeriod',
   'retryAfterSeconds',
   ...SERVICE_OPTION_NAMES,
@@ -36,14 +39,15 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
   private readonly gracePeriod: number;
 
   private constructor(
-    private readonly client: RedisClient,
-    private readonly owned: boolean,
+    store: RedisClient | LockBackend,
+    private readonly owned: RedisClient | undefined,
     options: RedisLockModuleOptions,
   ) {
     const {
       client: _c,
       url: _u,
       redis: _r,
+      backend: _b,
       shutdownGracePeriod,
       retryAfterSeconds,
       ...serviceOptions
@@ -60,15 +64,20 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
       MAX_RETRY_AFTER,
       'seconds',
     );
-    this.service = new LockService(client, serviceOptions);
+    this.service = new LockService(store, serviceOptions);
   }
 
-  /** Validates the options and connects (when the module owns the connection). Throws LockOptionsError. */
-  static create(raw: RedisLockModuleOptions, name?: string): RedisLockContext {
-    const label = `RedisLockModule${name ? ` "${name}"` : ''}`;
+  /**
+   * Validates the options and connects (when the module owns the connection). Throws LockOptionsError.
+   * `memory`: the testing module's configuration, on a MemoryLockBackend (the given `backend` or a new
+   * one); connection options are then accepted and ignored, so one options object serves both modules.
+   */
+  static create(raw: RedisLockModuleOptions, name?: string, memory = false): RedisLockContext {
+    const label = `${memory ? 'RedisLockTestingModule' : 'RedisLockModule'}${name ? ` "${name}"` : ''}`;
     if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
       throw new LockOptionsError(
-        `${label} options must be an object with client, url or redis, got ${describeValue(raw)}.`,
+        `${label} options must be an object${memory ? '' : ' with client, url, redis or backend'}, got ` +
+          `${describeValue(raw)}.`,
       );
     }
     const options = snapshotOptions(raw, `the ${label} options`) as RedisLockModuleOptions;
@@ -81,16 +90,32 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
       }
     }
     checkOptionNames(options, MODULE_OPTION_NAMES, `the ${label} options`);
-    const given = (['client', 'url', 'redis'] as const).filter((k) => options[k] !== undefined);
-    const { url, redis } = options;
+    const { url, redis, backend } = options;
+    if (backend !== undefined && !isLockBackend(backend)) {
+      throw new LockOptionsError(
+        `${label}: backend must be a lock backend such as new MemoryLockBackend(), got ${describeValue(backend)}.`,
+      );
+    }
+    if (memory) {
+      if (backend !== undefined && !(backend instanceof MemoryLockBackend)) {
+        throw new LockOptionsError(
+          `${label}: backend must be a MemoryLockBackend (the testing module keeps its locks in memory), ` +
+            `got ${describeValue(backend)}.`,
+        );
+      }
+      return new RedisLockContext(backend ?? new MemoryLockBackend(), undefined, options);
+    }
+    const given = (['client', 'url', 'redis', 'backend'] as const).filter((k) => options[k] !== undefined);
     if (given.length === 0 || (given.length > 1 && !(given.length === 2 && url !== undefined && redis))) {
       throw new LockOptionsError(
         `${label} needs exactly one connection: \`client\` (an ioredis ` +
-          'Redis or Cluster), `url`, or `redis` (ioredis options; may accompany `url`). Got ' +
+          'Redis or Cluster), `url`, `redis` (ioredis options; may accompany `url`) or `backend` (such as ' +
+          'new MemoryLockBackend()). Got ' +
           (given.length ? given.join(' and ') : 'none') +
           '.',
       );
     }
+    if (backend !== undefined) return new RedisLockContext(backend, undefined, options);
     if (options.client !== undefined) {
       if (!isIoredisClient(options.client)) {
         throw new LockOptionsError(
@@ -98,7 +123,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
             `${describeValue(options.client)}. To let the module connect, pass url or redis instead.`,
         );
       }
-      return new RedisLockContext(options.client, false, options);
+      return new RedisLockContext(options.client, undefined, options);
     }
     if (redis !== undefined && (redis === null || typeof redis !== 'object' || Array.isArray(redis))) {
       throw new LockOptionsError(
@@ -122,7 +147,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
     }
     watchErrors(client, name);
     try {
-      return new RedisLockContext(client, true, options);
+      return new RedisLockContext(client, client, options);
     } catch (error) {
       client.disconnect();
       throw error;
@@ -132,12 +157,12 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
   onModuleInit(): void {
     // Redis being down at start-up must not stop the application: lock calls fail fast with
     // RedisUnavailableError and the health indicator reports it until the connection comes up.
-    if (this.owned && this.client.status === 'wait') this.client.connect().catch(() => {});
+    if (this.owned?.status === 'wait') this.owned.connect().catch(() => {});
   }
 
   async onApplicationShutdown(): Promise<void> {
     await this.service.close({ gracePeriod: this.gracePeriod });
-    if (this.owned) await closeOwned(this.client);
+    if (this.owned) await closeOwned(this.owned);
   }
 }
 

@@ -1,5 +1,5 @@
 /**
- * RedisLockModule's definition, built with ConfigurableModuleBuilder: `forRoot(options)` and
+ * The module definitions, built with ConfigurableModuleBuilder: `forRoot(options)` and
  * `forRootAsync({ imports, inject, useFactory | useClass | useExisting })`, plus the extras `isGlobal`
  * (default true), `name` and `httpErrors`. Each configuration gets its own providers; a named one
  * exports them under named tokens so several can coexist in one application.
@@ -24,73 +24,116 @@ import { RedisLockHealthIndicator } from './redis-lock.health';
 import { getLockInterceptorToken, getLockServiceToken, getRedisLockHealthToken } from './redis-lock.tokens';
 import type { RedisLockModuleExtras, RedisLockModuleOptions } from './redis-lock-options.interface';
 
-const built = new ConfigurableModuleBuilder<RedisLockModuleOptions>({ moduleName: 'RedisLock' })
-  .setClassMethodName('forRoot')
-  .setFactoryMethodName('createRedisLockOptions')
-  // `name` is listed (undefined by default) so that forRoot() keeps it out of the lock options too.
-  .setExtras<RedisLockModuleExtras>({ isGlobal: true, httpErrors: true, name: undefined }, addProviders)
-  .build();
-
-export const { MODULE_OPTIONS_TOKEN: REDIS_LOCK_MODULE_OPTIONS, OPTIONS_TYPE, ASYNC_OPTIONS_TYPE } = built;
-
-/**
- * The generated class, with its arguments checked first: Nest's own methods would fail on `null` with
- * a bare TypeError, or on forRootAsync({}) with a DI error that does not say what was missing.
- */
-export class ConfigurableModuleClass extends built.ConfigurableModuleClass {
-  static override forRoot(options: typeof OPTIONS_TYPE): DynamicModule {
-    if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-      throw new LockOptionsError(
-        `RedisLockModule.forRoot() needs an options object such as { url: 'redis://host:6379' }, got ` +
-          `${describeValue(options)}.`,
-      );
-    }
-    // biome-ignore lint/complexity/noThisInStatic: super keeps `this` (the subclass), which Nest uses as the module.
-    return super.forRoot(options);
-  }
-
-  static override forRootAsync(options: typeof ASYNC_OPTIONS_TYPE): DynamicModule {
-    if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-      throw new LockOptionsError(
-        'RedisLockModule.forRootAsync() needs an object with useFactory, useClass or useExisting, got ' +
-          `${describeValue(options)}.`,
-      );
-    }
-    const how = (['useFactory', 'useClass', 'useExisting'] as const).filter((k) => options[k] !== undefined);
-    if (how.length !== 1) {
-      throw new LockOptionsError(
-        'RedisLockModule.forRootAsync() needs exactly one of useFactory, useClass or useExisting, got ' +
-          `${how.length ? how.join(' and ') : 'none'}.`,
-      );
-    }
-    if (options.useFactory !== undefined && typeof options.useFactory !== 'function') {
-      throw new LockOptionsError(
-        `RedisLockModule.forRootAsync(): useFactory must be a function returning the options, got ` +
-          `${describeValue(options.useFactory)}.`,
-      );
-    }
-    if (options.useClass !== undefined && typeof options.useClass !== 'function') {
-      throw new LockOptionsError(
-        `RedisLockModule.forRootAsync(): useClass must be a class with createRedisLockOptions(), got ` +
-          `${describeValue(options.useClass)}.`,
-      );
-    }
-    // biome-ignore lint/complexity/noThisInStatic: super keeps `this` (the subclass), which Nest uses as the module.
-    return super.forRootAsync(options);
-  }
+/** Which module a definition is for: names its messages and picks the store. */
+interface ModuleKind {
+  /** The class name users write (`RedisLockModule` or `RedisLockTestingModule`), for messages. */
+  readonly label: string;
+  /** Locks in memory (the testing module): connection options are accepted and ignored. */
+  readonly memory: boolean;
+  readonly optionsToken: string;
 }
 
-function addProviders(definition: DynamicModule, extras: RedisLockModuleExtras): DynamicModule {
+/**
+ * RedisLockModule's and RedisLockTestingModule's definitions: one ConfigurableModuleBuilder each (so each
+ * has its own options token), the same providers and tokens, the same validation of what they are given.
+ */
+export function defineLockModule<O extends object>(kind: ModuleKind) {
+  const built = new ConfigurableModuleBuilder<O>({
+    moduleName: kind.label,
+    optionsInjectionToken: kind.optionsToken,
+  })
+    .setClassMethodName('forRoot')
+    .setFactoryMethodName('createRedisLockOptions')
+    // `name` is listed (undefined by default) so that forRoot() keeps it out of the lock options too.
+    .setExtras<RedisLockModuleExtras>(
+      { isGlobal: true, httpErrors: true, name: undefined },
+      (definition, extras) => addProviders(definition, extras, kind),
+    )
+    .build();
+  type Options = typeof built.OPTIONS_TYPE;
+  type AsyncOptions = typeof built.ASYNC_OPTIONS_TYPE;
+  const { label } = kind;
+
+  /**
+   * The generated class, with its arguments checked first: Nest's own methods would fail on `null` with
+   * a bare TypeError, or on forRootAsync({}) with a DI error that does not say what was missing.
+   */
+  class CheckedModuleClass extends built.ConfigurableModuleClass {
+    static override forRoot(options: Options): DynamicModule {
+      if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+        throw new LockOptionsError(
+          `${label}.forRoot() needs an options object such as ` +
+            `${kind.memory ? '{ defaults: { ttl: 5000 } }' : "{ url: 'redis://host:6379' }"}, got ` +
+            `${describeValue(options)}.`,
+        );
+      }
+      // biome-ignore lint/complexity/noThisInStatic: super keeps `this` (the subclass), which Nest uses as the module.
+      return super.forRoot(options);
+    }
+
+    static override forRootAsync(options: AsyncOptions): DynamicModule {
+      if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+        throw new LockOptionsError(
+          `${label}.forRootAsync() needs an object with useFactory, useClass or useExisting, got ` +
+            `${describeValue(options)}.`,
+        );
+      }
+      const how = (['useFactory', 'useClass', 'useExisting'] as const).filter(
+        (k) => options[k] !== undefined,
+      );
+      if (how.length !== 1) {
+        throw new LockOptionsError(
+          `${label}.forRootAsync() needs exactly one of useFactory, useClass or useExisting, got ` +
+            `${how.length ? how.join(' and ') : 'none'}.`,
+        );
+      }
+      if (options.useFactory !== undefined && typeof options.useFactory !== 'function') {
+        throw new LockOptionsError(
+          `${label}.forRootAsync(): useFactory must be a function returning the options, got ` +
+            `${describeValue(options.useFactory)}.`,
+        );
+      }
+      if (options.useClass !== undefined && typeof options.useClass !== 'function') {
+        throw new LockOptionsError(
+          `${label}.forRootAsync(): useClass must be a class with createRedisLockOptions(), got ` +
+            `${describeValue(options.useClass)}.`,
+        );
+      }
+      // biome-ignore lint/complexity/noThisInStatic: super keeps `this` (the subclass), which Nest uses as the module.
+      return super.forRootAsync(options);
+    }
+  }
+  return { ...built, ConfigurableModuleClass: CheckedModuleClass };
+}
+
+const redisLock = defineLockModule<RedisLockModuleOptions>({
+  label: 'RedisLockModule',
+  memory: false,
+  optionsToken: 'REDIS_LOCK_MODULE_OPTIONS',
+});
+
+export const {
+  MODULE_OPTIONS_TOKEN: REDIS_LOCK_MODULE_OPTIONS,
+  OPTIONS_TYPE,
+  ASYNC_OPTIONS_TYPE,
+  ConfigurableModuleClass,
+} = redisLock;
+
+function addProviders(
+  definition: DynamicModule,
+  extras: RedisLockModuleExtras,
+  kind: ModuleKind,
+): DynamicModule {
   const { name } = extras;
   if (name !== undefined && (typeof name !== 'string' || name === '')) {
     throw new LockOptionsError(
-      `RedisLockModule: name must be a non-empty string (the configuration's name), got ${describeValue(name)}.`,
+      `${kind.label}: name must be a non-empty string (the configuration's name), got ${describeValue(name)}.`,
     );
   }
   for (const flag of ['isGlobal', 'httpErrors'] as const) {
     if (extras[flag] !== undefined && typeof extras[flag] !== 'boolean') {
       throw new LockOptionsError(
-        `RedisLockModule: ${flag} must be true or false, got ${describeValue(extras[flag])}.`,
+        `${kind.label}: ${flag} must be true or false, got ${describeValue(extras[flag])}.`,
       );
     }
   }
@@ -101,8 +144,8 @@ function addProviders(definition: DynamicModule, extras: RedisLockModuleExtras):
     {
       // Local to this module (not exported), so each configuration has its own.
       provide: RedisLockContext,
-      inject: [REDIS_LOCK_MODULE_OPTIONS],
-      useFactory: (options: RedisLockModuleOptions) => RedisLockContext.create(options, name),
+      inject: [kind.optionsToken],
+      useFactory: (options: RedisLockModuleOptions) => RedisLockContext.create(options, name, kind.memory),
     },
     { provide: serviceToken, inject: [RedisLockContext], useFactory: (c: RedisLockContext) => c.service },
     {

@@ -1,7 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { TerminusModule } from '@nestjs/terminus';
-import { RedisLockModule } from 'nestjs-redis-lock';
+import { MemoryLockBackend, RedisLockModule } from 'nestjs-redis-lock';
 import { Data, SAMPLE_OPTIONS, type SampleOptions } from './data';
 import { JobsController } from './jobs/jobs.controller';
 import { QueueService } from './jobs/queue.service';
@@ -19,7 +19,13 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        RedisLockModule.forRoot({ url: options.redisUrl, defaults: { ttl: 15_000 } }),
+        // Without Redis the locks are kept in this process: they then exclude only within it.
+        RedisLockModule.forRoot({
+          ...(options.redisUrl === undefined
+            ? { backend: new MemoryLockBackend() }
+            : { url: options.redisUrl }),
+          defaults: { ttl: 15_000 },
+        }),
         ScheduleModule.forRoot(),
         TerminusModule,
       ],

@@ -3,7 +3,10 @@
  * with a message saying which variable is wrong and what it should look like.
  */
 export interface SampleConfig {
-  /** Unset: use 127.0.0.1:6379 if it answers, else start a throwaway redis-server (see embedded-redis). */
+  /**
+   * Unset: use 127.0.0.1:6379 if it answers, else start a throwaway redis-server, else keep locks and data
+   * in memory (see embedded-redis).
+   */
   redisUrl: string | undefined;
   port: number;
   /** A name for this instance in responses and logs (several run side by side in the demo). */

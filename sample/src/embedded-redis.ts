@@ -1,7 +1,8 @@
 /**
  * Where the sample finds Redis when REDIS_URL is unset: a server already answering on 127.0.0.1:6379,
  * else a throwaway `redis-server` child on a free port (no persistence), stopped with the app. Without
- * either it says how to get one, rather than retrying forever.
+ * either there is none (undefined), rather than retrying forever: the sample then runs on its in-memory
+ * stores and says so (main.ts).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createServer, Socket } from 'node:net';
@@ -16,19 +17,14 @@ export interface RedisEndpoint {
 
 const DEFAULT_URL = 'redis://127.0.0.1:6379';
 
-export async function findRedis(configured: string | undefined): Promise<RedisEndpoint> {
+/** The Redis to use, or undefined when REDIS_URL is unset, nothing answers on 6379 and redis-server is missing. */
+export async function findRedis(configured: string | undefined): Promise<RedisEndpoint | undefined> {
   const none = async () => {};
   if (configured) return { url: configured, origin: 'REDIS_URL', stop: none };
   if (await answersPing('127.0.0.1', 6379)) {
     return { url: DEFAULT_URL, origin: 'the Redis answering on 127.0.0.1:6379', stop: none };
   }
-  if (spawnSync('redis-server', ['--version']).status !== 0) {
-    throw new Error(
-      'No Redis found: REDIS_URL is unset, nothing answers on 127.0.0.1:6379, and redis-server is not ' +
-        'installed. Install it (apt-get install redis-server, or brew install redis) or set ' +
-        'REDIS_URL=redis://host:6379.',
-    );
-  }
+  if (spawnSync('redis-server', ['--version']).status !== 0) return undefined;
   return startChild();
 }
 

@@ -1,5 +1,6 @@
 // The sample app: orders paid once, stock never oversold, a cache without stampedes, a job that runs on
 // one instance, health and lock inspection. Run several instances against one Redis to see the lock work.
+// With no Redis to be found it still starts, on in-memory stores: its locks then hold within this process.
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -7,14 +8,23 @@ import { AppModule } from './app.module';
 import { ConfigError, loadConfig } from './config';
 import { findRedis } from './embedded-redis';
 
+// One line, so it is seen among the start-up logs: without Redis the sample works, but its locks no
+// longer exclude other instances, which is the point of the library.
+const NO_REDIS =
+  'No Redis found (REDIS_URL unset, nothing on 127.0.0.1:6379, no redis-server installed): locks and data ' +
+  'are kept in memory, so locks hold within this process only. For locks across instances, set ' +
+  'REDIS_URL=redis://host:6379 or install redis-server (apt-get install redis-server, or brew install redis).';
+
 async function bootstrap(): Promise<void> {
   const logger = new Logger('Sample');
   const config = loadConfig();
   const redis = await findRedis(config.redisUrl);
-  logger.log(`Redis: ${redis.url} (${redis.origin})`);
+  if (redis) logger.log(`Redis: ${redis.url} (${redis.origin})`);
+  else logger.warn(NO_REDIS);
+  const stopRedis = () => redis?.stop() ?? Promise.resolve();
   try {
     const app = await NestFactory.create(
-      AppModule.register({ redisUrl: redis.url, instance: config.instance, dbDelayMs: config.dbDelayMs }),
+      AppModule.register({ redisUrl: redis?.url, instance: config.instance, dbDelayMs: config.dbDelayMs }),
       { logger: ['log', 'warn', 'error'] },
     );
     // Our own signal handling rather than enableShutdownHooks(): the child redis-server must stop only
@@ -28,7 +38,7 @@ async function bootstrap(): Promise<void> {
         logger.log(`${signal}: shutting down`);
         app
           .close()
-          .then(() => redis.stop())
+          .then(stopRedis)
           .catch((error: unknown) => {
             logger.error(error);
             process.exitCode = 1;
@@ -41,7 +51,7 @@ async function bootstrap(): Promise<void> {
       'try: curl -X POST localhost:3000/orders/1/pay · curl localhost:3000/products/1 · curl localhost:3000/health',
     );
   } catch (error) {
-    await redis.stop();
+    await stopRedis();
     throw error;
   }
 }

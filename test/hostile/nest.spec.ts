@@ -165,7 +165,7 @@ const moduleRows: Row<Module>[] = [
     run: withUrl({ host: 'redis.internal' }),
     ...OPTIONS,
     message:
-      /Unknown option "host" in the RedisLockModule options \(known: client, url, redis, shutdownGracePeriod/,
+      /Unknown option "host" in the RedisLockModule options \(known: client, url, redis, backend, shutdownGracePeriod/,
   },
   {
     name: 'unknown key "waitTimeout" at the top level',
@@ -257,13 +257,13 @@ const moduleRows: Row<Module>[] = [
     name: 'useFactory returns null',
     run: factory(() => null),
     ...OPTIONS,
-    message: /RedisLockModule options must be an object with client, url or redis, got null/,
+    message: /RedisLockModule options must be an object with client, url, redis or backend, got null/,
   },
   {
     name: 'useFactory resolves to a URL string',
     run: factory(async (nowhere) => nowhere),
     ...OPTIONS,
-    message: /options must be an object with client, url or redis, got "redis:/,
+    message: /options must be an object with client, url, redis or backend, got "redis:/,
   },
   {
     name: 'useFactory returns options with a getter that throws',

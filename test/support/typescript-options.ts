@@ -19,6 +19,10 @@ export function userCompilerOptions(root: string): ts.CompilerOptions {
     types: ['node'],
     typeRoots: [resolve(root, 'node_modules/@types')],
     baseUrl: root,
-    paths: { 'nestjs-redis-lock': ['lib/index.ts'], '*': ['node_modules/*'] },
+    paths: {
+      'nestjs-redis-lock': ['lib/index.ts'],
+      'nestjs-redis-lock/testing': ['lib/testing/index.ts'],
+      '*': ['node_modules/*'],
+    },
   };
 }
