@@ -21,14 +21,26 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<'se
   ]).finally(() => timer.abort());
 }
 
-/** Whether a TCP connection to 127.0.0.1:`port` is refused (nothing listens there any more). */
-function refused(port: number): Promise<boolean> {
+/**
+ * Whether the redis-server `pid` no longer serves 127.0.0.1:`port`: the connection is refused, or what
+ * answers there is another process (a parallel suite's server that got the freed port since).
+ */
+function notServedBy(port: number, pid: number): Promise<boolean> {
   expect(port).not.toBe(6379); // never even knock on the door of someone else's Redis
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
+    let reply = '';
+    socket.setTimeout(2_000, () => {
       socket.destroy();
       resolve(false);
+    });
+    socket.once('connect', () => socket.write('INFO server\r\n'));
+    socket.on('data', (chunk) => {
+      reply += chunk;
+      const match = /process_id:(\d+)/.exec(reply);
+      if (!match) return;
+      socket.destroy();
+      resolve(Number(match[1]) !== pid);
     });
     socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'ECONNREFUSED'));
   });
@@ -160,13 +172,14 @@ describe('server lifecycle', () => {
     // Without an offline queue, a command sent while disconnected fails at once instead of waiting.
     const client = server.client({ enableOfflineQueue: false });
     await new Promise<void>((resolve) => client.once('ready', () => resolve()));
-    await client.ping();
+    const pid = Number(/process_id:(\d+)/.exec(await client.info('server'))?.[1]);
+    expect(pid).toBeGreaterThan(0);
     const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
 
     await server.kill();
     await closed;
     await expect(client.ping()).rejects.toThrow();
-    expect(await refused(server.port)).toBe(true);
+    expect(await notServedBy(server.port, pid)).toBe(true);
   });
 
   it('stopAll() disconnects every client and kills every server, paused ones included', async () => {
@@ -290,6 +303,6 @@ describe('cleanup when the process that started a server ends', () => {
     );
 
     await gone(started.pid);
-    expect(await refused(started.port)).toBe(true);
+    expect(await notServedBy(started.port, started.pid)).toBe(true);
   });
 });
