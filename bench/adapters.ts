@@ -1,18 +1,24 @@
 /**
- * One shape for every library compared: acquire a key, release what was acquired. Each adapter uses the
- * library the way its documentation does, with its defaults unless the name says otherwise:
+ * One shape for every library compared: acquire a key (or several at once, scenario 6), release what was
+ * acquired. Each adapter uses the library the way its documentation does, with its defaults unless the
+ * name says otherwise:
  *
  * - nestjs-redis-lock: `new LockService(client)`, `acquire(key)` (ttl 30 s, waitTimeout 10 s, no renewal),
- *   `lease.release()`;
+ *   `lease.release()`; several keys: `acquire([a, b])`, one lease over both (the library sorts them and
+ *   queues on each in turn);
  * - redlock: `new Redlock([client])` (retryCount 10, retryDelay 200 ms, retryJitter 100 ms),
- *   `acquire([key], 30_000)`, `lock.release()`;
+ *   `acquire([key], 30_000)`, `lock.release()`; several keys: `acquire([a, b], 30_000)`, one script that
+ *   sets all of them or none, retried as configured;
  * - redlock-retry-inf: the same with `retryCount: -1` (retries until it gets the lock);
  * - redis-semaphore: `new Mutex(client, key)` per acquisition (lockTimeout 10 s, acquireTimeout 10 s,
- *   retryInterval 10 ms), `acquire()`, `release()`;
+ *   retryInterval 10 ms), `acquire()`, `release()`; several keys: it has no multi-key mutex (its
+ *   MultiSemaphore takes several permits of ONE key), so one Mutex per key, acquired in sorted order (no
+ *   deadlock), the ones taken released if a later one times out, all released together at the end;
  * - raw-floor: `SET key token PX 30000 NX` and a Lua compare-and-delete, on the same connection; it
  *   cannot wait, so it is only used uncontended.
  */
 import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
 import type { Redis } from 'ioredis';
 import { Mutex } from 'redis-semaphore';
 import Redlock from 'redlock';
@@ -22,7 +28,11 @@ import type { LibName } from './ipc';
 
 // The built package (npm run build), as users run it: not the TypeScript sources through tsx, whose
 // transpiled output differs (helpers for function names, source maps) and would be measured instead.
-const { LockService }: typeof Library = require('../dist');
+// BENCH_DIST points at another build of it (`tsc -p tsconfig.build.json --outDir DIR`), e.g. to leave a
+// dist/ that something else is using alone.
+const { LockService }: typeof Library = require(
+  process.env.BENCH_DIST ? resolve(process.env.BENCH_DIST) : '../dist',
+);
 
 export interface Held {
   release(): Promise<unknown>;
@@ -32,6 +42,8 @@ export interface Held {
 
 export interface LockAdapter {
   acquire(key: string): Promise<Held>;
+  /** All the keys or none, held until the one release (scenario 6). */
+  acquireAll(keys: readonly string[]): Promise<Held>;
   /** Waiters queued in Redis for these keys, if the library keeps a queue (this library only). */
   queued?(keys: readonly string[]): Promise<number>;
   close(): Promise<void>;
@@ -50,6 +62,7 @@ export function createAdapter(lib: LibName, client: Redis, counts?: CommandCount
       return {
         // Plain functions, not async ones: no extra frame per waiter on the heap (scenario 5 measures it).
         acquire: (key) => locks.acquire(key),
+        acquireAll: (keys) => locks.acquire(keys),
         async queued(keys) {
           let sum = 0;
           for (const key of keys) sum += (await locks.inspect(key)).queueLength;
@@ -68,6 +81,8 @@ export function createAdapter(lib: LibName, client: Redis, counts?: CommandCount
       return {
         acquire: (key) =>
           redlock.acquire([key], LEASE_MS).then((lock) => ({ release: () => lock.release() })),
+        acquireAll: (keys) =>
+          redlock.acquire([...keys], LEASE_MS).then((lock) => ({ release: () => lock.release() })),
         close: async () => {},
       };
     }
@@ -77,6 +92,7 @@ export function createAdapter(lib: LibName, client: Redis, counts?: CommandCount
           const mutex = new Mutex(client, key);
           return mutex.acquire().then(() => ({ release: () => mutex.release() }));
         },
+        acquireAll: (keys) => acquireSorted(client, keys),
         close: async () => {},
       };
     case 'raw-floor': {
@@ -94,8 +110,29 @@ export function createAdapter(lib: LibName, client: Redis, counts?: CommandCount
           }
           return { release: () => release.call(client, key, token) };
         },
+        acquireAll: () => Promise.reject(new Error('raw floor: single keys only')),
         close: async () => {},
       };
     }
   }
+}
+
+/**
+ * redis-semaphore over several keys, as users write it: one Mutex per key, taken in sorted order (every
+ * caller the same order, so no two wait on each other); if one times out, those already taken are let go.
+ * Released together (not one after the other), the most favourable way for this library.
+ */
+async function acquireSorted(client: Redis, keys: readonly string[]): Promise<Held> {
+  const taken: Mutex[] = [];
+  try {
+    for (const key of [...keys].sort()) {
+      const mutex = new Mutex(client, key);
+      await mutex.acquire();
+      taken.push(mutex);
+    }
+  } catch (error) {
+    await Promise.allSettled(taken.map((mutex) => mutex.release()));
+    throw error;
+  }
+  return { release: () => Promise.all(taken.map((mutex) => mutex.release())) };
 }

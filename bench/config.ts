@@ -8,13 +8,16 @@ export const CONTENDED_LIBS: LibName[] = ['nestjs-redis-lock', ...PEERS];
 
 export interface LoadScenario {
   kind: 'load';
-  id: 1 | 2 | 3 | 4;
+  id: 1 | 2 | 3 | 4 | 6;
   title: string;
   processes: number;
   workersPerProcess: number;
   keys: number;
   /** Sleep inside the critical section (between GET and SET of the key's counter); null: none. */
   csMs: number | null;
+  /** Each acquisition locks a random pair of distinct keys (accounts) through the library's multi-key
+   * path and transfers 1 unit between their balances (bench/transfer.ts). */
+  transfer?: boolean;
   libs: LibName[];
 }
 
@@ -79,6 +82,17 @@ export const SCENARIOS: Scenario[] = [
       { name: 'one-key', keys: 1 },
       { name: 'many-keys', keys: 1_000 },
     ],
+    libs: CONTENDED_LIBS,
+  },
+  {
+    kind: 'load',
+    id: 6,
+    title: 'transfers: 4 processes x 5 workers, 2 of 6 accounts per acquisition, GET x2 / 2 ms / SET x2',
+    processes: 4,
+    workersPerProcess: 5,
+    keys: 6,
+    csMs: 2,
+    transfer: true,
     libs: CONTENDED_LIBS,
   },
 ];

@@ -45,6 +45,9 @@ export interface LoadSpec {
   keys: number;
   /** Length of the critical section's sleep between GET and SET; null: no critical section at all. */
   csMs: number | null;
+  /** Scenario 6: every acquisition locks two distinct keys of `keys` (accounts) and moves 1 unit
+   * between their balances; the record's key is the pair (see bench/transfer.ts). */
+  transfer: boolean;
 }
 
 export interface LoadWindow {

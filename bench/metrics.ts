@@ -16,6 +16,10 @@ export interface RoundOutcome {
   redisCpuUs?: number;
   /** Sum of the counters the critical sections incremented. */
   counted?: number;
+  /** Scenario 6: units by which the balances differ from the replayed transfers, and the drift of their
+   * sum (see transfer.ts checkBalances); `lost` then replaces critical sections minus `counted`. */
+  lost?: number;
+  sumDrift?: number;
   loadavg: number;
   error?: string;
 }
@@ -58,8 +62,11 @@ export interface LoadMetrics {
    * all worker processes, and the redis-server. On 2 cores this is what caps throughput in scenario 4. */
   clientCpuUsPerAcquisition: number;
   redisCpuUsPerAcquisition: number;
-  /** Critical sections whose increment was lost (counter sum below the number of critical sections). */
+  /** Critical sections whose increment was lost (counter sum below the number of critical sections);
+   * scenario 6: units by which the balances differ from the transfers made. */
   lostUpdates: number;
+  /** Scenario 6: sum of the balances minus what they started with, over all rounds (must be 0); else null. */
+  sumDrift: number | null;
   overlaps: number;
   handoff: Summary | null;
   handoffPush: Summary | null;
@@ -123,8 +130,8 @@ export function combineRounds(
   let windowMs = 0;
   let acquisitions = 0;
   let failures = 0;
-  let criticalSections = 0;
-  let counted = 0;
+  let lost = 0;
+  let sumDrift: number | null = null;
   let overlaps = 0;
   let connections = 0;
   let processes = 0;
@@ -162,8 +169,9 @@ export function combineRounds(
     windowMs += a.windowMs;
     acquisitions += a.successes;
     failures += a.failures;
-    criticalSections += a.criticalSections;
-    counted += outcome.counted ?? 0;
+    // Without a replay (scenarios 1-4), every critical section must show in the counters' sum.
+    lost += outcome.lost ?? a.criticalSections - (outcome.counted ?? 0);
+    if (outcome.sumDrift !== undefined) sumDrift = (sumDrift ?? 0) + Math.abs(outcome.sumDrift);
     overlaps += a.overlaps;
     connections += a.connections;
     processes += a.processes;
@@ -224,7 +232,8 @@ export function combineRounds(
     sentPerAcquisitionWholeRun: acquisitions ? total(sentTotal) / acquisitions : Number.NaN,
     clientCpuUsPerAcquisition: grants ? clientCpuUs / grants : Number.NaN,
     redisCpuUsPerAcquisition: grants ? redisCpuUs / grants : Number.NaN,
-    lostUpdates: criticalSections - counted,
+    lostUpdates: lost,
+    sumDrift,
     overlaps,
     handoff: handoffs.length ? summarize(handoffs) : null,
     handoffPush: pushes.length ? summarize(pushes) : null,

@@ -162,9 +162,18 @@ export class Admin {
   }
 
   async sum(keys: readonly string[]): Promise<number> {
-    if (keys.length === 0) return 0;
-    const values = await this.redis.mget(...keys);
-    return values.reduce((total, value) => total + Number(value ?? 0), 0);
+    return (await this.values(keys)).reduce((total, value) => total + value, 0);
+  }
+
+  /** The keys' values as numbers (missing: 0). */
+  async values(keys: readonly string[]): Promise<number[]> {
+    if (keys.length === 0) return [];
+    return (await this.redis.mget(...keys)).map((value) => Number(value ?? 0));
+  }
+
+  /** Sets every key to `value` (scenario 6's opening balances), before the stats are reset. */
+  async setAll(keys: readonly string[], value: number): Promise<void> {
+    if (keys.length) await this.redis.mset(...keys.flatMap((key) => [key, String(value)]));
   }
 
   close(): void {

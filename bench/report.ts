@@ -148,6 +148,15 @@ export function formatTables(results: Results): string {
         if (m.errors.length) notes.push(`RUN ERRORS: ${m.errors.join(' | ')}`);
         if (notes.length) out.push(`  ${m.lib}: ${notes.join('; ')}`);
       }
+      if (scenario.transfer) {
+        // The transfer scenario's own correctness: money is neither made nor lost, whoever holds what.
+        out.push(
+          `  sum of balances: ${rows
+            .map((m) => `${m.lib} ${m.sumDrift === 0 ? 'conserved' : `DRIFTED by ${m.sumDrift ?? '?'}`}`)
+            .join(', ')}; lost = units the balances differ from the transfers made; no hand-off ` +
+            'measured (the next holder of one account may still wait for its other one)',
+        );
+      }
       const ours = rows.find((m) => m.lib === OURS);
       if (ours && scenario.id !== 1) {
         const top = (b: Record<string, number>) =>
@@ -328,6 +337,47 @@ export function evaluateTargets(results: Results): Target[] {
     );
   }
 
+  // Scenario 6: transfers over two keys at once. Printed, not gated (like the speed targets above).
+  const ours6 = get(6, OURS);
+  const peers6 = peersOf(6);
+  if (ours6) {
+    const failed = (m: LoadMetrics) => (m.failures ? `, ${m.failures} failed calls not among its waits` : '');
+    if (peers6.length) {
+      const best = peers6.reduce((a, b) => (b.throughput > a.throughput ? b : a));
+      check(
+        'S6',
+        'throughput ≥ 0.95 × best peer',
+        ours6.throughput >= 0.95 * best.throughput,
+        `${num(ours6.throughput, 1)}/s vs ${best.lib} ${num(best.throughput, 1)}/s = ${num(ours6.throughput / best.throughput, 2)}×`,
+      );
+      const calm = peers6.reduce((a, b) => (b.wait.max < a.wait.max ? b : a));
+      check(
+        'S6',
+        'worst wait (max) ≤ 0.1 × best peer',
+        ours6.wait.max <= 0.1 * calm.wait.max,
+        `max ${num(ours6.wait.max)} ms vs ${calm.lib} ${num(calm.wait.max)} ms (ours = ${num(
+          ours6.wait.max / calm.wait.max,
+          3,
+        )}×${failed(calm)})`,
+      );
+    }
+    check(
+      'S6',
+      'no worker starved (min grants > 0)',
+      ours6.grantsMin > 0,
+      `grants per worker ${ours6.grantsMin}..${ours6.grantsMax}; ${peers6
+        .map((p) => `${p.lib} ${p.grantsMin}..${p.grantsMax}`)
+        .join(', ')}`,
+    );
+    check(
+      'S6',
+      'commands per acquisition reported',
+      Number.isFinite(ours6.sentPerAcquisition),
+      `sent ${[ours6, ...peers6].map((m) => `${m.lib} ${num(m.sentPerAcquisition, 2)}`).join(', ')}; ` +
+        `executed ${[ours6, ...peers6].map((m) => `${m.lib} ${num(m.executedPerAcquisition, 1)}`).join(', ')}`,
+    );
+  }
+
   // Scenario 5.
   for (const m of results.many.filter((x) => x.lib === OURS && x.errors.length === 0)) {
     const s = `S5 ${m.variant}`;
@@ -347,6 +397,15 @@ export function evaluateTargets(results: Results): Target[] {
   for (const m of results.load) {
     const s = `S${m.scenario}`;
     if (m.errors.length) check(s, `${m.lib}: run completed`, false, m.errors.join(' | '), true);
+    if (m.sumDrift !== null) {
+      check(
+        s,
+        `${m.lib}: sum of balances conserved`,
+        m.sumDrift === 0,
+        m.sumDrift === 0 ? `${m.acquisitions} transfers` : `drifted by ${m.sumDrift}`,
+        true,
+      );
+    }
     if (m.lostUpdates !== 0 || m.overlaps !== 0) {
       check(
         s,
@@ -367,7 +426,7 @@ export function evaluateTargets(results: Results): Target[] {
       (m) => m.failures || m.uncaught || Object.keys(m.releaseErrors).length || m.lostUpdates || m.overlaps,
     );
     check(
-      'S1-4',
+      `S${oursLoad.map((m) => m.scenario).join(',')}`,
       `${OURS}: every acquisition granted, no lost update, no overlap, no release error`,
       bad.length === 0,
       bad.length

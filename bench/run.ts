@@ -1,17 +1,18 @@
 /**
  * The benchmark: this library against redlock 5 (defaults, and retryCount -1) and redis-semaphore 5
- * (Mutex, defaults), in five scenarios, each library against its own freshly started redis-server, with
+ * (Mutex, defaults), in six scenarios, each library against its own freshly started redis-server, with
  * the workers in child processes. Prints tables and PASS/FAIL per target, writes
  * bench/results/<mode>-<timestamp>.json and bench/results/latest-<mode>.json, and the wait-time chart
  * (docs/bench/wait-times.svg in full mode, bench/results/wait-times-quick.svg in quick mode).
  *
- *   npx tsx bench/run.ts            full: ~20-25 s measured per library per scenario (about 10 minutes)
+ *   npx tsx bench/run.ts            full: ~20-25 s measured per library per scenario (about 12 minutes)
  *   npx tsx bench/run.ts --quick    a few seconds per library per scenario (under 2 minutes)
  *   options: --scenarios=2,3  --libs=nestjs-redis-lock,redlock  --dump=DIR (raw records of every run)
  *
  * Quick mode exits non-zero only on a correctness failure (a lost update, overlapping holders, a crash,
- * a failed acquisition of this library) or more than 4 commands sent per contended acquisition; speed
- * targets are reported, never fatal.
+ * a failed acquisition of this library, scenario 6's balances not summing to what they started at) or
+ * more than 4 commands sent per contended acquisition (scenarios 2-4); speed targets are reported, never
+ * fatal.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -25,6 +26,7 @@ import { combineRounds, type FloorMetrics, type ManyMetrics, type RoundOutcome }
 import { startRedis } from './redis-server';
 import { evaluateTargets, formatTables, formatTargets, type Results } from './report';
 import { analyzeRun, summarize } from './stats';
+import { balanceKey, checkBalances, INITIAL_BALANCE, pairOf } from './transfer';
 
 const ROOT = resolve(__dirname, '..');
 const WORKER = resolve(__dirname, 'worker.ts');
@@ -135,7 +137,10 @@ async function loadRound(
 ): Promise<RoundOutcome> {
   const redis = await startRedis();
   const load = loadavg()[0];
+  const transfer = scenario.transfer === true;
+  const balances = Array.from({ length: scenario.keys }, (_, i) => balanceKey(i));
   try {
+    if (transfer) await redis.admin.setAll(balances, INITIAL_BALANCE);
     const processes = pool.take(scenario.processes);
     await Promise.all(
       processes.map((worker, process) =>
@@ -149,6 +154,7 @@ async function loadRound(
               workers: scenario.workersPerProcess,
               keys: scenario.keys,
               csMs: scenario.csMs,
+              transfer,
             },
           },
           'ready',
@@ -185,7 +191,16 @@ async function loadRound(
     }
     const redisCpuUs = after.cpuUs - before.cpuUs;
     const executedTotal = await redis.admin.commandStats();
-    const counted = await redis.admin.sum(Array.from({ length: scenario.keys }, (_, i) => counterKey(i)));
+    const counted = transfer
+      ? undefined
+      : await redis.admin.sum(Array.from({ length: scenario.keys }, (_, i) => counterKey(i)));
+    const balanceCheck = transfer
+      ? checkBalances(
+          replies.map((r) => r.result),
+          scenario.keys,
+          await redis.admin.values(balances),
+        )
+      : undefined;
     if (dump) {
       // Raw records, for digging into one run: see RECORD in ipc.ts for the columns.
       mkdirSync(dump, { recursive: true });
@@ -207,8 +222,9 @@ async function loadRound(
       scenario.workersPerProcess,
       { measureFrom, measureTo },
       scenario.csMs !== null,
+      transfer ? (key) => pairOf(key, scenario.keys) : undefined,
     );
-    return { analysis, executed, executedTotal, redisCpuUs, counted, loadavg: load };
+    return { analysis, executed, executedTotal, redisCpuUs, counted, ...balanceCheck, loadavg: load };
   } catch (error) {
     pool.reset();
     return { loadavg: load, error: error instanceof Error ? error.message : String(error) };

@@ -97,6 +97,9 @@ export function analyzeRun(
   workersPerProcess: number,
   window: RunWindow,
   hasCriticalSection: boolean,
+  /** The keys one record's key column stands for (scenario 6: the two accounts of its pair). Given, no
+   * hand-off is measured: the next holder of one key may still be waiting for its other key. */
+  keysOf?: (key: number) => readonly number[],
 ): RunAnalysis {
   const { measureFrom, measureTo } = window;
   const inWindow = (t: number) => t >= measureFrom && t < measureTo;
@@ -142,10 +145,12 @@ export function analyzeRun(
         analysis.perWorker[offset + r[i + RECORD.worker]]++;
       }
       if (inWindow(acq.call)) analysis.waits.push(acq.grant - acq.call);
-      const key = r[i + RECORD.key];
-      const list = byKey.get(key);
-      if (list) list.push(acq);
-      else byKey.set(key, [acq]);
+      const column = r[i + RECORD.key];
+      for (const key of keysOf ? keysOf(column) : [column]) {
+        const list = byKey.get(key);
+        if (list) list.push(acq);
+        else byKey.set(key, [acq]);
+      }
     }
     const f = result.failures;
     for (let i = 0; i < f.length; i += FAILURE_STRIDE) {
@@ -171,7 +176,7 @@ export function analyzeRun(
       // The previous holder's critical section ends when it calls release(); nobody may start before.
       if (next.grant < prev.release) analysis.overlaps++;
       // A hand-off: the next holder was already waiting when the previous one called release().
-      if (next.call < prev.release && inWindow(prev.release)) {
+      if (!keysOf && next.call < prev.release && inWindow(prev.release)) {
         analysis.handoffs.push(next.grant - prev.release);
         if (!Number.isNaN(next.push) && next.push >= prev.release) {
           analysis.handoffPush.push(next.push - prev.release);

@@ -3,7 +3,8 @@
  *
  * Load runs ('init', then 'go'): one ioredis client and one library instance for the whole process, as
  * one instance of an application would have, shared by `workers` concurrent loops of
- * acquire → critical section (GET counter, sleep, SET counter + 1) → release, until the stop time.
+ * acquire → critical section (GET counter, sleep, SET counter + 1) → release, until the stop time; in
+ * scenario 6, acquire of two accounts at once → transfer between their balances → release (transfer.ts).
  *
  * Many-waiters runs ('many', then 'release'): a holder takes the key(s), 1,000 calls wait for them, the
  * heap and the connections are measured while they wait, then the holder lets go and they drain.
@@ -28,6 +29,7 @@ import {
   type ToWorker,
   WORKER_CONNECTION,
 } from './ipc';
+import { accountKey, pairCode, pickPair, transfer } from './transfer';
 
 const uncaught: string[] = [];
 const describe = (error: unknown): string =>
@@ -110,8 +112,9 @@ class LoadRun {
     const counts = new CommandCounts();
     let run: LoadRun | undefined;
     const client = await connect(spec.port, WORKER_CONNECTION, counts, (_channel, message) => {
-      // This library's grant: "g <token> <fence> <server µs>".
-      if (message.startsWith('g ')) run?.pushes.set(message.split(' ')[1], hr());
+      // This library's grant: "g <token> <fence> <server µs>". Not kept for transfers: a pair's second
+      // key is granted under a token of its own that no loop would take back out of the map.
+      if (message.startsWith('g ') && !spec.transfer) run?.pushes.set(message.split(' ')[1], hr());
     });
     run = new LoadRun(spec, client, counts, createAdapter(spec.lib, client, counts));
     return run;
@@ -158,19 +161,29 @@ class LoadRun {
   private async loop(worker: number, stopAt: number): Promise<void> {
     const { keys, csMs } = this.spec;
     const { client, adapter } = this;
+    const pairs = this.spec.transfer;
     while (hr() < stopAt) {
-      const key = keys === 1 ? 0 : Math.floor(Math.random() * keys);
+      let key: number;
+      let from = 0;
+      let to = 0;
+      if (pairs) {
+        [from, to] = pickPair(keys);
+        key = pairCode(from, to, keys);
+      } else key = keys === 1 ? 0 : Math.floor(Math.random() * keys);
       const call = hr();
       let held: Held;
       try {
-        held = await adapter.acquire(lockKey(key));
+        held = await (pairs
+          ? adapter.acquireAll([accountKey(from), accountKey(to)])
+          : adapter.acquire(lockKey(key)));
       } catch (error) {
         this.failures.push(worker, call, hr());
         bump(this.failureKinds, kindOf(error));
         continue;
       }
       const grant = hr();
-      if (csMs !== null) {
+      if (pairs && csMs !== null) await transfer(client, from, to, csMs);
+      else if (csMs !== null) {
         const value = await client.get(counterKey(key));
         await sleep(csMs);
         await client.set(counterKey(key), String(Number(value ?? 0) + 1));

@@ -6,7 +6,7 @@ export {
   type FencedWriteResult,
 } from './fencing/fenced-store';
 export type { Lease, LockInfo } from './lease';
-export { LockService } from './lock.service';
+export { type LockKeys, LockService } from './lock.service';
 export {
   type AcquireOptions,
   DEFAULT_CLAIM_WINDOW,
@@ -16,6 +16,7 @@ export {
   type LockDefaults,
   type LockServiceOptions,
   MAX_KEY_LENGTH,
+  MAX_KEYS,
 } from './lock-options';
 export * from './nest';
 export type {

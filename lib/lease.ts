@@ -1,15 +1,28 @@
 /** A held lock. Obtained from LockService.acquire / tryAcquire / using. */
 export interface Lease {
-  /** The lock key as the caller gave it (without prefix). */
+  /** The lock key as the caller gave it (without prefix); for a lease on several keys, the first of `keys`. */
   readonly key: string;
-  /** This holder's unique token; Redis records it as the owner. */
+  /** Every key this lease covers, in canonical order (sorted, duplicates collapsed): one for most leases. */
+  readonly keys: readonly string[];
+  /** This holder's unique token; Redis records it as the owner (of every key of a multi-key lease). */
   readonly token: string;
   /**
    * Fencing token: strictly greater than every token handed out earlier for this key. Pass it to the
-   * resource you write to and have it reject writes carrying a lower token.
+   * resource you write to and have it reject writes carrying a lower token. On several keys, the highest
+   * of `fences`.
    */
   readonly fence: number;
-  /** Aborts with a LockLostError when the lease stops being valid before it is released. */
+  /** Each key's fencing token, by key. */
+  readonly fences: Readonly<Record<string, number>>;
+  /**
+   * Each key's owner token, by key: what `inspect(key).holder` shows while this lease holds it. The keys
+   * of a multi-key lease have tokens of their own, all derived from `token` (the first key's).
+   */
+  readonly tokens: Readonly<Record<string, string>>;
+  /**
+   * Aborts with a LockLostError when the lease stops being valid before it is released (on several
+   * keys: when any of them does; the error names that key).
+   */
   readonly signal: AbortSignal;
   /** Resets the lease to `ttl` ms from now (default: its ttl). Throws LockNotHeldError if no longer held. */
   extend(ttl?: number): Promise<void>;

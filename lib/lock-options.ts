@@ -66,6 +66,11 @@ export const DEFAULT_COMMAND_TIMEOUT = 5_000;
 
 /** Longest key accepted, in UTF-16 code units: keys are names, not payloads. */
 export const MAX_KEY_LENGTH = 1024;
+/**
+ * Most keys one lease may hold. They are taken one after another, a round trip each, and each renews on
+ * its own: a thousand is already seconds of Redis work per grant, more is a design to revisit.
+ */
+export const MAX_KEYS = 1000;
 /** Largest delay a Node timer can hold (about 24.8 days). */
 export const MAX_MS = 2 ** 31 - 1;
 const MIN_CLAIM_WINDOW = 10;
@@ -352,6 +357,33 @@ export function checkCallOptions(options: AcquireOptions): void {
 
 export function hasLoneSurrogate(value: string): boolean {
   return /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(value);
+}
+
+/**
+ * The keys of one call, in canonical order: a string is one key; an array is several (sorted by UTF-16
+ * code units, duplicates collapsed), so every caller takes shared keys in the same order. Throws
+ * LockKeyError naming the bad element.
+ */
+export function validateKeys(input: unknown): string[] {
+  if (!Array.isArray(input)) return [validateKey(input)];
+  if (input.length === 0) {
+    throw new LockKeyError('The array of lock keys is empty: give at least one key, as in ["account:1"].');
+  }
+  if (input.length > MAX_KEYS) {
+    throw new LockKeyError(
+      `A lease can hold at most ${MAX_KEYS} keys, got ${input.length}. Lock a coarser resource instead.`,
+    );
+  }
+  const keys = new Set<string>();
+  for (let i = 0; i < input.length; i++) {
+    try {
+      keys.add(validateKey(input[i]));
+    } catch (error) {
+      const why = error instanceof Error ? error.message : String(error);
+      throw new LockKeyError(`Key [${i}] of the array: ${why}`, undefined, error);
+    }
+  }
+  return [...keys].sort();
 }
 
 /**

@@ -6,11 +6,13 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { now } from './engine/clock';
-import { HeldLease, type LeaseHost, type LeaseTerms } from './engine/held-lease';
+import { HeldLease, type LeaseHost, type LeaseTerms, type OwnedLease } from './engine/held-lease';
+import { MultiLease } from './engine/multi-lease';
 import { ReentrantLease } from './engine/reentrant-lease';
 import { Waiter, type WaiterHost } from './engine/waiter';
 import { LockAbortedError } from './errors/lock-aborted.error';
 import { LockOptionsError } from './errors/lock-options.error';
+import { LockOrderError } from './errors/lock-order.error';
 import { LockServiceClosedError } from './errors/lock-service-closed.error';
 import { LockTimeoutError } from './errors/lock-timeout.error';
 import { RedisUnavailableError } from './errors/redis-unavailable.error';
@@ -25,12 +27,14 @@ import {
   resolveGracePeriod,
   resolveServiceOptions,
   validateKey,
+  validateKeys,
 } from './lock-options';
 import {
   isLockBackend,
   type LockBackend,
   type LockStore,
   type LockTicket,
+  type TicketMember,
   type WakeHandlers,
   type WakeMessage,
 } from './store/lock-store';
@@ -41,8 +45,13 @@ export { isIoredisClient } from './store/redis-store';
 
 interface LeaseScope {
   readonly byKey: ReadonlyMap<string, HeldLease>;
-  readonly innermost: HeldLease;
+  readonly innermost: OwnedLease;
+  /** Some lease of the chain holds several keys: new keys must then come in canonical order. */
+  readonly multi: boolean;
 }
+
+/** One key, or several to hold together (all or nothing). */
+export type LockKeys = string | readonly string[];
 
 export class LockService {
   private readonly options: ResolvedServiceOptions;
@@ -136,22 +145,27 @@ export class LockService {
 
   /**
    * Takes the lock, waiting in line up to `waitTimeout` ms (FIFO). Rejects with LockTimeoutError,
-   * LockAbortedError, RedisUnavailableError, LockKeyError or LockOptionsError.
+   * LockAbortedError, RedisUnavailableError, LockKeyError or LockOptionsError. Given several keys, takes
+   * them all (one lease) or none, key by key in canonical order, each in its own FIFO line, all within
+   * `waitTimeout`; LockOrderError when the call chain holds a key that sorts after one of them.
    */
-  acquire(key: string, options?: AcquireOptions): Promise<Lease> {
+  acquire(key: LockKeys, options?: AcquireOptions): Promise<Lease> {
     let resolved: ResolvedAcquireOptions;
     try {
       resolved = resolveAcquireOptions(this.options, options, false);
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.obtain(key, resolved, true) as Promise<Lease>;
+    return this.obtainKeys(key, resolved, true) as Promise<Lease>;
   }
 
-  /** Takes the lock if it is free and nobody is queued; resolves null otherwise. Never waits. */
-  async tryAcquire(key: string, options?: Omit<AcquireOptions, 'waitTimeout'>): Promise<Lease | null> {
+  /**
+   * Takes the lock (every key of it) if it is free and nobody is queued; resolves null otherwise, holding
+   * nothing. Never waits.
+   */
+  async tryAcquire(key: LockKeys, options?: Omit<AcquireOptions, 'waitTimeout'>): Promise<Lease | null> {
     const resolved = resolveAcquireOptions(this.options, options, false);
-    return this.obtain(key, { ...resolved, waitTimeout: 0 }, false);
+    return this.obtainKeys(key, { ...resolved, waitTimeout: 0 }, false);
   }
 
   /**
@@ -159,21 +173,27 @@ export class LockService {
    * Nested `using`/`acquire` of the same key inside `fn` reuse this lease. If the lease is lost while
    * `fn` runs, `lease.signal` aborts and the call rejects with LockLostError once `fn` settles.
    */
-  async using<T>(key: string, fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+  async using<T>(key: LockKeys, fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
     if (typeof fn !== 'function')
       throw new LockOptionsError('using() needs a function to run under the lock.');
-    const lease = (await this.obtain(key, resolveAcquireOptions(this.options, options, true), true)) as Lease;
+    const lease = (await this.obtainKeys(
+      key,
+      resolveAcquireOptions(this.options, options, true),
+      true,
+    )) as Lease;
     if (lease instanceof ReentrantLease) return fn(lease);
-    const held = lease as HeldLease;
+    const held = lease as OwnedLease;
     if (!held.isHeld) {
       // Its validity ran out before `fn` could start (the process was frozen after the grant).
       await held.release().catch(() => {});
       throw held.lossReason;
     }
-    const byKey = new Map(this.scope.getStore()?.byKey);
-    byKey.set(held.key, held);
+    const outer = this.scope.getStore();
+    const byKey = new Map(outer?.byKey);
+    for (const part of held.parts) byKey.set(part.key, part);
+    const multi = outer?.multi === true || held.parts.length > 1;
     let result: T;
-    const run = this.scope.run({ byKey, innermost: held }, async () => fn(held));
+    const run = this.scope.run({ byKey, innermost: held, multi }, async () => fn(held));
     this.running.add(run);
     try {
       result = await run;
@@ -270,6 +290,23 @@ export class LockService {
     await Promise.all([...cancels, ...releases, this.store.close()]);
   }
 
+  /** One key or several: validated, then reentry, order, and the keys not held yet taken. */
+  private obtainKeys(
+    input: unknown,
+    options: ResolvedAcquireOptions,
+    busyIsTimeout: boolean,
+  ): Promise<Lease | null> {
+    let keys: string[];
+    try {
+      keys = validateKeys(input);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return Array.isArray(input)
+      ? this.obtainAll(keys, options, busyIsTimeout)
+      : this.obtain(keys[0], options, busyIsTimeout);
+  }
+
   /**
    * Resolves with a lease; for a try-once call that found the lock taken, with null, or (when
    * `busyIsTimeout`) rejects with LockTimeoutError. Not async: a waiting call holds no suspended frames,
@@ -281,28 +318,94 @@ export class LockService {
     busyIsTimeout: boolean,
   ): Promise<Lease | null> {
     try {
-      validateKey(key);
       // Reentry is checked before closing: a call running out its grace period may nest another
       // call on the lock it already holds.
-      const outer = this.scope.getStore()?.byKey.get(key);
+      const scope = this.scope.getStore();
+      const outer = scope?.byKey.get(key);
       if (outer?.isHeld) return Promise.resolve(new ReentrantLease(outer));
-      this.assertOpen(key);
-      if (options.signal?.aborted) throw new LockAbortedError(key, options.signal.reason);
-      // The ticket carries this call's claim window, so whoever hands the lock on reserves it for exactly
-      // the time this waiter counts its validity from.
-      const ticket = this.store.ticket(
-        key,
-        options.ttl,
-        claimWindowFor(options.ttl, this.options.claimWindow),
-      );
-      const started = now();
-      if (options.waitTimeout === 0 || !this.store.wakeReady) {
-        return this.tryFirst(ticket, started, options, busyIsTimeout);
-      }
-      return this.wait(ticket, started, options);
+      if (scope?.multi) checkOrder([key], scope);
+      return this.take(key, options, busyIsTimeout);
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /**
+   * Several keys, all or none: the ones the call chain does not hold yet are taken one at a time in
+   * canonical order, under one token, each waiting its turn in that key's FIFO line within what is left
+   * of `waitTimeout`. Every caller takes shared keys in the same order, so no two wait for each other.
+   * On a timeout, abort or error, the keys taken so far are released (handed to their next waiters).
+   */
+  private async obtainAll(
+    keys: readonly string[],
+    options: ResolvedAcquireOptions,
+    busyIsTimeout: boolean,
+  ): Promise<Lease | null> {
+    const scope = this.scope.getStore();
+    const byKey = new Map<string, HeldLease>();
+    for (const key of keys) {
+      const outer = scope?.byKey.get(key);
+      if (outer?.isHeld) byKey.set(key, outer);
+    }
+    const fresh = keys.filter((key) => !byKey.has(key));
+    const together = (owned: HeldLease[]): OwnedLease =>
+      keys.length === 1
+        ? (byKey.get(keys[0]) as HeldLease)
+        : new MultiLease(
+            keys.map((key) => byKey.get(key) as HeldLease),
+            owned,
+          );
+    if (fresh.length === 0) return new ReentrantLease(together([]));
+    if (scope) checkOrder(fresh, scope);
+    const started = now();
+    const owned: HeldLease[] = [];
+    try {
+      for (const key of fresh) {
+        const { waitTimeout } = options;
+        const left = waitTimeout === Infinity ? Infinity : Math.max(0, waitTimeout - (now() - started));
+        const member = owned.length > 0 ? { of: owned[0].token, index: owned.length } : undefined;
+        const lease = await this.take(key, { ...options, waitTimeout: left }, busyIsTimeout, member);
+        if (lease === null) {
+          await releaseAll(owned);
+          return null;
+        }
+        owned.push(lease);
+        byKey.set(key, lease);
+      }
+    } catch (error) {
+      await releaseAll(owned);
+      // Not granted within the call's waitTimeout, counted over all its keys: the error names the key
+      // that was still busy.
+      if (error instanceof LockTimeoutError && error.key !== undefined) {
+        throw new LockTimeoutError(error.key, options.waitTimeout);
+      }
+      throw error;
+    }
+    return together(owned);
+  }
+
+  /** Takes one key the call chain does not hold (`member`: a later key of a multi-key call). */
+  private take(
+    key: string,
+    options: ResolvedAcquireOptions,
+    busyIsTimeout: boolean,
+    member?: TicketMember,
+  ): Promise<HeldLease | null> {
+    this.assertOpen(key);
+    if (options.signal?.aborted) throw new LockAbortedError(key, options.signal.reason);
+    // The ticket carries this call's claim window, so whoever hands the lock on reserves it for exactly
+    // the time this waiter counts its validity from.
+    const ticket = this.store.ticket(
+      key,
+      options.ttl,
+      claimWindowFor(options.ttl, this.options.claimWindow),
+      member,
+    );
+    const started = now();
+    if (options.waitTimeout === 0 || !this.store.wakeReady) {
+      return this.tryFirst(ticket, started, options, busyIsTimeout);
+    }
+    return this.wait(ticket, started, options);
   }
 
   /** One attempt without queueing; then, for a waiting call, subscribe to pushes and queue. */
@@ -311,7 +414,7 @@ export class LockService {
     started: number,
     options: ResolvedAcquireOptions,
     busyIsTimeout: boolean,
-  ): Promise<Lease | null> {
+  ): Promise<HeldLease | null> {
     const { key } = ticket;
     const reply = await this.store.acquire(ticket, 'try', 0);
     if (reply.granted) return this.lease(ticket, reply.fence, started + options.ttl, options, true);
@@ -374,4 +477,21 @@ export class LockService {
   private assertOpen(key: string): void {
     if (this.closed) throw new LockServiceClosedError(key);
   }
+}
+
+/**
+ * Refuses keys that sort before a key the call chain holds, once it holds several keys or asks for
+ * several: taking them now could wait on a caller that holds them and waits for ours.
+ */
+function checkOrder(fresh: readonly string[], scope: LeaseScope): void {
+  const held = [...scope.byKey].filter(([, lease]) => lease.isHeld).map(([key]) => key);
+  if (held.length === 0) return;
+  const highest = held.reduce((a, b) => (a > b ? a : b));
+  const lowest = fresh.reduce((a, b) => (a < b ? a : b));
+  if (lowest < highest) throw new LockOrderError(lowest, held.sort());
+}
+
+/** Releases leases taken for a multi-key call that is giving up; never rejects. */
+async function releaseAll(leases: readonly HeldLease[]): Promise<void> {
+  await Promise.allSettled(leases.map((lease) => lease.release()));
 }

@@ -19,6 +19,16 @@ export interface LeaseHost {
 
 type State = 'held' | 'released' | 'lost';
 
+/** A lease this service obtained (one key or several): what `using` and the reentrancy scope need of it. */
+export interface OwnedLease extends Lease {
+  /** Held and, as far as this process can tell, still valid (every key of it). */
+  readonly isHeld: boolean;
+  /** Why it was lost, once it was. */
+  readonly lossReason: LockLostError | undefined;
+  /** The single-key leases it is made of, for the reentrancy scope. */
+  readonly parts: readonly HeldLease[];
+}
+
 /** What a caller asked of the lease it will hold: renewal, and how long to hold it at least. */
 export interface LeaseTerms {
   /** Extend the lease every ttl/3 while held. */
@@ -27,10 +37,11 @@ export interface LeaseTerms {
   readonly minHold: number;
 }
 
-export class HeldLease implements Lease {
+export class HeldLease implements OwnedLease {
   readonly key: string;
   readonly token: string;
   readonly fence: number;
+  readonly parts: readonly HeldLease[] = [this];
   /** Created on first use of `signal`: most leases are released without anyone reading it. */
   private controller: AbortController | undefined;
   private lostReason: LockLostError | undefined;
@@ -72,6 +83,18 @@ export class HeldLease implements Lease {
       // round trip and one script less per hand-off), a longer one keeps the other half for retries.
       this.scheduleRenewal((validUntil - safetyMargin(ticket.claimWindow) - now()) / 2);
     } else if (this.renew) this.scheduleRenewal(this.ttl / 3);
+  }
+
+  get keys(): readonly string[] {
+    return [this.key];
+  }
+
+  get fences(): Readonly<Record<string, number>> {
+    return Object.freeze({ [this.key]: this.fence });
+  }
+
+  get tokens(): Readonly<Record<string, string>> {
+    return Object.freeze({ [this.key]: this.token });
   }
 
   get signal(): AbortSignal {

@@ -5,13 +5,22 @@
  */
 import './dispose-symbol';
 import type { Lease } from '../lease';
-import type { HeldLease } from './held-lease';
+import type { OwnedLease } from './held-lease';
 
 export class ReentrantLease implements Lease {
-  constructor(private readonly outer: HeldLease) {}
+  constructor(private readonly outer: OwnedLease) {}
 
   get key(): string {
     return this.outer.key;
+  }
+  get keys(): readonly string[] {
+    return this.outer.keys;
+  }
+  get fences(): Readonly<Record<string, number>> {
+    return this.outer.fences;
+  }
+  get tokens(): Readonly<Record<string, string>> {
+    return this.outer.tokens;
   }
   get token(): string {
     return this.outer.token;

@@ -4,6 +4,7 @@ export * from './lock-key.error';
 export * from './lock-lost.error';
 export * from './lock-not-held.error';
 export * from './lock-options.error';
+export * from './lock-order.error';
 export * from './lock-service-closed.error';
 export * from './lock-timeout.error';
 export * from './redis-unavailable.error';

@@ -8,7 +8,8 @@ export type LockErrorCode =
   | 'LOCK_ABORTED'
   | 'LOCK_REDIS_UNAVAILABLE'
   | 'LOCK_REDIS_ERROR'
-  | 'LOCK_SERVICE_CLOSED';
+  | 'LOCK_SERVICE_CLOSED'
+  | 'LOCK_ORDER';
 
 /** Base class of every error raised by the lock: catch this to handle them all. */
 export class LockError extends Error {

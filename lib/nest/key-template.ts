@@ -8,16 +8,19 @@ import { LockKeyError } from '../errors/lock-key.error';
 import { describeValue, hasLoneSurrogate, MAX_KEY_LENGTH, validateKey } from '../lock-options';
 
 /**
- * A key as a function of the method's arguments, for anything a template cannot express. `A` is its
- * parameter list; the default, `never[]`, admits every key function.
+ * A key as a function of the method's arguments, for anything a template cannot express; an array of
+ * keys locks them all. `A` is its parameter list; the default, `never[]`, admits every key function.
  */
-export type LockKeyFunction<A extends unknown[] = never[]> = (...args: A) => string;
+export type LockKeyFunction<A extends unknown[] = never[]> = (...args: A) => string | readonly string[];
 
-/** What `@Locked` accepts as its key: a template string, or a key function taking the parameters `A`. */
-export type LockKeyTemplate<A extends unknown[] = never[]> = string | LockKeyFunction<A>;
+/**
+ * What `@Locked` accepts as its key: a template string, an array of them (every key locked, all or
+ * nothing), or a key function taking the parameters `A`.
+ */
+export type LockKeyTemplate<A extends unknown[] = never[]> = string | readonly string[] | LockKeyFunction<A>;
 
-/** Turns one call's arguments into a lock key; throws LockKeyError. */
-export type KeyResolver = (args: readonly unknown[]) => string;
+/** Turns one call's arguments into a lock key, or several; throws LockKeyError. */
+export type KeyResolver = (args: readonly unknown[]) => string | string[];
 
 type Part = string | { index: number; path: readonly string[]; source: string };
 
@@ -33,6 +36,24 @@ const FORBIDDEN = new Set(['__proto__', 'prototype', 'constructor']);
  */
 export function compileKeyTemplate(template: unknown, where: string): KeyResolver {
   if (typeof template === 'function') return functionResolver(template as LockKeyFunction, where);
+  if (Array.isArray(template)) {
+    if (template.length === 0) {
+      throw new LockKeyError(
+        `@Locked([]) on ${where}: the array of key templates is empty; give one per key, as in ` +
+          "['account:<0.from>', 'account:<0.to>'].",
+      );
+    }
+    const resolvers = template.map((element, i) => {
+      if (typeof element !== 'string') {
+        throw new LockKeyError(
+          `@Locked([...]) on ${where}: element [${i}] must be a template string such as 'account:<0>', got ` +
+            `${describeValue(element)}.`,
+        );
+      }
+      return compileKeyTemplate(element, where) as (args: readonly unknown[]) => string;
+    });
+    return (args) => resolvers.map((resolver) => resolver(args));
+  }
   if (typeof template !== 'string') {
     throw new LockKeyError(
       `@Locked() on ${where}: the key must be a template string such as 'order:<0>' or a function of the ` +
@@ -153,9 +174,23 @@ function functionResolver(fn: LockKeyFunction, where: string): KeyResolver {
         error,
       );
     }
+    if (Array.isArray(key)) {
+      if (key.length === 0) {
+        throw new LockKeyError(`@Locked(fn) on ${where}: the key function returned an empty array of keys.`);
+      }
+      return key.map((element: unknown, i) => {
+        if (typeof element !== 'string') {
+          throw new LockKeyError(
+            `@Locked(fn) on ${where}: the key function returned an array whose element [${i}] is ` +
+              `${describeValue(element)}, not a string.`,
+          );
+        }
+        return checked(element, where, 'fn');
+      });
+    }
     if (typeof key !== 'string') {
       throw new LockKeyError(
-        `@Locked(fn) on ${where}: the key function returned ${typeof key}, not a string.`,
+        `@Locked(fn) on ${where}: the key function returned ${typeof key}, not a string or an array of strings.`,
       );
     }
     return checked(key, where, 'fn');
@@ -177,6 +212,7 @@ function checked(key: string, where: string, template: string): string {
  * function. For the start-up check that the method can receive them.
  */
 export function templateIndexes(template: LockKeyTemplate): number[] {
+  if (Array.isArray(template)) return template.flatMap((element) => templateIndexes(element as string));
   if (typeof template !== 'string') return [];
   return [...template.matchAll(PLACEHOLDER)].map((match) => Number(match[1].trim().split('.')[0]));
 }

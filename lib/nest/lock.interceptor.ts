@@ -14,7 +14,7 @@ import {
 } from '@nestjs/common';
 import { isObservable, Observable, of } from 'rxjs';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
-import { LockService } from '../lock.service';
+import { type LockKeys, LockService } from '../lock.service';
 import type { AcquireOptions } from '../lock-options';
 import { LOCKED_ROUTE_METADATA } from './redis-lock.constants';
 import type { LockedSpec } from './redis-lock-options.interface';
@@ -74,7 +74,7 @@ export class LockInterceptor implements NestInterceptor {
       let finish: (() => void) | undefined;
       let inner: { unsubscribe(): void } | undefined;
       let started = false;
-      let key: string;
+      let key: LockKeys;
       try {
         key = spec.key(args);
       } catch (error) {

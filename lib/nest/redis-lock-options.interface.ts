@@ -2,7 +2,7 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { LockServiceOptions } from '../lock-options';
 import type { LockBackend } from '../store/lock-store';
-import type { LockKeyTemplate } from './key-template';
+import type { KeyResolver, LockKeyTemplate } from './key-template';
 
 /**
  * How the module reaches Redis, plus the LockService options (`prefix`, `defaults`, `claimWindow`, ...).
@@ -73,7 +73,7 @@ export interface LockedSpec {
   /** `Class.method`, for messages. */
   readonly where: string;
   readonly template: LockKeyTemplate;
-  readonly key: (args: readonly unknown[]) => string;
+  readonly key: KeyResolver;
   /** The decorated method itself (not the wrapper), for the start-up checks of its parameters. */
   readonly method: (...args: never[]) => unknown;
   readonly options: Readonly<LockedOptions>;

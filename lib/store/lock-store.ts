@@ -21,6 +21,12 @@ export interface LockTicket {
   readonly claimWindow: number;
 }
 
+/** Which multi-key call a ticket belongs to: its first key's token, and this key's place after it. */
+export interface TicketMember {
+  readonly of: string;
+  readonly index: number;
+}
+
 /**
  * `try`: never queue. `join`: a waiter's first call, with a ticket the store has not seen. `wait`: a
  * waiter's later calls (re-check, confirm a grant), which find it queued or granted.
@@ -58,8 +64,12 @@ export interface WakeHandlers {
 
 /** The operations of one LockService on its store. Every method may reject with a LockError. */
 export interface LockStore {
-  /** A ticket for one call on `key`: a fresh token, with the call's ttl and claim window. */
-  ticket(key: string, ttl: number, claimWindow: number): LockTicket;
+  /**
+   * A ticket for one call on `key`: a fresh token, with the call's ttl and claim window. For key number
+   * `member.index` (from 1) of a multi-key call, a token derived from its first key's (`member.of`): each
+   * key has a token of its own, so a late wake-up about one key can never be taken for another's.
+   */
+  ticket(key: string, ttl: number, claimWindow: number, member?: TicketMember): LockTicket;
   /** Take the lock, or join its queue (per `mode`), or confirm a grant; idempotent per ticket. */
   acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number): Promise<AcquireReply>;
   /** The owner gives the lock up, handing it to the next waiter; false when it did not own it. */

@@ -18,10 +18,11 @@ import type {
   LockSnapshot,
   LockStore,
   LockTicket,
+  TicketMember,
   WakeHandlers,
   WakeMessage,
 } from './lock-store';
-import { claimWindowOf, instanceOf, lockToken } from './token';
+import { claimWindowOf, instanceOf, lockToken, memberToken } from './token';
 
 interface LockState {
   owner: string | null;
@@ -275,8 +276,13 @@ class MemoryLockStore implements LockStore {
     private readonly id: string,
   ) {}
 
-  ticket(key: string, ttl: number, claimWindow: number): LockTicket {
-    return { key, token: lockToken(this.id, ++this.sequence, claimWindow), ttl, claimWindow };
+  ticket(key: string, ttl: number, claimWindow: number, member?: TicketMember): LockTicket {
+    return {
+      key,
+      token: member ? memberToken(member.of, member.index) : lockToken(this.id, ++this.sequence, claimWindow),
+      ttl,
+      claimWindow,
+    };
   }
 
   // Every call answers on a later turn, as a round trip would: callers never see a reply within the

@@ -15,9 +15,10 @@ import type {
   LockSnapshot,
   LockStore,
   LockTicket,
+  TicketMember,
   WakeHandlers,
 } from './lock-store';
-import { lockToken } from './token';
+import { lockToken, memberToken } from './token';
 
 export type { RedisClient } from '../protocol/lock-scripts';
 
@@ -86,11 +87,13 @@ export class RedisLockStore implements LockStore {
     client.on('end', this.onClientEnd);
   }
 
-  ticket(key: string, ttl: number, claimWindow: number): LockTicket {
+  ticket(key: string, ttl: number, claimWindow: number, member?: TicketMember): LockTicket {
     const ticket: RedisTicket = {
       key,
       keys: lockKeys(this.options.prefix, key),
-      token: lockToken(this.instanceId, ++this.sequence, claimWindow),
+      token: member
+        ? memberToken(member.of, member.index)
+        : lockToken(this.instanceId, ++this.sequence, claimWindow),
       ttl,
       claimWindow,
       channelPrefix: this.channelPrefix,

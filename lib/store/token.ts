@@ -9,6 +9,15 @@ export function lockToken(instance: string, n: number, claimWindow: number): str
   return `${instance}:${n.toString(36)}~${claimWindow}`;
 }
 
+/**
+ * The token of key number `index` (from 1) of a multi-key call whose first key holds `first`: the same
+ * instance and claim window, so the scripts route and reserve it alike.
+ */
+export function memberToken(first: string, index: number): string {
+  const tilde = first.lastIndexOf('~');
+  return `${first.slice(0, tilde)}.${index.toString(36)}${first.slice(tilde)}`;
+}
+
 /** The instance part of a token. */
 export function instanceOf(token: string): string {
   return token.slice(0, token.indexOf(':'));

@@ -2,7 +2,8 @@
 // as several instances of an app share one Redis. No redis-server is involved.
 import { afterEach, beforeEach } from '@jest/globals';
 import { LockService, MemoryLockBackend } from '../../lib';
-import { describeConformance } from './lock-conformance';
+import { describeConformance, type ServiceFactory } from './lock-conformance';
+import { describeMultiKeyConformance } from './multi-key-conformance';
 
 let backend: MemoryLockBackend;
 let services: LockService[] = [];
@@ -16,15 +17,15 @@ afterEach(async () => {
   services = [];
 });
 
-describeConformance(
-  'memory',
-  (options) => {
-    const service = new LockService(backend, options);
-    services.push(service);
-    return service;
-  },
-  {
-    'exclusion across processes': 'its locks live in one process',
-    'surviving a store outage': 'it is in the process: it goes down with it',
-  },
-);
+const service: ServiceFactory = (options) => {
+  const opened = new LockService(backend, options);
+  services.push(opened);
+  return opened;
+};
+
+describeMultiKeyConformance('memory', service);
+
+describeConformance('memory', service, {
+  'exclusion across processes': 'its locks live in one process',
+  'surviving a store outage': 'it is in the process: it goes down with it',
+});

@@ -4,7 +4,9 @@
 import { lockService } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 import { describeConformance } from './lock-conformance';
+import { describeMultiKeyConformance } from './multi-key-conformance';
 
 const server = useRedis();
 
 describeConformance('redis', (options) => lockService(server(), options));
+describeMultiKeyConformance('redis', (options) => lockService(server(), options));

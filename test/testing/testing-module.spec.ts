@@ -5,7 +5,7 @@
 // network, under --detectOpenHandles.
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { Controller, type INestApplication, Inject, Injectable, Param, Post } from '@nestjs/common';
+import { Controller, Inject, Injectable, Param, Post, type Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import {
   getLockServiceToken,
@@ -26,6 +26,7 @@ import {
 } from 'nestjs-redis-lock/testing';
 import request from 'supertest';
 import { type Deferred, deferred } from '../support/deferred';
+import { bootApp } from '../support/nest-apps';
 
 /** What the locked methods below do while they hold the lock: tests open and close it. */
 const gates = new Map<string, Deferred<void>>();
@@ -98,28 +99,13 @@ class OrdersController {
   }
 }
 
-const apps: INestApplication[] = [];
-
-afterEach(async () => {
+afterEach(() => {
   for (const id of [...gates.keys()]) gates.get(id)?.resolve();
   gates.clear();
-  await Promise.all(apps.splice(0).map((app) => app.close()));
 });
 
-async function boot(
-  imports = [RedisLockTestingModule.forRoot()],
-  providers: Array<new (...args: never[]) => unknown> = [Ledger],
-): Promise<INestApplication> {
-  const moduleRef = await Test.createTestingModule({
-    imports,
-    controllers: [OrdersController],
-    providers,
-  }).compile();
-  const app = moduleRef.createNestApplication({ logger: false });
-  apps.push(app);
-  await app.init();
-  return app;
-}
+const boot = (imports = [RedisLockTestingModule.forRoot()], providers: Type[] = [Ledger]) =>
+  bootApp({ imports, providers, controllers: [OrdersController] });
 
 /** Resolves once `condition` holds, checking each turn of the event loop; fails after 2 s. */
 async function until(condition: () => Promise<boolean>, what: string): Promise<void> {
@@ -329,10 +315,13 @@ describe('overriding, on the testing module', () => {
       .useValue(fake)
       .compile();
     const app = moduleRef.createNestApplication({ logger: false });
-    apps.push(app);
     await app.init();
-    expect(await app.get(Ledger).deposit('3', 5)).toBe(5);
-    expect(calls).toEqual(['account:3']);
+    try {
+      expect(await app.get(Ledger).deposit('3', 5)).toBe(5);
+      expect(calls).toEqual(['account:3']);
+    } finally {
+      await app.close();
+    }
   });
 });
 

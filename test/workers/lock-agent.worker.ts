@@ -16,7 +16,8 @@ type Command =
   | {
       type: 'acquire';
       id: string;
-      key: string;
+      /** One key, or several for one multi-key lease. */
+      key: string | string[];
       ttl?: number;
       waitTimeout?: number;
       renew?: boolean;
@@ -46,7 +47,7 @@ onMessage(async (message: Command) => {
       });
       leases.set(message.id, lease);
       lease.signal.addEventListener('abort', () => send({ type: 'lost', id: message.id }));
-      send({ type: 'granted', id: message.id, fence: lease.fence, at: Date.now() });
+      send({ type: 'granted', id: message.id, fence: lease.fence, fences: lease.fences, at: Date.now() });
     } catch (error) {
       send({ type: 'failed', id: message.id, code: error instanceof LockError ? error.code : String(error) });
     }

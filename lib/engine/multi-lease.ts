@@ -1,0 +1,71 @@
+/**
+ * One lease over several keys: the single-key leases it was granted, key by key in canonical order,
+ * seen as one. Each part renews itself; the lease is held while every part is, and its signal aborts
+ * with the first part's LockLostError (which names the key). Parts taken by an enclosing call (a nested
+ * request that adds keys to ones already held) are covered but not released by this lease.
+ */
+import './dispose-symbol';
+import type { LockLostError } from '../errors/lock-lost.error';
+import type { HeldLease, OwnedLease } from './held-lease';
+
+export class MultiLease implements OwnedLease {
+  readonly key: string;
+  readonly keys: readonly string[];
+  readonly token: string;
+  readonly fence: number;
+  readonly fences: Readonly<Record<string, number>>;
+  readonly tokens: Readonly<Record<string, string>>;
+  private combined: AbortSignal | undefined;
+
+  /**
+   * @param parts every key's lease, in canonical order
+   * @param owned the parts this lease took itself (and releases); the others belong to an outer call
+   */
+  constructor(
+    readonly parts: readonly HeldLease[],
+    private readonly owned: readonly HeldLease[],
+  ) {
+    this.keys = Object.freeze(parts.map((part) => part.key));
+    this.key = this.keys[0];
+    this.token = (owned[0] ?? parts[0]).token;
+    this.fence = Math.max(...parts.map((part) => part.fence));
+    this.fences = Object.freeze(Object.fromEntries(parts.map((part) => [part.key, part.fence])));
+    this.tokens = Object.freeze(Object.fromEntries(parts.map((part) => [part.key, part.token])));
+  }
+
+  get signal(): AbortSignal {
+    // AbortSignal.any keeps the reason of the first part to abort: its LockLostError names the key.
+    this.combined ??= AbortSignal.any(this.parts.map((part) => part.signal));
+    return this.combined;
+  }
+
+  get isHeld(): boolean {
+    // Every part is read (not `every`), so each one that ran out declares itself lost now.
+    return this.parts.map((part) => part.isHeld).every(Boolean);
+  }
+
+  get lossReason(): LockLostError | undefined {
+    return this.parts.find((part) => part.lossReason)?.lossReason;
+  }
+
+  /** Extends every key; rejects with the first failure (that key's lease is then lost). */
+  async extend(ttl?: number): Promise<void> {
+    const results = await Promise.allSettled(this.parts.map((part) => part.extend(ttl)));
+    const failed = results.find((result) => result.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+  }
+
+  /**
+   * Releases the keys this lease took, last key first, each handed to its next waiter; every one is
+   * attempted, then the first failure (a key no longer held) is thrown.
+   */
+  async release(): Promise<void> {
+    const results = await Promise.allSettled([...this.owned].reverse().map((part) => part.release()));
+    const failed = results.find((result) => result.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.release();
+  }
+}
