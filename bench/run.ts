@@ -467,12 +467,17 @@ async function main(): Promise<void> {
   const json = `${JSON.stringify(report, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v), 2)}\n`;
   const dir = resolve(ROOT, 'bench/results');
   writeAtomically(resolve(dir, `${mode}-${stamp}.json`), json);
-  writeAtomically(resolve(dir, `latest-${mode}.json`), json);
+  // A run of some scenarios or libraries only must not replace the complete run the README quotes.
+  const complete = !scenarios && !libs;
+  const latest = `latest-${mode}${complete ? '' : '-partial'}.json`;
+  writeAtomically(resolve(dir, latest), json);
   const svgPath =
-    mode === 'full' ? resolve(ROOT, 'docs/bench/wait-times.svg') : resolve(dir, 'wait-times-quick.svg');
+    mode === 'full' && complete
+      ? resolve(ROOT, 'docs/bench/wait-times.svg')
+      : resolve(dir, `wait-times-${mode}.svg`);
   const charted = results.load.some((m) => m.scenario === 2 || m.scenario === 3);
   if (charted) writeAtomically(svgPath, await renderWaitChart(results.load, caption));
-  console.log(`\nwrote bench/results/${mode}-${stamp}.json, bench/results/latest-${mode}.json`);
+  console.log(`\nwrote bench/results/${mode}-${stamp}.json, bench/results/${latest}`);
   if (charted) console.log(`wrote ${svgPath.slice(ROOT.length + 1)}`);
 
   // CI gates on correctness and on the Redis load bound, which is a count and so immune to a noisy

@@ -39,6 +39,33 @@ describe('on a Redis Cluster', () => {
     expect(total).toBe(workers * rounds);
   });
 
+  it('a multi-key lease over keys on different masters: transfers conserve the total, keys all released', async () => {
+    const accounts = ['acct:1', 'acct:2', 'acct:3', 'acct:4'];
+    const masters = new Set(await Promise.all(accounts.map((key) => current().portOf(`lock:{${key}}`))));
+    expect(masters.size).toBeGreaterThanOrEqual(2);
+    const pair = [service(), service()];
+    const data = current().client();
+    for (const key of accounts) await data.set(`bal:{${key}}`, '100', 'PX', 60_000);
+    await Promise.all(
+      Array.from({ length: 24 }, async (_, i) => {
+        const from = accounts[i % 4];
+        // 1 to 3 places further on: never the same account.
+        const to = accounts[(i + 1 + (i % 3)) % 4];
+        await pair[i % 2].using([from, to], async (lease) => {
+          expect(lease.keys).toEqual([from, to].sort());
+          const [a, b] = await Promise.all([data.get(`bal:{${from}}`), data.get(`bal:{${to}}`)]);
+          await new Promise((resolve) => setTimeout(resolve, 1));
+          await data.set(`bal:{${from}}`, String(Number(a) - 1), 'PX', 60_000);
+          await data.set(`bal:{${to}}`, String(Number(b) + 1), 'PX', 60_000);
+        });
+      }),
+    );
+    let total = 0;
+    for (const key of accounts) total += Number(await data.get(`bal:{${key}}`));
+    expect(total).toBe(400);
+    for (const key of accounts) expect((await pair[0].inspect(key)).held).toBe(false);
+  });
+
   it('waiters from two services are granted in arrival order, woken by pushes, with no commands while waiting', async () => {
     const [first, second] = [service(), service()];
     const key = 'queue';

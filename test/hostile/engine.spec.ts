@@ -206,6 +206,28 @@ const keyRows: Row<Engine>[] = (
     ['inspect', 'a lone high surrogate', 'ok\uD800', /lone surrogate/],
     ['inspect', '10 MB', HUGE, /at most 1024 characters/],
     ['inspect', 'a Symbol', Symbol('k'), /got a symbol/],
+    ['inspect', 'an array (one lock at a time)', ['a', 'b'], /must be a string, got/],
+    ['acquire', 'an empty array', [], /The array of lock keys is empty: give at least one key/],
+    [
+      'tryAcquire',
+      '1,001 keys',
+      Array.from({ length: 1_001 }, (_, i) => `k${i}`),
+      /at most 1000 keys, got 1001/,
+    ],
+    [
+      'using',
+      'an array with a number',
+      ['a', 42],
+      /Key \[1\] of the array: A lock key must be a string, got 42/,
+    ],
+    ['acquire', 'an array with undefined', ['a', undefined], /Key \[1\] of the array: .*got undefined/],
+    ['acquire', 'an array with a braced key', ['a', 'b{c}'], /Key \[1\] of the array: .*contains a brace/],
+    [
+      'tryAcquire',
+      'an array with a 10 MB key',
+      ['a', HUGE],
+      /Key \[1\] of the array: .*at most 1024 characters/,
+    ],
   ] as const
 ).map(([method, what, key, message]) => ({
   name: `${method}(key = ${what})`,
