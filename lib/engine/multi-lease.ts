@@ -49,23 +49,25 @@ export class MultiLease implements OwnedLease {
   }
 
   /** Extends every key; rejects with the first failure (that key's lease is then lost). */
-  async extend(ttl?: number): Promise<void> {
-    const results = await Promise.allSettled(this.parts.map((part) => part.extend(ttl)));
-    const failed = results.find((result) => result.status === 'rejected');
-    if (failed) throw (failed as PromiseRejectedResult).reason;
+  extend(ttl?: number): Promise<void> {
+    return everyPart(this.parts.map((part) => part.extend(ttl)));
   }
 
   /**
    * Releases the keys this lease took, last key first, each handed to its next waiter; every one is
    * attempted, then the first failure (a key no longer held) is thrown.
    */
-  async release(): Promise<void> {
-    const results = await Promise.allSettled([...this.owned].reverse().map((part) => part.release()));
-    const failed = results.find((result) => result.status === 'rejected');
-    if (failed) throw (failed as PromiseRejectedResult).reason;
+  release(): Promise<void> {
+    return everyPart([...this.owned].reverse().map((part) => part.release()));
   }
 
   [Symbol.asyncDispose](): Promise<void> {
     return this.release();
   }
+}
+
+/** Waits for every part's call to settle (none is left running), then rejects with the first failure. */
+async function everyPart(calls: Array<Promise<void>>): Promise<void> {
+  const failed = (await Promise.allSettled(calls)).find((result) => result.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
 }

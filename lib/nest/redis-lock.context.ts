@@ -33,6 +33,16 @@ const MODULE_OPTION_NAMES = [
 /** Extras shape the module itself: they go beside the options, never inside what a factory returns. */
 const EXTRAS = ['isGlobal', 'name', 'httpErrors'];
 
+/** Which module a configuration belongs to: the name its messages give, and where its locks live. */
+export interface ContextKind {
+  /** The class name users write (`RedisLockModule` or `RedisLockTestingModule`). */
+  readonly label: string;
+  /** Locks in memory (the testing module): connection options are accepted and ignored. */
+  readonly memory: boolean;
+}
+
+const REDIS_KIND: ContextKind = { label: 'RedisLockModule', memory: false };
+
 export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
   readonly service: LockService;
   readonly retryAfterSeconds: number;
@@ -69,11 +79,16 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * Validates the options and connects (when the module owns the connection). Throws LockOptionsError.
-   * `memory`: the testing module's configuration, on a MemoryLockBackend (the given `backend` or a new
-   * one); connection options are then accepted and ignored, so one options object serves both modules.
+   * `kind.memory`: the testing module's configuration, on a MemoryLockBackend (the given `backend` or a
+   * new one); connection options are then accepted and ignored, so one options object serves both modules.
    */
-  static create(raw: RedisLockModuleOptions, name?: string, memory = false): RedisLockContext {
-    const label = `${memory ? 'RedisLockTestingModule' : 'RedisLockModule'}${name ? ` "${name}"` : ''}`;
+  static create(
+    raw: RedisLockModuleOptions,
+    name?: string,
+    kind: ContextKind = REDIS_KIND,
+  ): RedisLockContext {
+    const { memory } = kind;
+    const label = `${kind.label}${name ? ` "${name}"` : ''}`;
     if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
       throw new LockOptionsError(
         `${label} options must be an object${memory ? '' : ' with client, url, redis or backend'}, got ` +

@@ -19,17 +19,13 @@ import { LockInterceptor } from './lock.interceptor';
 import { LockHttpErrorsInterceptor } from './lock-http.errors';
 import { LockHttpExceptionFilter } from './lock-http.filter';
 import { LockedMethodsChecker } from './locked-methods.checker';
-import { RedisLockContext } from './redis-lock.context';
+import { type ContextKind, RedisLockContext } from './redis-lock.context';
 import { RedisLockHealthIndicator } from './redis-lock.health';
 import { getLockInterceptorToken, getLockServiceToken, getRedisLockHealthToken } from './redis-lock.tokens';
 import type { RedisLockModuleExtras, RedisLockModuleOptions } from './redis-lock-options.interface';
 
-/** Which module a definition is for: names its messages and picks the store. */
-interface ModuleKind {
-  /** The class name users write (`RedisLockModule` or `RedisLockTestingModule`), for messages. */
-  readonly label: string;
-  /** Locks in memory (the testing module): connection options are accepted and ignored. */
-  readonly memory: boolean;
+/** Which module a definition is for: names its messages, picks the store, owns an options token. */
+interface ModuleKind extends ContextKind {
   readonly optionsToken: string;
 }
 
@@ -145,7 +141,7 @@ function addProviders(
       // Local to this module (not exported), so each configuration has its own.
       provide: RedisLockContext,
       inject: [kind.optionsToken],
-      useFactory: (options: RedisLockModuleOptions) => RedisLockContext.create(options, name, kind.memory),
+      useFactory: (options: RedisLockModuleOptions) => RedisLockContext.create(options, name, kind),
     },
     { provide: serviceToken, inject: [RedisLockContext], useFactory: (c: RedisLockContext) => c.service },
     {

@@ -26,6 +26,7 @@ import {
 } from 'nestjs-redis-lock/testing';
 import request from 'supertest';
 import { type Deferred, deferred } from '../support/deferred';
+import { until } from '../support/lock-fixtures';
 import { bootApp } from '../support/nest-apps';
 
 /** What the locked methods below do while they hold the lock: tests open and close it. */
@@ -107,14 +108,8 @@ afterEach(() => {
 const boot = (imports = [RedisLockTestingModule.forRoot()], providers: Type[] = [Ledger]) =>
   bootApp({ imports, providers, controllers: [OrdersController] });
 
-/** Resolves once `condition` holds, checking each turn of the event loop; fails after 2 s. */
-async function until(condition: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 2_000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await nextTurn();
-  }
-}
+/** How long a test waits for a lock state it brought about (in memory it takes a few turns). */
+const WAIT = 2_000;
 
 const queueLength = async (locks: LockService, key: string) => (await locks.inspect(key)).queueLength;
 
@@ -158,7 +153,11 @@ describe('RedisLockTestingModule.forRoot() on a service', () => {
     for (const [i, label] of labels.entries()) {
       calls.push(ledger.serve('q', label));
       // Each caller is in line before the next one asks.
-      await until(async () => (await queueLength(locks, 'queue:q')) === i, `${label} is in line`);
+      await until(
+        () => queueLength(locks, 'queue:q'),
+        (n) => n === i,
+        WAIT,
+      );
     }
     for (const label of labels) gates.get(label)?.resolve();
     const fences = await Promise.all(calls);
@@ -171,7 +170,11 @@ describe('RedisLockTestingModule.forRoot() on a service', () => {
     const ledger = app.get(Ledger);
     gates.set('holder', deferred());
     const holder = ledger.serve('busy', 'holder');
-    await until(async () => (await app.get(LockService).inspect('queue:busy')).held, 'the lock is held');
+    await until(
+      () => app.get(LockService).inspect('queue:busy'),
+      (info) => info.held,
+      WAIT,
+    );
     const started = Date.now();
     await expect(ledger.impatient('busy')).rejects.toBeInstanceOf(LockTimeoutError);
     expect(Date.now() - started).toBeGreaterThanOrEqual(45);
@@ -198,7 +201,11 @@ describe('RedisLockTestingModule on a controller, over HTTP', () => {
     const first = request(server).post('/orders/9/pay');
     const firstDone = first.then((response) => response);
     const locks = app.get(LockService);
-    await until(async () => (await locks.inspect('order:9')).held, 'the first request holds order:9');
+    await until(
+      () => locks.inspect('order:9'),
+      (info) => info.held,
+      WAIT,
+    );
     const second = await request(server).post('/orders/9/pay');
     expect(second.status).toBe(409);
     expect(second.headers['retry-after']).toBe('1');
@@ -258,7 +265,11 @@ describe('configurations of the testing module', () => {
     const b = await boot([RedisLockTestingModule.forRoot({ backend })]);
     gates.set('a', deferred());
     const held = a.get(Ledger).serve('shared', 'a');
-    await until(async () => (await b.get(LockService).inspect('queue:shared')).held, 'a holds the lock');
+    await until(
+      () => b.get(LockService).inspect('queue:shared'),
+      (info) => info.held,
+      WAIT,
+    );
     await expect(b.get(Ledger).impatient('shared')).rejects.toBeInstanceOf(LockTimeoutError);
     gates.get('a')?.resolve();
     await held;
