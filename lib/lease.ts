@@ -50,6 +50,11 @@ export interface LockInfo {
   ttl: number;
   /** Waiters queued behind the holder. */
   queueLength: number;
+  /**
+   * Places kept in line for multi-key calls that still wait for an earlier key: not counted in
+   * `queueLength`, never granted, and passed over until claimed (docs/protocol.md, "Several keys").
+   */
+  reserved: number;
   /** The last fencing token handed out, or 0 if none is remembered. */
   fence: number;
 }

@@ -21,6 +21,7 @@ import {
   type AcquireOptions,
   claimWindowFor,
   type LockServiceOptions,
+  MAX_MS,
   type ResolvedAcquireOptions,
   type ResolvedServiceOptions,
   resolveAcquireOptions,
@@ -34,7 +35,6 @@ import {
   type LockBackend,
   type LockStore,
   type LockTicket,
-  type TicketMember,
   type WakeHandlers,
   type WakeMessage,
 } from './store/lock-store';
@@ -244,6 +244,7 @@ export class LockService {
       holder: snapshot.owner,
       ttl: Math.max(0, snapshot.ownerTtl),
       queueLength: snapshot.queueLength,
+      reserved: snapshot.reserved,
       fence: snapshot.fence,
     };
   }
@@ -324,7 +325,7 @@ export class LockService {
       const outer = scope?.byKey.get(key);
       if (outer?.isHeld) return Promise.resolve(new ReentrantLease(outer));
       if (scope?.multi) checkOrder([key], scope);
-      return this.take(key, options, busyIsTimeout);
+      return this.take(this.ticket(key, options), options, busyIsTimeout);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -334,7 +335,10 @@ export class LockService {
    * Several keys, all or none: the ones the call chain does not hold yet are taken one at a time in
    * canonical order, under one token, each waiting its turn in that key's FIFO line within what is left
    * of `waitTimeout`. Every caller takes shared keys in the same order, so no two wait for each other.
-   * On a timeout, abort or error, the keys taken so far are released (handed to their next waiters).
+   * A waiting call first reserves its place on the later keys (where the store can): it is served there
+   * from that place once it holds the keys before, instead of queueing at the back while it holds them.
+   * On a timeout, abort or error, the keys taken so far are released (handed to their next waiters) and
+   * the reservations left are cancelled.
    */
   private async obtainAll(
     keys: readonly string[],
@@ -358,22 +362,46 @@ export class LockService {
     if (fresh.length === 0) return new ReentrantLease(together([]));
     if (scope) checkOrder(fresh, scope);
     const started = now();
+    const tickets = this.tickets(fresh, options);
+    // Reservations on the later keys, made once the call queues on some key (an uncontended call makes none).
+    const reservations = new Map<LockTicket, Promise<unknown>>();
+    const reserveAfter = (index: number) => () => {
+      const later = tickets.slice(index + 1).filter((ticket) => !reservations.has(ticket));
+      const left = options.waitTimeout - (now() - started);
+      const made = this.reserve(later, left, options.signal);
+      if (made) for (const ticket of later) reservations.set(ticket, made);
+    };
     const owned: HeldLease[] = [];
     try {
-      for (const key of fresh) {
+      for (const [index, ticket] of tickets.entries()) {
         const { waitTimeout } = options;
         const left = waitTimeout === Infinity ? Infinity : Math.max(0, waitTimeout - (now() - started));
-        const member = owned.length > 0 ? { of: owned[0].token, index: owned.length } : undefined;
-        const lease = await this.take(key, { ...options, waitTimeout: left }, busyIsTimeout, member);
+        // A reserved key is claimed from its reservation, so the reservation's reply must be in first.
+        const reserved = reservations.get(ticket);
+        if (reserved) await reserved;
+        const lease = await this.take(
+          ticket,
+          { ...options, waitTimeout: left },
+          busyIsTimeout,
+          reserved !== undefined,
+          index < tickets.length - 1 ? reserveAfter(index) : undefined,
+        );
         if (lease === null) {
           await releaseAll(owned);
           return null;
         }
         owned.push(lease);
-        byKey.set(key, lease);
+        byKey.set(ticket.key, lease);
       }
     } catch (error) {
-      await releaseAll(owned);
+      // The key that failed left its place (unless it failed before queueing: cancelled again, harmless);
+      // the reservations after it were never claimed.
+      // A reservation still in flight is waited for, so its cancel cannot overtake it.
+      const unclaimed = tickets.slice(owned.length).filter((ticket) => reservations.has(ticket));
+      const cancels = unclaimed.map((ticket) =>
+        reservations.get(ticket)?.then(() => this.store.cancel(ticket)),
+      );
+      await Promise.allSettled([releaseAll(owned), ...cancels]);
       // Not granted within the call's waitTimeout, counted over all its keys: the error names the key
       // that was still busy.
       if (error instanceof LockTimeoutError && error.key !== undefined) {
@@ -384,28 +412,63 @@ export class LockService {
     return together(owned);
   }
 
-  /** Takes one key the call chain does not hold (`member`: a later key of a multi-key call). */
+  /** One ticket per key of a multi-key call: the first key's token, and the later keys' derived from it. */
+  private tickets(keys: readonly string[], options: ResolvedAcquireOptions): LockTicket[] {
+    const claimWindow = claimWindowFor(options.ttl, this.options.claimWindow);
+    const first = this.store.ticket(keys[0], options.ttl, claimWindow);
+    const later = keys
+      .slice(1)
+      .map((key, i) => this.store.ticket(key, options.ttl, claimWindow, { of: first.token, index: i + 1 }));
+    return [first, ...later];
+  }
+
+  /**
+   * Reserves the later keys' places for a call that waits `left` ms more at most, if the store keeps
+   * reservations (subscribing to wake-ups first, so no hand-off takes a reservation for a dead caller's).
+   * Settles once every reply is in; a failed reservation only means that key is queued at the back when
+   * the call asks for it.
+   */
+  private reserve(
+    later: readonly LockTicket[],
+    left: number,
+    signal: AbortSignal | undefined,
+  ): Promise<unknown> | undefined {
+    const { store } = this;
+    if (later.length === 0 || !store.reserve || this.closed || signal?.aborted || !(left > 0))
+      return undefined;
+    // As long as the call may still wait, plus a claim window (the queue's own lifetime rule, see Waiter).
+    const queueTtl = Math.ceil(Math.min(MAX_MS, left)) + later[0].claimWindow;
+    const subscribed = store.wakeReady ? Promise.resolve() : store.subscribeWakes();
+    return subscribed
+      .then(() => Promise.allSettled(later.map((ticket) => store.reserve?.(ticket, queueTtl))))
+      .catch(() => undefined);
+  }
+
+  /**
+   * Takes one key the call chain does not hold, with `ticket` (its own, or one of a multi-key call's);
+   * `claim`: the ticket holds a reservation on the key, to be served from.
+   */
   private take(
-    key: string,
+    ticket: LockTicket,
     options: ResolvedAcquireOptions,
     busyIsTimeout: boolean,
-    member?: TicketMember,
+    claim = false,
+    onQueued?: () => void,
   ): Promise<HeldLease | null> {
+    const { key } = ticket;
     this.assertOpen(key);
     if (options.signal?.aborted) throw new LockAbortedError(key, options.signal.reason);
-    // The ticket carries this call's claim window, so whoever hands the lock on reserves it for exactly
-    // the time this waiter counts its validity from.
-    const ticket = this.store.ticket(
-      key,
-      options.ttl,
-      claimWindowFor(options.ttl, this.options.claimWindow),
-      member,
-    );
     const started = now();
+    if (claim) return this.claim(ticket, started, options, onQueued);
     if (options.waitTimeout === 0 || !this.store.wakeReady) {
-      return this.tryFirst(ticket, started, options, busyIsTimeout);
+      return this.tryFirst(ticket, started, options, busyIsTimeout, onQueued);
     }
-    return this.wait(ticket, started, options);
+    return this.wait(ticket, started, options, 'join', onQueued);
+  }
+
+  /** A ticket for one key: it carries this call's claim window (how long a grant to it stays reserved). */
+  private ticket(key: string, options: ResolvedAcquireOptions): LockTicket {
+    return this.store.ticket(key, options.ttl, claimWindowFor(options.ttl, this.options.claimWindow));
   }
 
   /** One attempt without queueing; then, for a waiting call, subscribe to pushes and queue. */
@@ -414,6 +477,7 @@ export class LockService {
     started: number,
     options: ResolvedAcquireOptions,
     busyIsTimeout: boolean,
+    onQueued?: () => void,
   ): Promise<HeldLease | null> {
     const { key } = ticket;
     const reply = await this.store.acquire(ticket, 'try', 0);
@@ -423,17 +487,38 @@ export class LockService {
       return null;
     }
     // First contention in this process: pushes must flow before we queue, or a grant could be missed.
+    await this.subscribe(key);
+    return this.wait(ticket, started, options, 'join', onQueued);
+  }
+
+  /** A later key of a multi-key call, served from its reservation (never a plain try: it is in line). */
+  private async claim(
+    ticket: LockTicket,
+    started: number,
+    options: ResolvedAcquireOptions,
+    onQueued?: () => void,
+  ): Promise<HeldLease> {
+    if (!this.store.wakeReady) await this.subscribe(ticket.key);
+    return this.wait(ticket, started, options, 'wait', onQueued);
+  }
+
+  private async subscribe(key: string): Promise<void> {
     await this.store.subscribeWakes().catch((error: unknown) => {
       if (this.closed) throw new LockServiceClosedError(key);
       throw new RedisUnavailableError('could not subscribe to the wake channel', key, error);
     });
     this.assertOpen(key);
-    return this.wait(ticket, started, options);
   }
 
-  private wait(ticket: LockTicket, started: number, options: ResolvedAcquireOptions): Promise<HeldLease> {
+  private wait(
+    ticket: LockTicket,
+    started: number,
+    options: ResolvedAcquireOptions,
+    first: 'join' | 'wait',
+    onQueued?: () => void,
+  ): Promise<HeldLease> {
     const { waitTimeout, signal } = options;
-    return new Waiter(this.waiterHost, ticket, started, waitTimeout, signal, options).run();
+    return new Waiter(this.waiterHost, ticket, started, waitTimeout, signal, options).run(first, onQueued);
   }
 
   private lease(

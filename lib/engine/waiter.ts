@@ -59,6 +59,8 @@ export class Waiter<T> {
   private recheckAt = Number.POSITIVE_INFINITY;
   private timer: NodeJS.Timeout | undefined;
   private readonly onAbort: (() => void) | undefined;
+  private firstMode: 'join' | 'wait' = 'join';
+  private onQueued: (() => void) | undefined;
 
   constructor(
     private readonly host: WaiterHost<T>,
@@ -85,8 +87,14 @@ export class Waiter<T> {
     return this.ticket.key;
   }
 
-  /** Joins the queue and resolves when granted; rejects with a typed error otherwise. */
-  run(): Promise<T> {
+  /**
+   * Joins the queue and resolves when granted; rejects with a typed error otherwise. `first` is the mode
+   * of the first call: `join` for a ticket the store has not seen, `wait` to claim a reservation.
+   * `onQueued` runs once, when a reply first says the caller is in line rather than granted.
+   */
+  run(first: 'join' | 'wait' = 'join', onQueued?: () => void): Promise<T> {
+    this.firstMode = first;
+    this.onQueued = onQueued;
     this.host.register(this);
     this.arm();
     if (this.signal && this.onAbort) {
@@ -155,7 +163,7 @@ export class Waiter<T> {
     // A waiter without a deadline (waitTimeout Infinity) still leaves a queue key that expires; it
     // refreshes it each time it joins, as every waiter does.
     const queueTtl = Math.max(1, Math.ceil(this.timeLeft(sent))) + this.ticket.claimWindow;
-    this.host.store.acquire(this.ticket, first ? 'join' : 'wait', queueTtl).then(
+    this.host.store.acquire(this.ticket, first ? this.firstMode : 'wait', queueTtl).then(
       (reply) => this.checked(reply, sent),
       (error: unknown) => {
         this.checking = false;
@@ -177,6 +185,11 @@ export class Waiter<T> {
     if (reply.granted) {
       this.win({ fence: reply.fence, validUntil: sent + this.ticket.ttl, confirmed: true });
       return;
+    }
+    if (this.onQueued) {
+      const queued = this.onQueued;
+      this.onQueued = undefined;
+      queued();
     }
     if (this.recheck) {
       this.recheck = false;

@@ -1,6 +1,6 @@
 /**
- * Runs the lock's Lua scripts: one script per state transition (acquire, release, release later,
- * cancel, extend, inspect), registered with ioredis `defineCommand` so each call is one EVALSHA. This class is the
+ * Runs the lock's Lua scripts: one script per state transition (acquire, reserve, release, release
+ * later, cancel, extend, inspect), registered with ioredis `defineCommand` so each call is one EVALSHA. This class is the
  * whole Redis protocol seen from Node. Its only state beyond the scripts' names is the connection
  * attempt that calls made while the client connects wait on, and the deadlines of the calls in flight
  * (one timer for all of them).
@@ -20,6 +20,7 @@ import {
   preludeLua,
   releaseLaterLua,
   releaseLua,
+  reserveLua,
 } from './lua/scripts.generated';
 import { OFFLINE, translateRedisError } from './redis-errors';
 
@@ -39,11 +40,13 @@ export interface ScriptContext {
   channelPrefix: string;
   trustReceivers: boolean;
   fenceRetention: number;
+  /** The caller's reservation on this key (reserve.lua), once made. */
+  reserved?: string;
 }
 
 export type { AcquireMode, AcquireReply, LockSnapshot } from '../store/lock-store';
 
-type ScriptName = 'acquire' | 'release' | 'releaseLater' | 'cancel' | 'extend' | 'inspect';
+type ScriptName = 'acquire' | 'reserve' | 'release' | 'releaseLater' | 'cancel' | 'extend' | 'inspect';
 type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 
 const COMMON_MARK = '-- @common\n';
@@ -59,6 +62,7 @@ function ownerScript(name: string, lua: string): string {
 }
 const SOURCES: Record<ScriptName, { lua: string; keys: number }> = {
   acquire: { lua: ownerScript('acquire', acquireLua), keys: 3 },
+  reserve: { lua: ownerScript('reserve', reserveLua), keys: 3 },
   release: { lua: ownerScript('release', releaseLua), keys: 3 },
   releaseLater: { lua: ownerScript('release-later', releaseLaterLua), keys: 3 },
   cancel: { lua: ownerScript('cancel', cancelLua), keys: 3 },
@@ -95,9 +99,15 @@ export class LockScripts {
   }
 
   async acquire(ctx: ScriptContext, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
-    const reply = (await this.run('acquire', ctx.keys.owner, this.argv(ctx, mode, queueTtl))) as number[];
+    const args = this.argv(ctx, mode, queueTtl, ctx.reserved ?? '');
+    const reply = (await this.run('acquire', ctx.keys.owner, args)) as number[];
     if (reply[0] === 1) return { granted: true, fence: reply[1], serverMs: reply[2] / 1000 };
     return { granted: false, ownerTtl: reply[1], serverMs: reply[2] / 1000, isHead: reply[3] === 1 };
+  }
+
+  /** Keeps a place in line that the caller claims later; returns the reservation. */
+  async reserve(ctx: ScriptContext, queueTtl: number): Promise<string> {
+    return (await this.run('reserve', ctx.keys.owner, this.argv(ctx, queueTtl))) as string;
   }
 
   /** Returns false when the caller did not hold the lock. */
@@ -115,7 +125,7 @@ export class LockScripts {
 
   /** Leaves the queue; returns true when a grant had raced in (it was passed on). */
   async cancel(ctx: ScriptContext): Promise<boolean> {
-    return (await this.run('cancel', ctx.keys.owner, this.argv(ctx))) === 1;
+    return (await this.run('cancel', ctx.keys.owner, this.argv(ctx, ctx.reserved ?? ''))) === 1;
   }
 
   /** Resets the lease to `ttl`; returns false when the caller does not hold the lock. */
@@ -124,12 +134,12 @@ export class LockScripts {
   }
 
   async inspect(keys: LockKeys): Promise<LockSnapshot> {
-    const [owner, ownerTtl, queueLength, fence] = (await this.run('inspect', keys.owner, [
+    const [owner, ownerTtl, queueLength, fence, reserved] = (await this.run('inspect', keys.owner, [
       keys.owner,
       keys.queue,
       keys.fence,
-    ])) as [string | null, number, number, number];
-    return { owner: owner ?? null, ownerTtl, queueLength, fence };
+    ])) as [string | null, number, number, number, number];
+    return { owner: owner ?? null, ownerTtl, queueLength, reserved, fence };
   }
 
   private argv(ctx: ScriptContext, ...extra: (string | number)[]): (string | number)[] {

@@ -43,7 +43,10 @@ export interface LockSnapshot {
   owner: string | null;
   /** ms until the current hold expires; negative when free. */
   ownerTtl: number;
+  /** Waiters in line, reservations not counted. */
   queueLength: number;
+  /** Reservations in line (see reserve). */
+  reserved: number;
   fence: number;
 }
 
@@ -70,13 +73,24 @@ export interface LockStore {
    * key has a token of its own, so a late wake-up about one key can never be taken for another's.
    */
   ticket(key: string, ttl: number, claimWindow: number, member?: TicketMember): LockTicket;
-  /** Take the lock, or join its queue (per `mode`), or confirm a grant; idempotent per ticket. */
+  /**
+   * Take the lock, or join its queue (per `mode`), or confirm a grant; idempotent per ticket. A `wait`
+   * call whose ticket holds a reservation on the key (reserve) claims it: it is queued at that place.
+   */
   acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number): Promise<AcquireReply>;
+  /**
+   * Optional. Keeps a place in `ticket.key`'s line for a later key of a multi-key call that still waits
+   * for the keys before it: never granted, passed over by every hand-off (so it makes nobody wait), and
+   * gone after `queueTtl` ms, when the ticket is cancelled, or when its service closes. The ticket
+   * remembers it, so the call's first `wait` on this key is served from that place. A store without it
+   * queues each later key at the back when the call asks for it.
+   */
+  reserve?(ticket: LockTicket, queueTtl: number): Promise<void>;
   /** The owner gives the lock up, handing it to the next waiter; false when it did not own it. */
   release(ticket: LockTicket): Promise<boolean>;
   /** The owner's work ended early: keep the lock, unrenewed, `holdMs` more; false when not the owner. */
   releaseLater(ticket: LockTicket, holdMs: number): Promise<boolean>;
-  /** A waiter gives up; true when a grant had raced in (it was passed on). */
+  /** A waiter gives up (its reservation, if any, goes too); true when a grant had raced in (it was passed on). */
   cancel(ticket: LockTicket): Promise<boolean>;
   /** The owner resets its lease to `ttl` (also how a granted waiter confirms); false when not the owner. */
   extend(ticket: LockTicket, ttl: number): Promise<boolean>;

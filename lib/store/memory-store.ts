@@ -33,6 +33,19 @@ interface LockState {
   queueUntil: number;
 }
 
+/** A ticket, with the reservation its multi-key call made on its key (reserve()), if any. */
+interface MemoryTicket extends LockTicket {
+  reserved?: string;
+}
+
+/** A reservation is "^<expires ms>^<token>", as in Redis (reserve.lua). */
+const isReservation = (entry: string): boolean => entry.startsWith('^');
+
+function parseReservation(entry: string): { expires: number; token: string } {
+  const split = entry.indexOf('^', 1);
+  return { expires: Number(entry.slice(1, split)), token: entry.slice(split + 1) };
+}
+
 /** The owner's remaining hold in ms, or -2 when free (as Redis' PTTL). */
 const FREE = -2;
 /** How long a lock's last fence is remembered after its last grant, for inspect(), ms. */
@@ -118,12 +131,31 @@ export class MemoryLockBackend implements LockBackend {
     return true;
   }
 
-  /** Tells the head of the queue when the current hold ends; heads whose service closed are dropped. */
-  private notifyHead(lock: LockState, holdMs: number): void {
-    while (lock.queue.length > 0) {
-      const head = lock.queue[0];
-      if (this.deliver(head, { kind: 'head', token: head, holdMs })) return;
+  /**
+   * Index of the first waiter in line that can take the lock, or -1: reservations (a later key of a
+   * multi-key call, see reserve()) are passed over, keeping their places.
+   */
+  private firstActive(lock: LockState): number {
+    return lock.queue.findIndex((entry) => !isReservation(entry));
+  }
+
+  /** Drops the reservations at the front of the line that expired or whose service closed. */
+  private dropGoneReservations(lock: LockState, now: number): void {
+    while (lock.queue.length > 0 && isReservation(lock.queue[0])) {
+      const { expires, token } = parseReservation(lock.queue[0]);
+      if (expires > now && this.isOpen(instanceOf(token))) return;
       lock.queue.shift();
+    }
+  }
+
+  /** Tells the first waiter in line when the current hold ends; waiters whose service closed are dropped. */
+  private notifyHead(lock: LockState, holdMs: number): void {
+    for (;;) {
+      const at = this.firstActive(lock);
+      if (at < 0) return;
+      const head = lock.queue[at];
+      if (this.deliver(head, { kind: 'head', token: head, holdMs })) return;
+      lock.queue.splice(at, 1);
     }
   }
 
@@ -133,12 +165,15 @@ export class MemoryLockBackend implements LockBackend {
     lock: LockState,
     caller: LockTicket | null,
     now: number,
-    popped?: string,
   ): number | 'other' | false {
-    let head = popped;
+    let head: string | undefined;
     for (;;) {
-      head ??= lock.queue.shift();
-      if (head === undefined) return false;
+      if (head === undefined) {
+        this.dropGoneReservations(lock, now);
+        const at = this.firstActive(lock);
+        if (at < 0) return false;
+        head = lock.queue.splice(at, 1)[0];
+      }
       const fence = this.fence(key, now);
       if (caller && head === caller.token) {
         lock.owner = head;
@@ -157,65 +192,83 @@ export class MemoryLockBackend implements LockBackend {
     }
   }
 
-  private giveUp(key: string, lock: LockState, now: number, popped?: string): void {
-    if (this.handOff(key, lock, null, now, popped) !== 'other') lock.owner = null;
+  private giveUp(key: string, lock: LockState, now: number): void {
+    if (this.handOff(key, lock, null, now) !== 'other') lock.owner = null;
   }
 
-  private joinQueue(lock: LockState, token: string, queueTtl: number, now: number): number {
-    const at = lock.queue.indexOf(token);
-    if (at >= 0) return at + 1;
-    lock.queue.push(token);
+  /** Queues the caller (claiming its reservation's place if it has one there). */
+  private joinQueue(lock: LockState, ticket: MemoryTicket, queueTtl: number, now: number): void {
+    if (lock.queue.includes(ticket.token)) return;
+    const reserved = ticket.reserved === undefined ? -1 : lock.queue.indexOf(ticket.reserved);
+    if (reserved >= 0) lock.queue[reserved] = ticket.token;
+    else this.push(lock, ticket.token, queueTtl, now);
+  }
+
+  private push(lock: LockState, entry: string, queueTtl: number, now: number): void {
+    lock.queue.push(entry);
     lock.queueUntil = Math.max(lock.queueUntil, now + queueTtl);
-    return lock.queue.length;
   }
 
-  /** @internal */ acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number): AcquireReply {
+  /** @internal */ reserve(ticket: MemoryTicket, queueTtl: number): void {
+    const now = this.now();
+    const lock = this.stateFor(ticket.key, now);
+    const entry = `^${Math.round(now + queueTtl)}^${ticket.token}`;
+    this.push(lock, entry, queueTtl, now);
+    ticket.reserved = entry;
+  }
+
+  /** @internal */ acquire(ticket: MemoryTicket, mode: AcquireMode, queueTtl: number): AcquireReply {
     const now = this.now();
     const lock = this.stateFor(ticket.key, now);
     const { token } = ticket;
-    const waiting = (position: number): AcquireReply => ({
-      granted: false,
-      ownerTtl: lock.owner === null ? FREE : Math.ceil(lock.ownerUntil - now),
-      serverMs: now,
-      isHead: position === 1,
-    });
+    const waiting = (queued: boolean): AcquireReply => {
+      const head = queued ? this.firstActive(lock) : -1;
+      return {
+        granted: false,
+        ownerTtl: lock.owner === null ? FREE : Math.ceil(lock.ownerUntil - now),
+        serverMs: now,
+        isHead: head >= 0 && lock.queue[head] === token,
+      };
+    };
     const granted = (fence: number): AcquireReply => ({ granted: true, fence, serverMs: now });
-    if (lock.queue.length === 0 && lock.owner === null) {
+    // Nobody could use the free lock (only reservations in line, or waiters that are gone).
+    const take = (): AcquireReply => {
       lock.owner = token;
       lock.ownerUntil = now + ticket.ttl;
       return granted(this.fence(ticket.key, now));
-    }
+    };
+    if (lock.queue.length === 0 && lock.owner === null) return take();
     if (mode !== 'wait') {
       if (lock.queue.length === 0 || lock.owner !== null) {
-        if (mode === 'try') return waiting(0);
-        return waiting(this.joinQueue(lock, token, queueTtl, now));
+        if (mode === 'try') return waiting(false);
+        this.push(lock, token, queueTtl, now);
+        return waiting(true);
       }
-      // Free, but others queued first: FIFO, so the head goes first.
-      if (mode === 'join') this.joinQueue(lock, token, queueTtl, now);
+      // Free, but others queued first: FIFO, so the first waiter goes first.
+      if (mode === 'join') this.push(lock, token, queueTtl, now);
       const fence = this.handOff(ticket.key, lock, ticket, now);
       if (typeof fence === 'number') return granted(fence);
-      if (mode === 'try') return waiting(0);
-      return waiting(lock.queue[0] === token ? 1 : 0);
+      if (fence === 'other') return waiting(mode === 'join');
+      return take();
     }
     if (lock.owner === token) {
       lock.ownerUntil = now + ticket.ttl;
       return granted(this.fences.get(ticket.key)?.fence ?? 0);
     }
+    this.joinQueue(lock, ticket, queueTtl, now);
     if (lock.owner === null) {
-      this.joinQueue(lock, token, queueTtl, now);
       const fence = this.handOff(ticket.key, lock, ticket, now);
       if (typeof fence === 'number') return granted(fence);
+      if (fence === false) return take();
     }
-    return waiting(this.joinQueue(lock, token, queueTtl, now));
+    return waiting(true);
   }
 
   /** @internal */ release(ticket: LockTicket): boolean {
     const now = this.now();
     const lock = this.state(ticket.key, now);
     if (!lock || lock.owner !== ticket.token) return false;
-    const head = lock.queue.shift();
-    if (head === undefined) lock.owner = null;
-    else this.giveUp(ticket.key, lock, now, head);
+    this.giveUp(ticket.key, lock, now);
     this.state(ticket.key, now);
     return true;
   }
@@ -229,19 +282,22 @@ export class MemoryLockBackend implements LockBackend {
     return true;
   }
 
-  /** @internal */ cancel(ticket: LockTicket): boolean {
+  /** @internal */ cancel(ticket: MemoryTicket): boolean {
     const now = this.now();
     const lock = this.state(ticket.key, now);
     if (!lock) return false;
-    const wasHead = lock.queue[0] === ticket.token;
-    lock.queue = lock.queue.filter((token) => token !== ticket.token);
+    const head = this.firstActive(lock);
+    const wasHead = head >= 0 && lock.queue[head] === ticket.token;
+    lock.queue = lock.queue.filter((entry) => entry !== ticket.token && entry !== ticket.reserved);
     if (lock.owner === ticket.token) {
       this.giveUp(ticket.key, lock, now);
       this.state(ticket.key, now);
       return true;
     }
-    if (wasHead)
-      this.notifyHead(lock, lock.owner === null ? 0 : Math.max(Math.ceil(lock.ownerUntil - now), 0));
+    if (wasHead) {
+      const hold = lock.owner === null ? 0 : Math.max(Math.ceil(lock.ownerUntil - now), 0);
+      this.notifyHead(lock, hold);
+    }
     this.state(ticket.key, now);
     return false;
   }
@@ -260,7 +316,8 @@ export class MemoryLockBackend implements LockBackend {
     return {
       owner: lock?.owner ?? null,
       ownerTtl: lock && lock.owner !== null ? Math.ceil(lock.ownerUntil - now) : FREE,
-      queueLength: lock?.queue.length ?? 0,
+      queueLength: lock?.queue.filter((entry) => !isReservation(entry)).length ?? 0,
+      reserved: lock?.queue.filter(isReservation).length ?? 0,
       fence: this.fences.get(key)?.fence ?? 0,
     };
   }
@@ -277,18 +334,23 @@ class MemoryLockStore implements LockStore {
   ) {}
 
   ticket(key: string, ttl: number, claimWindow: number, member?: TicketMember): LockTicket {
-    return {
+    const ticket: MemoryTicket = {
       key,
       token: member ? memberToken(member.of, member.index) : lockToken(this.id, ++this.sequence, claimWindow),
       ttl,
       claimWindow,
     };
+    return ticket;
   }
 
   // Every call answers on a later turn, as a round trip would: callers never see a reply within the
   // same synchronous step that sent it.
   acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
     return Promise.resolve().then(() => this.backend.acquire(ticket, mode, queueTtl));
+  }
+
+  reserve(ticket: LockTicket, queueTtl: number): Promise<void> {
+    return Promise.resolve().then(() => this.backend.reserve(ticket, queueTtl));
   }
 
   release(ticket: LockTicket): Promise<boolean> {

@@ -43,7 +43,7 @@ export interface RedisStoreOptions {
   commandTimeout: number;
 }
 
-/** A ticket carries its scripts' arguments, built once per call. */
+/** A ticket carries its scripts' arguments, built once per call, and its reservation once made. */
 type RedisTicket = LockTicket & ScriptContext;
 
 export class RedisLockStore implements LockStore {
@@ -105,6 +105,11 @@ export class RedisLockStore implements LockStore {
 
   acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
     return this.scripts.acquire(ticket as RedisTicket, mode, queueTtl);
+  }
+
+  async reserve(ticket: LockTicket, queueTtl: number): Promise<void> {
+    const redisTicket = ticket as RedisTicket;
+    redisTicket.reserved = await this.scripts.reserve(redisTicket, queueTtl);
   }
 
   release(ticket: LockTicket): Promise<boolean> {

@@ -98,11 +98,16 @@ describe('multi-key locks across processes', () => {
         () => first.inspect(key),
         (info) => info.queueLength === n,
       );
-    // On kill:a: the two-key waiter, then a single-key one. On kill:b: a single-key waiter first.
-    const both = first.acquire(['kill:a', 'kill:b'], { ttl, waitTimeout: 10_000 }).then(served('both'));
-    await queued('kill:a', 1);
+    // On kill:b: a single-key waiter, then the two-key waiter's reservation. On kill:a: the two-key
+    // waiter, then a single-key one.
     const onlyB = second.acquire('kill:b', { ttl, waitTimeout: 10_000 }).then(served('b'));
     await queued('kill:b', 1);
+    const both = first.acquire(['kill:a', 'kill:b'], { ttl, waitTimeout: 10_000 }).then(served('both'));
+    await queued('kill:a', 1);
+    await until(
+      () => first.inspect('kill:b'),
+      (info) => info.reserved === 1,
+    );
     const onlyA = third.acquire('kill:a', { ttl, waitTimeout: 10_000 }).then(served('a'));
     await queued('kill:a', 2);
 
@@ -118,6 +123,63 @@ describe('multi-key locks across processes', () => {
     expect(grantedAt.b - killedAt).toBeLessThanOrEqual(ttl + claimWindow);
     expect(grantedAt.both - killedAt).toBeLessThanOrEqual(ttl + claimWindow + 1_000);
   }, 30_000);
+
+  it('a caller SIGKILLed while it waits: its reservation is dropped by the next hand-off, nothing is left', async () => {
+    const admin = server().client();
+    const holder = lockService(server());
+    const heldA = await holder.acquire('gone:a');
+    const heldB = await holder.acquire('gone:b');
+    const agent = spawnWorker<AgentMessage>(workerPath('lock-agent'), { url: server().url });
+    await agent.next((m) => m.type === 'ready');
+    agent.send({ type: 'acquire', id: 'm', key: ['gone:a', 'gone:b'], waitTimeout: 60_000 });
+    await until(
+      () => holder.inspect('gone:b'),
+      (info) => info.reserved === 1,
+    );
+    const channels = async () => (await admin.pubsub('CHANNELS', 'lock:wake:*')).length;
+    const listening = await channels();
+    await agent.kill();
+    // Redis has seen the process go: its wake channel has no subscriber left.
+    await until(channels, (count) => count === listening - 1);
+
+    // A waiter behind the dead reservation is served when gone:b is released, and the reservation goes.
+    const next = lockService(server()).acquire('gone:b', { waitTimeout: 10_000 });
+    await until(
+      () => holder.inspect('gone:b'),
+      (info) => info.queueLength === 1,
+    );
+    await heldB.release();
+    const lease = await next;
+    expect(await holder.inspect('gone:b')).toMatchObject({ queueLength: 0, reserved: 0 });
+    await lease.release();
+    expect(await admin.exists('lock:{gone:b}:q', 'lock:{gone:b}')).toBe(0);
+    await heldA.release();
+    expect(await admin.exists('lock:{gone:a}:q', 'lock:{gone:a}')).toBe(0);
+  }, 30_000);
+
+  it('a release that finds only a reservation in line keeps it, and the queue key keeps an expiry', async () => {
+    const admin = server().client();
+    const holder = lockService(server());
+    const heldA = await holder.acquire('keep:a');
+    const heldB = await holder.acquire('keep:b');
+    const both = lockService(server()).acquire(['keep:a', 'keep:b'], { waitTimeout: 20_000 });
+    await until(
+      () => holder.inspect('keep:b'),
+      (info) => info.reserved === 1,
+    );
+    await heldB.release();
+    expect(await holder.inspect('keep:b')).toMatchObject({ held: false, queueLength: 0, reserved: 1 });
+    const pttl = await admin.pttl('lock:{keep:b}:q');
+    expect(pttl).toBeGreaterThan(15_000);
+    expect(pttl).toBeLessThanOrEqual(20_000 + 2_000);
+    await heldA.release();
+    const lease = await both;
+    expect(lease.keys).toEqual(['keep:a', 'keep:b']);
+    await lease.release();
+    expect(await admin.exists('lock:{keep:a}', 'lock:{keep:a}:q', 'lock:{keep:b}', 'lock:{keep:b}:q')).toBe(
+      0,
+    );
+  });
 
   it('FIFO per key between processes: waiters of different key sets are served in arrival order', async () => {
     const holder = lockService(server());

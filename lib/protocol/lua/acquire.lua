@@ -4,6 +4,8 @@
 --   ARGV[7] mode       "try": never queue; "join": a waiter's first call, joins the queue if the lock is
 --                      not free; "wait": a waiter's later call (re-check, confirm), joins if not yet queued
 --   ARGV[8] queue ttl  the queue outlives its newest waiter by this much, ms
+--   ARGV[9] reserved   the caller's reservation on this key (reserve.lua), or "": a "wait" call that
+--                      finds it claims it, taking its place in line instead of joining at the back
 -- Returns {1, fence, server_us}                          the caller holds the lock for ttl
 --         {0, owner_pttl, server_us, is_head}           the caller waits (or, for "try", gave up)
 
@@ -19,49 +21,51 @@ end
 
 -- @common
 
--- PEXPIRE's GT option (Redis 7) keeps a longer expiry in one call; Redis 6.2 needs PTTL first.
-local has_expire_gt = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
+local reserved = ARGV[9] or ''
 
--- Queues the caller; `absent` when it cannot be queued already. Returns its position (1 = head).
+-- Queues the caller; `absent` when it cannot be queued already. Returns the queue's length when the
+-- caller was appended, else 0.
 local function join_queue(absent)
   if not absent then
-    local at = redis.call('LPOS', queue_key, token)
-    if at then return at + 1 end
+    if redis.call('LPOS', queue_key, token) then return 0 end
+    if reserved ~= '' then
+      local at = redis.call('LPOS', queue_key, reserved)
+      if at then
+        redis.call('LSET', queue_key, at, token)
+        return 0
+      end
+    end
   end
-  local length = redis.call('RPUSH', queue_key, token)
-  if length == 1 then
-    redis.call('PEXPIRE', queue_key, queue_ttl)
-  elseif has_expire_gt then
-    redis.call('PEXPIRE', queue_key, queue_ttl, 'GT')
-  elseif redis.call('PTTL', queue_key) < queue_ttl then
-    redis.call('PEXPIRE', queue_key, queue_ttl)
-  end
-  return length
+  return push_entry(token, queue_ttl)
 end
 
-local function waiting(position)
-  local is_head = position == 1 and 1 or 0
+-- `queued`: whether the caller is in line (a "try" never is); `length`: the queue's length if the caller
+-- was just appended (1: nobody ahead, no need to look). The reply says if it is first in line.
+local function waiting(queued, length)
+  local is_head = queued and (length == 1 or first_active() == token) and 1 or 0
   return {0, redis.call('PTTL', owner_key), now_us, is_head}
 end
 
-local function head_position()
-  return redis.call('LINDEX', queue_key, 0) == token and 1 or 0
+-- Nobody could use the free lock (only reservations in line, or waiters that are gone): the caller takes it.
+local function take()
+  redis.call('SET', owner_key, token, 'PX', ttl)
+  return {1, next_fence(now_us), now_us}
 end
 
 if mode ~= 'wait' then
   -- A first call ("try" or "join") brings a token Redis has never seen: it is neither the owner nor
   -- queued. SET NX failing on an empty queue already says somebody holds the lock.
   if queued == 0 or redis.call('EXISTS', owner_key) == 1 then
-    if mode == 'try' then return waiting(0) end
-    return waiting(join_queue(true))
+    if mode == 'try' then return waiting(false) end
+    return waiting(true, join_queue(true))
   end
-  -- Free, but others queued first (their grant expired or their holder died): FIFO, so the head goes
-  -- first. A joining caller queues before the hand-off, so it is served if everyone ahead is gone.
+  -- Free, but others queued first (their grant expired or their holder died): FIFO, so the first waiter
+  -- goes first. A joining caller queues before the hand-off, so it is served if everyone ahead is gone.
   if mode == 'join' then join_queue(true) end
-  local fence = hand_off(token)
+  local fence, other = hand_off(token)
   if fence then return {1, fence, now_us} end
-  if mode == 'try' then return waiting(0) end
-  return waiting(head_position())
+  if other then return waiting(mode == 'join') end
+  return take()
 end
 
 local current = redis.call('GET', owner_key)
@@ -71,11 +75,11 @@ if current == token then
   return {1, tonumber(redis.call('GET', fence_key) or '0'), now_us}
 end
 
+join_queue(false)
 if not current then
   -- Free, but others queued first (see above).
-  join_queue(false)
-  local fence = hand_off(token)
+  local fence, other = hand_off(token)
   if fence then return {1, fence, now_us} end
+  if not other then return take() end
 end
-
-return waiting(join_queue(false))
+return waiting(true)

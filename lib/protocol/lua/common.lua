@@ -13,29 +13,80 @@ local function claim_of(waiter)
   return tonumber(string.match(waiter, '~(%d+)$')) or claim_window
 end
 
--- Tell the waiter now at the head of the queue how long the current owner's hold lasts, so that it
--- (and only it) re-checks when that hold runs out: a grant nobody confirms then costs one claim window.
--- On one server a head whose process no longer listens is dropped at once: it can never confirm.
-local function notify_head(hold_ms)
-  while true do
-    local head = redis.call('LINDEX', queue_key, 0)
-    if not head then return end
-    local receivers = redis.call('PUBLISH', channel_of(head), 'h ' .. head .. ' ' .. hold_ms)
-    if receivers > 0 or not trust_receivers then return end
+-- A reservation, "^<expires ms>^<token>", keeps a place in line for a multi-key call that does not hold
+-- this key's predecessors yet (reserve.lua): it is passed over, keeping its place, until its caller
+-- claims it (acquire.lua), and it is never granted.
+local function is_reservation(entry)
+  return string.byte(entry, 1) == 94
+end
+
+-- Whether a reservation expired or its process no longer listens (on one server): a caller that died
+-- while waiting for its other keys leaves its reservations behind.
+local function reservation_gone(entry, now_us)
+  local expires, owner = string.match(entry, '^%^(%d+)%^(.*)$')
+  if not expires or tonumber(expires) * 1000 <= now_us then return true end
+  return trust_receivers and redis.call('PUBSUB', 'NUMSUB', channel_of(owner))[2] == 0
+end
+
+-- The first waiter in line that can take the lock (reservations passed over) and its index, or nil.
+-- Given the time, it first drops the reservations at the front that are gone (before each hand-off, so
+-- a dead one costs a command or two until it reaches the front, never a stall). Reservations are read
+-- 16 at a time: they are few (one per waiting multi-key call and later key).
+local function first_active(now_us)
+  local head = redis.call('LINDEX', queue_key, 0)
+  while now_us and head and is_reservation(head) and reservation_gone(head, now_us) do
     redis.call('LPOP', queue_key)
+    head = redis.call('LINDEX', queue_key, 0)
+  end
+  if not head or not is_reservation(head) then return head, 0 end
+  local from = 1
+  while true do
+    local chunk = redis.call('LRANGE', queue_key, from, from + 15)
+    for i, entry in ipairs(chunk) do
+      if not is_reservation(entry) then return entry, from + i - 1 end
+    end
+    if #chunk < 16 then return nil end
+    from = from + 16
   end
 end
 
--- Hands the (free) lock to the first live waiter; `head` is that waiter when the caller already popped
--- it. If that is the caller itself it takes the lock with its full ttl; anyone else gets a grant that
+-- Takes `entry`, found at index `at`, out of the queue.
+local function remove_at(entry, at)
+  if at == 0 then
+    redis.call('LPOP', queue_key)
+  else
+    redis.call('LREM', queue_key, 1, entry)
+  end
+end
+
+-- Tell the waiter now first in line how long the current owner's hold lasts, so that it (and only it)
+-- re-checks when that hold runs out: a grant nobody confirms then costs one claim window.
+-- On one server a waiter whose process no longer listens is dropped at once: it can never confirm.
+local function notify_head(hold_ms)
+  while true do
+    local head, at = first_active()
+    if not head then return end
+    local receivers = redis.call('PUBLISH', channel_of(head), 'h ' .. head .. ' ' .. hold_ms)
+    if receivers > 0 or not trust_receivers then return end
+    remove_at(head, at)
+  end
+end
+
+-- Hands the (free) lock to the first live waiter (reservations passed over); `head` is that waiter when
+-- the caller already took it out of the queue. If that is the caller itself it takes the lock with its full ttl; anyone else gets a grant that
 -- lasts its own claim window until it confirms (extend.lua). The owner key is overwritten, never deleted
 -- first: a caller giving the lock up deletes it only when nobody took it. Returns the fence granted to
 -- the caller, or false and whether another waiter got it.
 local function hand_off(caller, head)
   local now_us
   while true do
-    head = head or redis.call('LPOP', queue_key)
-    if not head then return false, false end
+    if not head then
+      now_us = now_us or server_time_us()
+      local at
+      head, at = first_active(now_us)
+      if not head then return false, false end
+      remove_at(head, at)
+    end
     -- Read the clock only once someone is queued: an uncontended release needs no TIME call.
     now_us = now_us or server_time_us()
     -- A token handed to a waiter that turns out to be gone is simply skipped: tokens only need to grow.
@@ -59,8 +110,24 @@ local function hand_off(caller, head)
 end
 
 -- The owner (or a waiter a grant made owner) gives the lock up: the next live waiter gets it, else the
--- owner key goes. `head`: the first waiter, if the caller already popped it.
+-- owner key goes. `head`: the first waiter, if the caller already took it out of the queue.
 local function give_up(head)
   local _, granted = hand_off(nil, head)
   if not granted then redis.call('DEL', owner_key) end
+end
+
+-- PEXPIRE's GT option (Redis 7) keeps a longer expiry in one call; Redis 6.2 needs PTTL first.
+local has_expire_gt = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
+
+-- Appends `entry` to the queue, which then outlives it by at least `queue_ttl` ms. Returns the length.
+local function push_entry(entry, queue_ttl)
+  local length = redis.call('RPUSH', queue_key, entry)
+  if length == 1 then
+    redis.call('PEXPIRE', queue_key, queue_ttl)
+  elseif has_expire_gt then
+    redis.call('PEXPIRE', queue_key, queue_ttl, 'GT')
+  elseif redis.call('PTTL', queue_key) < queue_ttl then
+    redis.call('PEXPIRE', queue_key, queue_ttl)
+  end
+  return length
 end

@@ -11,5 +11,15 @@ if not head then
 end
 
 -- @common
-give_up(head)
+if is_reservation(head) then
+  -- A reservation keeps its place: put it back. If it was the only entry the queue key went with it,
+  -- so the key's expiry is set again, to the reservation's own.
+  if redis.call('LPUSH', queue_key, head) == 1 then
+    local expires = tonumber(string.match(head, '^%^(%d+)%^')) or 0
+    redis.call('PEXPIRE', queue_key, math.max(1, expires - math.floor(server_time_us() / 1000)))
+  end
+  give_up()
+else
+  give_up(head)
+end
 return 1
