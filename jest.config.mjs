@@ -19,8 +19,22 @@ export const SINGLE_SERVER_SUITES = [
   'test/nest/smoke.spec.ts',
 ];
 
-/** The suites that need no Redis at all (the testing module on the in-memory store). */
-export const NO_REDIS_SUITES = ['test/testing/readme-example.spec.ts', 'test/testing/testing-module.spec.ts'];
+/** The suites that need no Redis at all (the testing module on the in-memory store; the fault suite's checkers). */
+export const NO_REDIS_SUITES = [
+  'test/testing/readme-example.spec.ts',
+  'test/testing/testing-module.spec.ts',
+  ...[
+    'errors',
+    'fault-effects',
+    'fence-order',
+    'fenced-writes',
+    'hangs',
+    'key-hygiene',
+    'lost-updates',
+    'sensitivity',
+    'validity-windows',
+  ].map((checker) => `test/chaos/${checker}.spec.ts`),
+];
 
 const probe = spawnSync('redis-server', ['--version']);
 /** Whether redis-server runs from PATH (scripts/check-redis.mjs reads it too). */

@@ -20,12 +20,6 @@ export const perfToHr = (() => {
   return (perfMs: number): number => perfMs + offset;
 })();
 
-/** The chaos workers' resources (on the resource Redis): the unfenced twin and the fenced value of a lock. */
-export const twinKey = (key: string): string => `chaos:twin:{${key}}`;
-export const fencedKey = (key: string): string => `chaos:fenced:{${key}}`;
-/** The lock key inside a resource key's braces. */
-export const lockOf = (resourceKey: string): string => resourceKey.slice(resourceKey.indexOf('{') + 1, -1);
-
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** mulberry32: small, fast, good enough to pick faults and keys reproducibly from a seed. */

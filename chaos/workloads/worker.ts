@@ -1,8 +1,9 @@
 /**
  * One chaos worker process: a LockService whose connections go through the nemesis' proxy, and a few
- * agents that loop: take one of a few locks (`using`, short ttl, renewal on), and while holding it do
- *   (a) an unfenced read-modify-write of a per-lock counter ("twin", GET ... work ... SET), and
- *   (b) a fenced write of the same lock's resource with FencedStore (lease.fence).
+ * agents that loop: take one of a few locks (`using`, short ttl, renewal on), and while holding it run
+ * both workloads on the same lock:
+ *   (a) an unfenced read-modify-write of a per-lock counter ("twin", GET ... work ... SET: counter.ts),
+ *   (b) a fenced write of the same lock's resource with FencedStore (lease.fence: fenced-write.ts).
  * Like a careful application, an agent checks `lease.signal.aborted` right before it writes; that is
  * exactly what a paused process cannot get right (on resume, the work's timer runs before the lease's
  * expiry timer), and what the twin exposes.
@@ -14,19 +15,19 @@
  * Everything the coordinator checks is reported over IPC, with times on the system-wide monotonic clock.
  */
 import Redis from 'ioredis';
-import { FencedStore, type Lease, LockError, LockService } from '../lib';
+import { FencedStore, type Lease, LockError, LockService } from '../../lib';
 import {
   childArgs,
   describeError,
-  fencedKey,
   hr,
   Prng,
   perfToHr,
   sendToParent as send,
   sleep,
-  twinKey,
   workerLifecycle,
-} from './common';
+} from '../common';
+import { readCounter, writeCounter } from './counter';
+import { writeFenced } from './fenced-write';
 
 export interface WorkerArgs {
   slot: number;
@@ -125,8 +126,7 @@ async function agent(index: number): Promise<void> {
             validUntil: validUntil(lease),
           });
           try {
-            const raw = await resource.get(twinKey(key));
-            const seq = raw === null ? 0 : Number(raw.split('|')[0]);
+            const seq = await readCounter(resource, key);
             // The "work". Its timer is armed before the report: the coordinator's SIGSTOP can land
             // inside process.send(), and a GC pause must hit work that is already under way.
             const work = sleep(workMs);
@@ -143,8 +143,8 @@ async function agent(index: number): Promise<void> {
             // shows what happens without it.
             const tSent = hr();
             const [result] = await Promise.all([
-              store.set(fencedKey(key), lease.fence, op),
-              resource.set(twinKey(key), `${seq + 1}|${op}`),
+              writeFenced(store, key, lease.fence, op),
+              writeCounter(resource, key, seq + 1, op),
             ]);
             const tDone = hr();
             const valid = validUntil(lease);

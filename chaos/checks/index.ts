@@ -1,0 +1,50 @@
+/**
+ * Every checker, run on one history in a fixed order (so the violations list reads the same for the
+ * same history). To add a check: a module beside these returning a CheckResult, a unit test with a
+ * history it passes and one it fails (test/chaos/), and a line here and in chaos/report.ts.
+ */
+import type { History, Violation } from '../history';
+import type { CheckContext } from './check';
+import { checkErrors, type ErrorStats } from './errors';
+import { checkFaultEffects, type FaultEffectStats } from './fault-effects';
+import { checkFenceOrder } from './fence-order';
+import { checkFencedWrites, type FencedStats } from './fenced-writes';
+import { checkHangs, type HangStats } from './hangs';
+import { checkLostUpdates, type LostUpdateStats } from './lost-updates';
+import { checkSensitivity, type SensitivityStats } from './sensitivity';
+import { checkValidityWindows, type WindowStats } from './validity-windows';
+
+export interface Verdicts {
+  fenceOrderViolations: number;
+  fenced: FencedStats;
+  lostUpdates: LostUpdateStats;
+  windows: WindowStats;
+  hangs: HangStats;
+  errors: ErrorStats;
+  effects: FaultEffectStats;
+  sensitivity: SensitivityStats;
+  violations: Violation[];
+}
+
+export function checkHistory(history: History, ctx: CheckContext): Verdicts {
+  const fenceOrder = checkFenceOrder(history, ctx);
+  const fenced = checkFencedWrites(history);
+  const lostUpdates = checkLostUpdates(history);
+  const windows = checkValidityWindows(history, ctx);
+  const hangs = checkHangs(history, ctx);
+  const errors = checkErrors(history);
+  const effects = checkFaultEffects(history, ctx);
+  const sensitivity = checkSensitivity(history, ctx, lostUpdates.stats.unfencedViolations);
+  const all = [fenceOrder, fenced, lostUpdates, windows, hangs, errors, effects, sensitivity];
+  return {
+    fenceOrderViolations: fenceOrder.stats.fenceOrderViolations,
+    fenced: fenced.stats,
+    lostUpdates: lostUpdates.stats,
+    windows: windows.stats,
+    hangs: hangs.stats,
+    errors: errors.stats,
+    effects: effects.stats,
+    sensitivity: sensitivity.stats,
+    violations: all.flatMap((result) => result.violations),
+  };
+}

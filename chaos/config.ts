@@ -1,0 +1,58 @@
+/**
+ * A fault run's settings, from the command line: `--quick` (CI: under 60 s, every fault kind at least
+ * once), `--seed N` (the nemesis' choices and the workers' keys; the same seed replays the same plan),
+ * `--duration S` (the full run's nemesis phase, 600 s by default).
+ */
+import { type Flags, parseFlags } from './common';
+
+export interface ChaosConfig {
+  workers: number;
+  agents: number;
+  keys: string[];
+  ttl: number;
+  claimWindow: number;
+  waitTimeout: number;
+  commandTimeout: number;
+  workMs: [number, number];
+  /** Nemesis phase, ms. Quick: bounded so that the whole run stays under 60 s. */
+  nemesisMs: number;
+  calmMs: number;
+  gapMs: [number, number];
+  /** Scheduling slack for a loaded 2-core machine. */
+  slackMs: number;
+}
+
+export interface RunSettings {
+  flags: Flags;
+  quick: boolean;
+  seed: number;
+  cfg: ChaosConfig;
+  /** The command that replays this run. */
+  reproduce: string;
+  /** Whole-run budget: quick mode must stay under 60 s; past it, something hangs. */
+  budgetMs: number;
+}
+
+export function settingsFrom(argv: readonly string[]): RunSettings {
+  const flags = parseFlags(argv);
+  const quick = flags.quick;
+  const cfg: ChaosConfig = {
+    workers: quick ? 3 : 4,
+    agents: 2,
+    keys: Array.from({ length: quick ? 3 : 4 }, (_, i) => `chaos-${i}`),
+    ttl: quick ? 500 : 600,
+    claimWindow: quick ? 200 : 250,
+    waitTimeout: quick ? 3_000 : 4_000,
+    commandTimeout: quick ? 1_000 : 1_500,
+    workMs: [20, 120],
+    nemesisMs: quick ? 28_000 : Math.round((flags.duration ?? 600) * 1000),
+    calmMs: quick ? 3_000 : 10_000,
+    gapMs: quick ? [150, 600] : [300, 2_000],
+    slackMs: 1_000,
+  };
+  const seed = flags.seed;
+  const reproduce = `tsx chaos/run.ts${quick ? ' --quick' : ''} --seed ${seed}${
+    !quick && flags.duration !== undefined ? ` --duration ${flags.duration}` : ''
+  }`;
+  return { flags, quick, seed, cfg, reproduce, budgetMs: quick ? 60_000 : cfg.nemesisMs + 120_000 };
+}

@@ -1,0 +1,49 @@
+/**
+ * The nemesis: seeded choices of what to break, how and for how long. Each fault runs to completion
+ * (injected, held, healed) before the next one; the host (chaos/coordinator/host.ts) owns the
+ * processes, the servers and the proxy and tells the nemesis who holds and who waits.
+ *
+ * To add a fault kind: name it in FAULT_KINDS with a weight (kinds.ts), write its FaultAction next to
+ * its peers, and register it below.
+ */
+import { hr, type Prng } from '../common';
+import { type Fault, type FaultAction, type FaultKind, type NemesisHost } from './kinds';
+import { proxyDrop, proxyFreeze, proxyLatency } from './network-faults';
+import { gcPause, killWorker, pauseAny } from './process-faults';
+import { clientKillAddr, clientKillType, clientPause, redisRestart } from './server-faults';
+
+const ACTIONS: Record<FaultKind, FaultAction> = {
+  'gc-pause': gcPause,
+  'pause-any': pauseAny,
+  'kill-holder': killWorker,
+  'kill-waiter': killWorker,
+  'client-pause': clientPause,
+  'client-kill-normal': clientKillType,
+  'client-kill-pubsub': clientKillType,
+  'client-kill-addr': clientKillAddr,
+  'redis-restart': redisRestart,
+  'proxy-latency': proxyLatency,
+  'proxy-freeze': proxyFreeze,
+  'proxy-drop': proxyDrop,
+};
+
+export class Nemesis {
+  readonly faults: Fault[] = [];
+
+  constructor(
+    private readonly host: NemesisHost,
+    private readonly prng: Prng,
+  ) {}
+
+  async inject(kind: FaultKind): Promise<Fault> {
+    const fault: Fault = { id: this.faults.length + 1, kind, t0: hr(), t1: 0, detail: {} };
+    this.faults.push(fault);
+    try {
+      await ACTIONS[kind](fault, this.host, this.prng);
+    } catch (error) {
+      fault.detail.error = error instanceof Error ? error.message : String(error);
+    }
+    if (fault.t1 === 0) fault.t1 = hr();
+    return fault;
+  }
+}

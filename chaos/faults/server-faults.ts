@@ -1,0 +1,63 @@
+/**
+ * Faults on the lock's Redis server: CLIENT PAUSE, CLIENT KILL (every command connection, every wake
+ * connection, or one worker connection picked from CLIENT LIST), and a restart without persistence.
+ * Each hits the topology's one lock server (a topology with several would pick one per fault).
+ */
+import { hr, sleep } from '../common';
+import type { FaultAction } from './kinds';
+
+export const clientPause: FaultAction = async (fault, host, prng) => {
+  const ms = prng.int(200, 1_500);
+  const mode = prng.chance(0.5) ? 'ALL' : 'WRITE';
+  fault.t0 = hr();
+  fault.detail = { ms, mode };
+  await host.admin.call('CLIENT', 'PAUSE', String(ms), mode);
+  await sleep(ms);
+  fault.t1 = hr();
+};
+
+/** client-kill-normal and client-kill-pubsub. */
+export const clientKillType: FaultAction = async (fault, host) => {
+  const type = fault.kind === 'client-kill-normal' ? 'normal' : 'pubsub';
+  fault.t0 = hr();
+  // SKIPME yes (the default) spares the admin connection itself.
+  const killed = await host.admin.call('CLIENT', 'KILL', 'TYPE', type);
+  fault.t1 = hr();
+  fault.detail = { type, killed };
+};
+
+export const clientKillAddr: FaultAction = async (fault, host, prng) => {
+  const list = String(await host.admin.call('CLIENT', 'LIST'));
+  const clients = list
+    .split('\n')
+    .map((line) =>
+      Object.fromEntries(
+        line
+          .trim()
+          .split(' ')
+          .map((kv) => kv.split('=') as [string, string]),
+      ),
+    )
+    .filter((c) => typeof c.name === 'string' && c.name.startsWith('chaos-w'));
+  if (clients.length === 0) {
+    fault.skipped = 'no worker connection';
+    return;
+  }
+  const victim = prng.pick(clients);
+  fault.t0 = hr();
+  const killed = await host.admin.call('CLIENT', 'KILL', 'ADDR', victim.addr).catch((e: Error) => e.message);
+  fault.t1 = hr();
+  fault.detail = {
+    name: victim.name,
+    addr: victim.addr,
+    connection: victim.flags?.includes('P') ? 'wake (pub/sub)' : 'commands',
+    killed,
+  };
+};
+
+export const redisRestart: FaultAction = async (fault, host) => {
+  fault.t0 = hr();
+  const { downMs } = await host.restartRedis();
+  fault.t1 = hr();
+  fault.detail = { downMs: Math.round(downMs) };
+};

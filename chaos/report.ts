@@ -1,0 +1,175 @@
+/**
+ * A fault run's result: the JSON written to chaos/results/ (configuration, timings, operations, faults,
+ * every check's figures, the violations, and the calls) and the summary printed at the end.
+ */
+import type { Verdicts } from './checks';
+import type { RunSettings } from './config';
+import type { Fault } from './faults/kinds';
+import type { History, Violation } from './history';
+
+export interface RunFacts {
+  now: number;
+  started: number;
+  tReady: number;
+  tNemesis: number;
+  tNemesisEnd: number;
+  drainMs: number;
+  probeMax: number;
+  hygiene: Record<string, unknown>;
+  workerRestarts: number;
+  crashes: unknown[];
+  workerLeftovers: unknown[];
+  proxy: unknown;
+}
+
+export function buildResult(
+  settings: RunSettings,
+  history: History,
+  verdicts: Verdicts,
+  violations: Violation[],
+  facts: RunFacts,
+): Record<string, unknown> {
+  const { quick, seed, cfg, reproduce } = settings;
+  const { now } = facts;
+  const all = [...history.ops.values()];
+  const faults: Fault[] = history.faults;
+  const { fenced, lostUpdates, windows, hangs, effects, sensitivity } = verdicts;
+  return {
+    seed,
+    mode: quick ? 'quick' : 'full',
+    reproduce,
+    ok: violations.length === 0,
+    config: cfg,
+    timings: {
+      totalS: Number(((now - facts.started) / 1000).toFixed(1)),
+      startupS: Number(((facts.tReady - facts.started) / 1000).toFixed(1)),
+      nemesisS: Number(((facts.tNemesisEnd - facts.tNemesis) / 1000).toFixed(1)),
+      drainMs: Math.round(facts.drainMs),
+      probeMaxMs: Math.round(facts.probeMax),
+    },
+    operations: {
+      calls: all.length,
+      granted: all.filter((r) => r.tGrant !== undefined).length,
+      outcomes: verdicts.errors.outcomes,
+      lostReasons: verdicts.errors.lostReasons,
+      fencedAccepted: history.fencedAccepts.length,
+      fencedAcceptedReported: fenced.fencedAcceptedReported,
+      fencedRefusedStale: fenced.fencedRefused,
+      writesSkippedAfterLoss: all.filter((r) => r.skipped !== undefined).length, // sent anyway (see worker)
+      twinWrites: history.twinSets.length,
+      workerRestarts: facts.workerRestarts,
+    },
+    faults: { counts: effects.faultCounts, total: faults.filter((f) => !f.skipped).length, list: faults },
+    checks: {
+      fencedViolations: fenced.fencedViolations,
+      fenceOrderViolations: verdicts.fenceOrderViolations,
+      unfencedViolations: lostUpdates.unfencedViolations,
+      unfencedExamples: lostUpdates.unfencedExamples,
+      lostUpdatesReported: lostUpdates.lostUpdatesReported,
+      effectivePauses: sensitivity.effectivePauses,
+      pauses: sensitivity.pauses,
+      overlaps: windows.overlaps.length,
+      overlapsAcrossRestart: windows.restartOverlaps.length,
+      undeterminedKilledHolder: windows.undetermined.length,
+      undetermined: windows.undetermined.slice(0, 20),
+      restartOverlaps: windows.restartOverlaps.slice(0, 20),
+      holdersBelievingPastValidity: windows.beliefOverruns,
+      frozenGrants: windows.frozenGrants.length,
+      frozenGrantExamples: windows.frozenGrants.slice(0, 5),
+      closestHandoffMs: Number.isFinite(windows.closest.gapMs)
+        ? Number(windows.closest.gapMs.toFixed(3))
+        : null,
+      closestHandoff: windows.closest.pair,
+      unknownWindows: windows.unknownWindows,
+      slowestCallMs: Math.round(hangs.slowestCall),
+      callBoundMs: hangs.callBound,
+      calmHandoffMaxMs: Math.round(hangs.calmHandoffMax),
+      handoffBoundMs: hangs.handoffBound,
+      longestStall: effects.longestStall,
+      stalls: effects.stalls,
+      restartOutcomes: effects.restartOutcomes,
+      errorContext: effects.errorContext,
+      unhandled: history.unhandled.length,
+      crashes: facts.crashes,
+      hygiene: facts.hygiene,
+      workerLeftovers: facts.workerLeftovers,
+    },
+    notes: [],
+    violations,
+    restarts: history.restarts,
+    pauses: history.pauses,
+    // Every call in quick mode; the failed ones (first 300) in full mode.
+    calls: (quick ? all : all.filter((r) => r.end?.outcome !== 'ok').slice(0, 300)).map((r) => ({
+      ...r,
+      end: r.end && { ...r.end, message: undefined },
+    })),
+    proxy: facts.proxy,
+  };
+}
+
+interface Summary {
+  seed: number;
+  reproduce: string;
+  ok: boolean;
+  timings: Record<string, number>;
+  operations: Record<string, unknown>;
+  faults: { counts: Record<string, { injected: number; skipped: number }>; total: number };
+  checks: Record<string, unknown> & {
+    longestStall: { ms: number; kind: string; key: string };
+    stalls: Record<string, { fromInjectMaxMs: number; fromHealMaxMs: number }>;
+  };
+  violations: Violation[];
+}
+
+export function printSummary(result: Record<string, unknown>, file: string): void {
+  const r = result as unknown as Summary;
+  const o = r.operations;
+  const c = r.checks;
+  const line = (label: string, value: unknown): void =>
+    console.log(`  ${label.padEnd(34)} ${typeof value === 'string' ? value : JSON.stringify(value)}`);
+  console.log('\nchaos summary');
+  line('time', `${r.timings.totalS} s (nemesis ${r.timings.nemesisS} s, drain ${r.timings.drainMs} ms)`);
+  line('calls / granted', `${o.calls} / ${o.granted}`);
+  line('outcomes', o.outcomes);
+  line('lost reasons', o.lostReasons);
+  line('fenced writes accepted / refused', `${o.fencedAccepted} / ${o.fencedRefusedStale}`);
+  line('writes after the signal aborted', o.writesSkippedAfterLoss);
+  line('twin writes', o.twinWrites);
+  line('worker restarts', o.workerRestarts);
+  console.log(`  faults (${r.faults.total} injected):`);
+  for (const [kind, n] of Object.entries(r.faults.counts)) {
+    const s = c.stalls[kind];
+    console.log(
+      `    ${kind.padEnd(20)} ${String(n.injected).padStart(4)}${n.skipped ? ` (+${n.skipped} skipped)` : ''}` +
+        (s ? `   stall max ${s.fromInjectMaxMs} ms from injection, ${s.fromHealMaxMs} ms from heal` : ''),
+    );
+  }
+  line('FENCED violations (must be 0)', c.fencedViolations);
+  line(
+    'unfenced violations (must be > 0)',
+    `${c.unfencedViolations} (lost updates reported by workers: ${c.lostUpdatesReported}; effective pauses: ${c.effectivePauses})`,
+  );
+  line('overlaps (must be 0)', c.overlaps);
+  line('overlaps across Redis restarts', c.overlapsAcrossRestart);
+  line('undetermined (holder SIGKILLed)', c.undeterminedKilledHolder);
+  line('holders believing past validity', c.holdersBelievingPastValidity);
+  line('grants past validity (frozen)', c.frozenGrants);
+  line('closest hand-off (validity gap)', `${c.closestHandoffMs} ms`);
+  line('restart: what holders got', c.restartOutcomes);
+  line('errors by fault under way', c.errorContext);
+  line(
+    'longest stall after a fault',
+    `${c.longestStall.ms} ms (${c.longestStall.kind} on ${c.longestStall.key})`,
+  );
+  line('slowest call (pauses excluded)', `${c.slowestCallMs} ms (bound ${c.callBoundMs})`);
+  line('max hand-off after nemesis stop', `${c.calmHandoffMaxMs} ms (bound ${c.handoffBoundMs})`);
+  line('unhandled rejections', c.unhandled);
+  line('key hygiene', c.hygiene);
+  console.log(`  result: ${file}`);
+  if (r.ok) console.log(`\nPASS (seed ${r.seed})`);
+  else {
+    console.log(`\nFAIL: ${r.violations.length} violation(s); reproduce with: ${r.reproduce}`);
+    for (const v of r.violations.slice(0, 20))
+      console.log(`  - ${v.check}: ${JSON.stringify(v.detail).slice(0, 600)}`);
+  }
+}
