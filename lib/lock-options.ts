@@ -55,6 +55,11 @@ export interface LockServiceOptions {
   fenceRetention?: number;
   /** Longest wait for a reply to one command before the call fails with RedisUnavailableError, in ms. Default 5 000. */
   commandTimeout?: number;
+  /**
+   * With several independent Redis masters (Redlock) only: the longest wait for one node's reply, in ms,
+   * well below the ttl, so a slow or stopped node costs a grant little of its validity. Default 100.
+   */
+  nodeTimeout?: number;
 }
 
 export const DEFAULT_TTL = 30_000;
@@ -63,6 +68,7 @@ export const DEFAULT_CLAIM_WINDOW = 2_000;
 export const DEFAULT_PREFIX = 'lock:';
 export const DEFAULT_FENCE_RETENTION = 3_600_000;
 export const DEFAULT_COMMAND_TIMEOUT = 5_000;
+export const DEFAULT_NODE_TIMEOUT = 100;
 
 /** Longest key accepted, in UTF-16 code units: keys are names, not payloads. */
 export const MAX_KEY_LENGTH = 1024;
@@ -89,6 +95,7 @@ export interface ResolvedServiceOptions {
   claimWindow: number;
   fenceRetention: number;
   commandTimeout: number;
+  nodeTimeout: number;
 }
 
 export interface ResolvedAcquireOptions {
@@ -229,6 +236,7 @@ export const SERVICE_OPTION_NAMES: readonly string[] = [
   'claimWindow',
   'fenceRetention',
   'commandTimeout',
+  'nodeTimeout',
 ];
 const DEFAULT_NAMES: readonly string[] = ['ttl', 'waitTimeout', 'renew', 'minHold'];
 
@@ -298,7 +306,24 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
     renew: optionalBoolean('defaults.renew', byDefault('renew')),
     fenceRetention: milliseconds('fenceRetention', given('fenceRetention') ?? DEFAULT_FENCE_RETENTION, 1),
     commandTimeout: milliseconds('commandTimeout', given('commandTimeout') ?? DEFAULT_COMMAND_TIMEOUT, 1),
+    nodeTimeout: nodeTimeoutBelow(ttl, given('nodeTimeout')),
   };
+}
+
+/** The per-node timeout of a quorum: whole ms, below the default ttl (a grant must outlast one round). */
+function nodeTimeoutBelow(ttl: number, value: unknown): number {
+  const nodeTimeout = milliseconds(
+    'nodeTimeout',
+    value ?? Math.min(DEFAULT_NODE_TIMEOUT, Math.floor(ttl / 3)),
+    1,
+  );
+  if (nodeTimeout * 3 > ttl) {
+    throw new LockOptionsError(
+      `nodeTimeout (${nodeTimeout} ms) must be at most a third of defaults.ttl (${ttl} ms): a grant takes two ` +
+        'rounds to the nodes and must still be valid after them. Lower nodeTimeout or raise defaults.ttl.',
+    );
+  }
+  return nodeTimeout;
 }
 
 /** Validates one call's options against the service's. Throws LockOptionsError. */

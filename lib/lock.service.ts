@@ -5,7 +5,7 @@
  * live in (lib/store/lock-store.ts). Everything Redis-specific is behind the Redis store.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { now } from './engine/clock';
+import { now, validFor } from './engine/clock';
 import { HeldLease, type LeaseHost, type LeaseTerms, type OwnedLease } from './engine/held-lease';
 import { MultiLease } from './engine/multi-lease';
 import { ReentrantLease } from './engine/reentrant-lease';
@@ -39,6 +39,7 @@ import {
   type WakeMessage,
 } from './store/lock-store';
 import { MemoryLockBackend } from './store/memory-store';
+import { checkQuorum, QuorumLockStore } from './store/quorum-store';
 import { isIoredisClient, type RedisClient, RedisLockStore } from './store/redis-store';
 
 export { isIoredisClient } from './store/redis-store';
@@ -69,20 +70,25 @@ export class LockService {
   private readonly leaseHost: LeaseHost;
   private readonly waiterHost: WaiterHost<HeldLease>;
 
-  /** The ioredis client, when the locks live in Redis. */
+  /** The ioredis client, when the locks live in one Redis (single server or Cluster). */
   private readonly redis: RedisClient | undefined;
+  /** The clients of a quorum's independent masters (Redlock), when the locks live there. */
+  private readonly quorum: readonly RedisClient[] | undefined;
 
   /**
    * @param client an ioredis `Redis` or `Cluster` (the Redis store: used for commands and duplicated
-   *   once for the wake channel; the service never closes it), or a backend several services share,
-   *   such as `new MemoryLockBackend()` for one process.
+   *   once for the wake channel; the service never closes it); or an array of 3, 5 or 7 ioredis clients
+   *   of independent masters (a quorum, Redlock: a lock is held on a majority of them); or a backend
+   *   several services share, such as `new MemoryLockBackend()` for one process.
    */
-  constructor(client: RedisClient | LockBackend, options?: LockServiceOptions) {
-    const redis = isIoredisClient(client);
-    if (!redis && !isLockBackend(client)) {
+  constructor(client: RedisClient | readonly RedisClient[] | LockBackend, options?: LockServiceOptions) {
+    const quorum = Array.isArray(client) ? checkQuorum(client) : undefined;
+    const redis = !quorum && isIoredisClient(client);
+    if (!quorum && !redis && !isLockBackend(client)) {
       throw new LockOptionsError(
         'LockService needs an ioredis client (new Redis(...) or new Cluster(...)) as its first argument, ' +
-          'or a lock backend such as new MemoryLockBackend().',
+          'an array of 3, 5 or 7 clients of independent Redis masters, or a lock backend such as ' +
+          'new MemoryLockBackend().',
       );
     }
     this.options = resolveServiceOptions(options);
@@ -96,11 +102,14 @@ export class LockService {
         for (const waiter of [...this.waiters.values()]) waiter.onConnectionEnded();
       },
     };
-    const { prefix, fenceRetention, commandTimeout } = this.options;
-    this.redis = redis ? client : undefined;
-    this.store = redis
-      ? new RedisLockStore(client, { prefix, fenceRetention, commandTimeout }, handlers)
-      : client.openStore(handlers);
+    const { prefix, fenceRetention, commandTimeout, nodeTimeout } = this.options;
+    this.redis = redis ? (client as RedisClient) : undefined;
+    this.quorum = quorum;
+    this.store = quorum
+      ? new QuorumLockStore(quorum, { prefix, fenceRetention, nodeTimeout }, handlers)
+      : redis
+        ? new RedisLockStore(client as RedisClient, { prefix, fenceRetention, commandTimeout }, handlers)
+        : (client as LockBackend).openStore(handlers);
     const { store, leases, waiters } = this;
     this.leaseHost = {
       store,
@@ -138,9 +147,14 @@ export class LockService {
     return this.redis;
   }
 
-  /** The ioredis client, or undefined when the locks are not in Redis (for the health indicator). */
+  /** The ioredis client, or undefined when the locks are not in one Redis (for the health indicator). */
   get redisClient(): RedisClient | undefined {
     return this.redis;
+  }
+
+  /** The quorum's clients (Redlock over independent masters), or undefined for any other store. */
+  get quorumClients(): readonly RedisClient[] | undefined {
+    return this.quorum;
   }
 
   /**
@@ -481,7 +495,9 @@ export class LockService {
   ): Promise<HeldLease | null> {
     const { key } = ticket;
     const reply = await this.store.acquire(ticket, 'try', 0);
-    if (reply.granted) return this.lease(ticket, reply.fence, started + options.ttl, options, true);
+    if (reply.granted) {
+      return this.lease(ticket, reply.fence, started + validFor(this.store, options.ttl), options, true);
+    }
     if (options.waitTimeout === 0) {
       if (busyIsTimeout) throw new LockTimeoutError(key, 0);
       return null;

@@ -10,3 +10,8 @@ export const now = (): number => performance.now();
 export function safetyMargin(ttl: number): number {
   return Math.min(Math.ceil(ttl / 10), 250);
 }
+
+/** How long a lease of `ttl` taken through `store` is valid, from before the call: ttl less the store's drift. */
+export function validFor(store: { validityDrift?(ttl: number): number }, ttl: number): number {
+  return ttl - (store.validityDrift?.(ttl) ?? 0);
+}

@@ -8,7 +8,7 @@ import { LockNotHeldError } from '../errors/lock-not-held.error';
 import './dispose-symbol';
 import type { Lease } from '../lease';
 import type { LockStore, LockTicket } from '../store/lock-store';
-import { now, safetyMargin } from './clock';
+import { now, safetyMargin, validFor } from './clock';
 
 export interface LeaseHost {
   readonly store: LockStore;
@@ -128,7 +128,7 @@ export class HeldLease implements OwnedLease {
     }
     this.ttl = next;
     this.confirmed = true;
-    this.prolong(sent + next);
+    this.prolong(sent + validFor(this.host.store, next));
   }
 
   async release(): Promise<void> {
@@ -227,7 +227,7 @@ export class HeldLease implements OwnedLease {
           return;
         }
         this.confirmed = true;
-        this.prolong(sent + this.ttl);
+        this.prolong(sent + validFor(this.host.store, this.ttl));
       },
       () => {
         // Redis unreachable or slow: try again soon; the expiry timer decides when hope runs out.

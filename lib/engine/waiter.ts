@@ -17,7 +17,7 @@ import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { MAX_MS } from '../lock-options';
 import type { AcquireReply, LockStore, LockTicket } from '../store/lock-store';
-import { now, safetyMargin } from './clock';
+import { now, safetyMargin, validFor } from './clock';
 import type { LeaseTerms } from './held-lease';
 
 export interface WaiterHost<T> {
@@ -183,7 +183,11 @@ export class Waiter<T> {
     // If we gave up meanwhile, our cancel was sent after this check and passes any grant on.
     if (this.settled) return;
     if (reply.granted) {
-      this.win({ fence: reply.fence, validUntil: sent + this.ticket.ttl, confirmed: true });
+      this.win({
+        fence: reply.fence,
+        validUntil: sent + validFor(this.host.store, this.ticket.ttl),
+        confirmed: true,
+      });
       return;
     }
     if (this.onQueued) {

@@ -5,6 +5,7 @@ export * from './lock-lost.error';
 export * from './lock-not-held.error';
 export * from './lock-options.error';
 export * from './lock-order.error';
+export * from './lock-quorum.error';
 export * from './lock-service-closed.error';
 export * from './lock-timeout.error';
 export * from './redis-unavailable.error';

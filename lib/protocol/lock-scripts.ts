@@ -1,15 +1,10 @@
 /**
  * Runs the lock's Lua scripts: one script per state transition (acquire, reserve, release, release
- * later, cancel, extend, inspect), registered with ioredis `defineCommand` so each call is one EVALSHA. This class is the
- * whole Redis protocol seen from Node. Its only state beyond the scripts' names is the connection
- * attempt that calls made while the client connects wait on, and the deadlines of the calls in flight
- * (one timer for all of them).
+ * later, cancel, extend, inspect), each one EVALSHA (ScriptRunner: fail fast, time out, wait for a
+ * connection attempt). This class is the whole single-server Redis protocol seen from Node.
  */
-import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type { AcquireMode, AcquireReply, LockSnapshot } from '../store/lock-store';
-import { CallDeadlines } from './call-deadlines';
 import type { LockKeys } from './keys';
 import {
   acquireLua,
@@ -22,7 +17,7 @@ import {
   releaseLua,
   reserveLua,
 } from './lua/scripts.generated';
-import { OFFLINE, translateRedisError } from './redis-errors';
+import { ScriptRunner, type ScriptSource } from './script-runner';
 
 export type RedisClient = Redis | Cluster;
 
@@ -47,7 +42,6 @@ export interface ScriptContext {
 export type { AcquireMode, AcquireReply, LockSnapshot } from '../store/lock-store';
 
 type ScriptName = 'acquire' | 'reserve' | 'release' | 'releaseLater' | 'cancel' | 'extend' | 'inspect';
-type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 
 const COMMON_MARK = '-- @common\n';
 
@@ -60,7 +54,7 @@ function ownerScript(name: string, lua: string): string {
   if (at < 0) throw new Error(`${name}.lua lacks its "${COMMON_MARK.trim()}" line`);
   return preludeLua + lua.slice(0, at) + commonLua + lua.slice(at + COMMON_MARK.length);
 }
-const SOURCES: Record<ScriptName, { lua: string; keys: number }> = {
+const SOURCES: Record<ScriptName, ScriptSource> = {
   acquire: { lua: ownerScript('acquire', acquireLua), keys: 3 },
   reserve: { lua: ownerScript('reserve', reserveLua), keys: 3 },
   release: { lua: ownerScript('release', releaseLua), keys: 3 },
@@ -70,32 +64,15 @@ const SOURCES: Record<ScriptName, { lua: string; keys: number }> = {
   inspect: { lua: inspectLua, keys: 3 },
 };
 
-/** States on the way to 'ready': a call waits for the outcome of this attempt, not for a reconnect loop. */
-const CONNECTING = new Set(['wait', 'connecting', 'connect']);
-
 export class LockScripts {
-  private readonly commands: Record<ScriptName, string>;
-  /** The connection attempt calls are waiting on, while the client is still connecting. */
-  private connecting: Promise<void> | undefined;
-  /** Times out calls that get no reply within commandTimeout. */
-  private readonly deadlines: CallDeadlines;
+  private readonly runner: ScriptRunner<ScriptName>;
 
-  constructor(
-    private readonly client: RedisClient,
-    private readonly commandTimeout: number,
-  ) {
-    // Names carry the script's hash, so two versions of this library can share one client.
-    const commands = {} as Record<ScriptName, string>;
-    for (const name of Object.keys(SOURCES) as ScriptName[]) {
-      const { lua, keys } = SOURCES[name];
-      const command = `redisLock_${name}_${createHash('sha1').update(lua).digest('hex').slice(0, 10)}`;
-      if (typeof (client as unknown as Record<string, unknown>)[command] !== 'function') {
-        client.defineCommand(command, { numberOfKeys: keys, lua });
-      }
-      commands[name] = command;
-    }
-    this.commands = commands;
-    this.deadlines = new CallDeadlines(commandTimeout);
+  constructor(client: RedisClient, commandTimeout: number) {
+    this.runner = new ScriptRunner(client, commandTimeout, SOURCES);
+  }
+
+  private run(name: ScriptName, key: string, args: (string | number)[]): Promise<unknown> {
+    return this.runner.run(name, key, args);
   }
 
   async acquire(ctx: ScriptContext, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
@@ -157,80 +134,4 @@ export class LockScripts {
       ...extra,
     ];
   }
-
-  /**
-   * Sends one script call. Fails fast with RedisUnavailableError when the connection is down (rather
-   * than parking the call in ioredis' offline queue) or when no reply arrives within commandTimeout.
-   * While the client is still connecting, the call waits for that attempt only: it is sent once the
-   * client is ready and fails as soon as the attempt fails, so a closed port or an unreachable Cluster
-   * answers in milliseconds, and no script reaches Redis after its caller was told it failed to connect.
-   */
-  private run(name: ScriptName, key: string, args: (string | number)[]): Promise<unknown> {
-    const status = this.client.status;
-    if (OFFLINE.has(status)) {
-      return Promise.reject(new RedisUnavailableError(`connection is ${status}`, key));
-    }
-    const fn = (this.client as unknown as Record<string, ScriptFn>)[this.commands[name]];
-    return new Promise((resolve, reject) => {
-      const deadline = this.deadlines.start(() =>
-        reject(new RedisUnavailableError(`no reply within ${this.commandTimeout} ms`, key)),
-      );
-      const send = (): void => {
-        // A call that already timed out while the client was connecting is never sent.
-        if (!this.deadlines.pending(deadline)) return;
-        fn.apply(this.client, args).then(
-          (value) => {
-            if (this.deadlines.settle(deadline)) resolve(value);
-          },
-          (error: unknown) => {
-            if (this.deadlines.settle(deadline)) reject(translateRedisError(error, key, lockRejection(key)));
-          },
-        );
-      };
-      if (!CONNECTING.has(status)) {
-        send();
-        return;
-      }
-      this.whenConnected().then(send, () => {
-        if (this.deadlines.settle(deadline)) {
-          reject(new RedisUnavailableError(`could not connect (connection is ${this.client.status})`, key));
-        }
-      });
-    });
-  }
-
-  /**
-   * Settles on the outcome of the connection attempt under way: resolves on 'ready', rejects on
-   * 'close' or 'end'. One set of listeners per attempt, however many calls wait on it.
-   */
-  private whenConnected(): Promise<void> {
-    if (this.connecting) return this.connecting;
-    const client = this.client;
-    const attempt = new Promise<void>((resolve, reject) => {
-      const settle = (failed: boolean): void => {
-        client.off('ready', onReady);
-        client.off('close', onFailed);
-        client.off('end', onFailed);
-        this.connecting = undefined;
-        if (failed) reject(new Error(`connection is ${client.status}`));
-        else resolve();
-      };
-      const onReady = (): void => settle(false);
-      const onFailed = (): void => settle(true);
-      client.once('ready', onReady);
-      client.once('close', onFailed);
-      client.once('end', onFailed);
-    });
-    attempt.catch(() => {}); // every caller handles the failure; none may leave it unhandled
-    this.connecting = attempt;
-    // A lazyConnect client has not started connecting: start it, as sending a command would have.
-    if (client.status === 'wait') client.connect().catch(() => {});
-    return attempt;
-  }
 }
-
-/** The wording of a lock command Redis refused (a wrong type on a lock key, a script error). */
-const lockRejection =
-  (key: string) =>
-  (message: string): string =>
-    `Redis rejected a lock command for "${key}": ${message}`;

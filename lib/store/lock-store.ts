@@ -100,6 +100,12 @@ export interface LockStore {
   readonly wakeReady: boolean;
   /** Starts delivering wake-ups (once); rejects when that is not possible now. */
   subscribeWakes(): Promise<void>;
+  /**
+   * Optional. How much shorter than a ttl a lease is valid for, ms, counted from before the call that
+   * took or renewed it: the clock drift a quorum of independent servers must allow (Redlock). None when
+   * absent.
+   */
+  validityDrift?(ttl: number): number;
   /** Stops wake-ups and frees what the store opened itself (never a client the application passed in). */
   close(): Promise<void>;
 }

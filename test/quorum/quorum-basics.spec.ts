@@ -1,0 +1,59 @@
+// The quorum store (Redlock over 5 independent redis-servers): grants on a majority, fences, nodes
+// stopped and lost, quorum errors that name the nodes.
+import { describe, expect, it } from '@jest/globals';
+import { LockQuorumError, LockTimeoutError } from '../../lib';
+import { elapsedSince, outcome } from '../support/lock-fixtures';
+import { useQuorum } from './quorum-fixtures';
+
+const quorum = useQuorum();
+
+describe('quorum store (Redlock over 5 masters)', () => {
+  it('a grant is recorded on every node; fences strictly increase; a second service waits its turn', async () => {
+    const [a, b] = [quorum().service(), quorum().service()];
+    const first = await a.acquire('q:basic', { ttl: 5_000 });
+    for (const server of quorum().servers) {
+      expect(await server.client().get('lock:{q:basic}')).toBe(first.token);
+    }
+    expect(await b.tryAcquire('q:basic')).toBeNull();
+    const waiting = b.acquire('q:basic', { waitTimeout: 5_000 });
+    const released = performance.now();
+    await first.release();
+    const second = await waiting;
+    expect(second.fence).toBeGreaterThan(first.fence);
+    expect(elapsedSince(released)).toBeLessThan(500);
+    expect(await a.inspect('q:basic')).toMatchObject({
+      held: true,
+      holder: second.token,
+      fence: second.fence,
+    });
+    await second.release();
+    expect(await a.inspect('q:basic')).toMatchObject({ held: false });
+  });
+
+  it('two of five nodes stopped: grants go on; three stopped: every call fails with the nodes named', async () => {
+    const locks = quorum().service({ nodeTimeout: 50 });
+    const [s0, s1, s2] = quorum().servers;
+    s0.pause();
+    s1.pause();
+    const lease = await locks.acquire('q:stop', { ttl: 2_000 });
+    await lease.release();
+    s2.pause();
+    const started = performance.now();
+    const { error } = await outcome(locks.acquire('q:stop', { ttl: 2_000, waitTimeout: 1_000 }));
+    expect(error).toBeInstanceOf(LockQuorumError);
+    const failed = (error as LockQuorumError).nodes.map((n) => n.node).sort();
+    expect(failed).toEqual([s0, s1, s2].map((s) => `127.0.0.1:${s.port}`).sort());
+    expect((error as Error).message).toMatch(/2 of 5 nodes answered, a majority needs 3/);
+    expect(elapsedSince(started)).toBeLessThan(1_000 + 50 + 200);
+    for (const server of [s0, s1, s2]) server.resume();
+    const after = await locks.acquire('q:stop', { ttl: 2_000, waitTimeout: 5_000 });
+    await after.release();
+  });
+
+  it('a busy lock is not an error: a waiter times out with LockTimeoutError', async () => {
+    const [a, b] = [quorum().service(), quorum().service()];
+    const held = await a.acquire('q:busy');
+    expect((await outcome(b.acquire('q:busy', { waitTimeout: 300 }))).error).toBeInstanceOf(LockTimeoutError);
+    await held.release();
+  });
+});
