@@ -9,8 +9,8 @@ import type { LockKeys } from './keys';
 import type { RedisClient } from './lock-scripts';
 import {
   extendLua,
-  inspectLua,
   quorumCommitLua,
+  quorumInspectLua,
   quorumReleaseLua,
   quorumVoteLua,
 } from './lua/scripts.generated';
@@ -19,12 +19,15 @@ import { ScriptRunner, type ScriptSource } from './script-runner';
 type QuorumScript = 'vote' | 'commit' | 'release' | 'extend' | 'inspect';
 
 const SOURCES: Record<QuorumScript, ScriptSource> = {
-  vote: { lua: quorumVoteLua, keys: 2 },
-  commit: { lua: quorumCommitLua, keys: 2 },
-  release: { lua: quorumReleaseLua, keys: 1 },
+  vote: { lua: quorumVoteLua, keys: 3 },
+  commit: { lua: quorumCommitLua, keys: 3 },
+  release: { lua: quorumReleaseLua, keys: 2 },
   extend: { lua: extendLua, keys: 1 },
-  inspect: { lua: inspectLua, keys: 3 },
+  inspect: { lua: quorumInspectLua, keys: 3 },
 };
+
+/** The waiters of a lock on one node (a sorted set, scored by when each entry expires). */
+const waitersKey = (keys: LockKeys): string => `${keys.owner}:w`;
 
 export type Vote = { voted: true; floor: number } | { voted: false; pttl: number };
 
@@ -47,23 +50,28 @@ export class QuorumNode {
     this.runner = new ScriptRunner(client, timeout, SOURCES);
   }
 
-  async vote(keys: LockKeys, token: string, ttl: number): Promise<Vote> {
-    const [voted, value] = (await this.runner.run('vote', keys.owner, [
-      keys.owner,
-      keys.fence,
-      token,
-      ttl,
-    ])) as [number, number];
+  /** `waitFor`: how long to record the caller among the waiters if the lock is busy here (0: a try). */
+  async vote(keys: LockKeys, token: string, ttl: number, waitFor: number): Promise<Vote> {
+    const args = [keys.owner, keys.fence, waitersKey(keys), token, ttl, waitFor];
+    const [voted, value] = (await this.runner.run('vote', keys.owner, args)) as [number, number];
     return voted === 1 ? { voted: true, floor: value } : { voted: false, pttl: value };
   }
 
   async commit(keys: LockKeys, token: string, fence: number, retention: number): Promise<boolean> {
-    const args = [keys.owner, keys.fence, token, String(fence), retention];
+    const args = [keys.owner, keys.fence, waitersKey(keys), token, String(fence), retention];
     return (await this.runner.run('commit', keys.owner, args)) === 1;
   }
 
-  async release(keys: LockKeys, token: string, channel: string, key: string): Promise<boolean> {
-    return (await this.runner.run('release', keys.owner, [keys.owner, token, channel, key])) === 1;
+  /** `leaving`: the caller no longer waits (else it gives back the votes of a failed attempt). */
+  async release(
+    keys: LockKeys,
+    token: string,
+    channel: string,
+    key: string,
+    leaving: boolean,
+  ): Promise<boolean> {
+    const args = [keys.owner, waitersKey(keys), token, channel, key, leaving ? '1' : '0'];
+    return (await this.runner.run('release', keys.owner, args)) === 1;
   }
 
   /** Resets the lock's expiry here to `ttl` if the caller holds it (renewal, or a shortened hold). */
@@ -72,11 +80,11 @@ export class QuorumNode {
   }
 
   async inspect(keys: LockKeys): Promise<LockSnapshot> {
-    const [owner, ownerTtl, , fence] = (await this.runner.run('inspect', keys.owner, [
+    const [owner, ownerTtl, waiting, fence] = (await this.runner.run('inspect', keys.owner, [
       keys.owner,
-      keys.queue,
       keys.fence,
-    ])) as [string | null, number, number, number, number];
-    return { owner: owner ?? null, ownerTtl, queueLength: 0, reserved: 0, fence };
+      waitersKey(keys),
+    ])) as [string | null, number, number, number];
+    return { owner: owner ?? null, ownerTtl, queueLength: waiting, reserved: 0, fence };
   }
 }

@@ -88,12 +88,13 @@ export class QuorumLockStore implements LockStore {
     return Math.floor(ttl / 100) + 2;
   }
 
-  async acquire(ticket: LockTicket, mode: AcquireMode, _queueTtl: number): Promise<AcquireReply> {
+  async acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
     const { key, token, ttl } = ticket;
     const keys = lockKeys(this.options.prefix, key);
     const started = now();
+    const waitFor = mode === 'try' ? 0 : Math.max(1, queueTtl);
     const votes = await this.gather(
-      (node) => node.vote(keys, token, ttl),
+      (node) => node.vote(keys, token, ttl, waitFor),
       (vote) => vote.voted,
     );
     this.assertAnswered(votes, key);
@@ -117,7 +118,7 @@ export class QuorumLockStore implements LockStore {
       }
     }
     // Not granted: give back every vote at once (sent after the votes on each connection, so in order).
-    this.releaseEverywhere(ticket).catch(() => {});
+    this.releaseEverywhere(ticket, mode === 'try').catch(() => {});
     if (mode !== 'try') this.join(ticket);
     const line = this.waiting.get(key);
     return {
@@ -130,7 +131,7 @@ export class QuorumLockStore implements LockStore {
 
   async release(ticket: LockTicket): Promise<boolean> {
     this.leave(ticket);
-    return (await this.releaseEverywhere(ticket)) >= this.majority;
+    return (await this.releaseEverywhere(ticket, true)) >= this.majority;
   }
 
   async releaseLater(ticket: LockTicket, holdMs: number): Promise<boolean> {
@@ -139,7 +140,7 @@ export class QuorumLockStore implements LockStore {
 
   async cancel(ticket: LockTicket): Promise<boolean> {
     this.leave(ticket);
-    return (await this.releaseEverywhere(ticket)) > 0;
+    return (await this.releaseEverywhere(ticket, true)) > 0;
   }
 
   async extend(ticket: LockTicket, ttl: number): Promise<boolean> {
@@ -166,7 +167,8 @@ export class QuorumLockStore implements LockStore {
       owner: held ? held[0] : null,
       // Held until fewer than a majority of its nodes keep it.
       ownerTtl: held ? held[1].sort((a, b) => b - a)[this.majority - 1] : -2,
-      queueLength: this.waiting.get(key)?.length ?? 0,
+      // Waiters of every process, as the nodes record them (the most any node counts).
+      queueLength: Math.max(0, ...snapshots.map((s) => s.queueLength)),
       reserved: 0,
       fence: Math.max(0, ...snapshots.map((s) => s.fence)),
     };
@@ -240,10 +242,15 @@ export class QuorumLockStore implements LockStore {
     else if (at === 0) this.handlers.onWake({ kind: 'head', token: line[0].token, holdMs: 0 });
   }
 
-  /** Releases the caller's hold on every node; resolves with how many nodes it held. */
-  private async releaseEverywhere(ticket: LockTicket): Promise<number> {
+  /**
+   * Releases the caller's hold on every node; resolves with how many nodes it held. `leaving`: it no
+   * longer waits either (off the waiters), rather than giving back the votes of a failed attempt.
+   */
+  private async releaseEverywhere(ticket: LockTicket, leaving: boolean): Promise<number> {
     const keys = lockKeys(this.options.prefix, ticket.key);
-    const results = await this.gather((node) => node.release(keys, ticket.token, this.channel, ticket.key));
+    const results = await this.gather((node) =>
+      node.release(keys, ticket.token, this.channel, ticket.key, leaving),
+    );
     const released = results.filter((r) => r?.ok && r.value).length;
     if (released === 0) this.assertAnswered(results, ticket.key);
     return released;

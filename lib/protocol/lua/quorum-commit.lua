@@ -1,8 +1,8 @@
 -- quorum-commit.lua: records a quorum grant's fence on a node that voted for it, while the caller still
--- holds the lock there. Any later majority shares a node with the majority that committed, and that
--- node's next floor (quorum-vote.lua) is above this fence: fences strictly increase across grants as
--- long as a majority of nodes keep their state.
--- KEYS[1] owner, KEYS[2] fence
+-- holds the lock there, and takes the caller off the lock's waiters. Any later majority shares a node
+-- with the majority that committed, and that node's next floor (quorum-vote.lua) is above this fence:
+-- fences strictly increase across grants as long as a majority of nodes keep their state.
+-- KEYS[1] owner, KEYS[2] fence, KEYS[3] waiters
 -- ARGV[1] token, ARGV[2] fence, ARGV[3] how long the fence outlives the grant, ms
 -- Returns 1 if recorded (the caller still holds the lock here), else 0.
 
@@ -10,4 +10,5 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if tonumber(ARGV[2]) > tonumber(redis.call('GET', KEYS[2]) or '0') then
   redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
 end
+redis.call('ZREM', KEYS[3], ARGV[1])
 return 1
