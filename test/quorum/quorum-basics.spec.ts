@@ -39,6 +39,19 @@ describe('quorum store (Redlock over 5 masters)', () => {
     await lease.release();
     s2.pause();
     const started = performance.now();
+    // Ten calls at once, from a service that has waited before and one that has not: all settle.
+    const others = quorum().service({ nodeTimeout: 50 });
+    const calls = Array.from({ length: 10 }, (_, i) =>
+      outcome((i % 2 ? locks : others).acquire(`q:stop:${i}`, { ttl: 2_000, waitTimeout: 1_000 })).then(
+        (result) => ({ ...result, ms: elapsedSince(started) }),
+      ),
+    );
+    const settled = await Promise.all(calls);
+    for (const call of settled) expect(call.error).toBeInstanceOf(LockQuorumError);
+    const slowest = Math.max(...settled.map((call) => call.ms));
+    if (process.env.QUORUM_REPORT)
+      console.log(`3 of 5 nodes stopped: 10 calls settled within ${Math.round(slowest)} ms`);
+    expect(slowest).toBeLessThan(1_000 + 50 + 200);
     const { error } = await outcome(locks.acquire('q:stop', { ttl: 2_000, waitTimeout: 1_000 }));
     expect(error).toBeInstanceOf(LockQuorumError);
     const failed = (error as LockQuorumError).nodes.map((n) => n.node).sort();

@@ -58,8 +58,10 @@ describe('quorum store: exclusion from 4 processes while nodes fail', () => {
       const counter = Number(await resource.client().get('qx:value'));
       if (process.env.QUORUM_REPORT) {
         const errors = reports.map((report) => [report.errors, report.examples]);
+        const perProcess = reports.map((report) => report.grants?.length ?? 0);
         console.log(
-          `grants ${grants.length} (written ${written.length}), counter ${counter}, errors ${JSON.stringify(errors)}`,
+          `grants ${grants.length} (written ${written.length}; per process ${perProcess.join(', ')}), ` +
+            `counter ${counter}, errors ${JSON.stringify(errors)}`,
         );
       }
       expect(written.length).toBeGreaterThan(50);
