@@ -6,7 +6,7 @@ import type { KeyResolver, LockKeyTemplate } from './key-template';
 
 /**
  * How the module reaches Redis, plus the LockService options (`prefix`, `defaults`, `claimWindow`, ...).
- * Give exactly one of `client`, `url`, `redis` or `backend`.
+ * Give exactly one of `client`, `url`, `redis`, `backend`, or for a quorum `urls` or `clients`.
  */
 export interface RedisLockModuleOptions extends LockServiceOptions {
   /** An existing ioredis `Redis` or `Cluster`. The module uses it and never closes it. */
@@ -20,6 +20,13 @@ export interface RedisLockModuleOptions extends LockServiceOptions {
    * services opened on it, in this process. The module never closes it.
    */
   backend?: LockBackend;
+  /**
+   * Redis URLs of 3, 5 or 7 independent masters: a quorum (Redlock), where a lock is held on a majority
+   * of them. The module opens one connection per URL and closes them on shutdown; `redis` adds options.
+   */
+  urls?: string[];
+  /** ioredis clients of 3, 5 or 7 independent masters (a quorum, as `urls`). The module never closes them. */
+  clients?: Redis[];
   /**
    * On application shutdown, how long running @Locked calls (and `using` functions) may take to finish
    * before their leases are released anyway, in ms. Default 5 000.

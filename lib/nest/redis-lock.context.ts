@@ -26,6 +26,8 @@ const MODULE_OPTION_NAMES = [
   'url',
   'redis',
   'backend',
+  'urls',
+  'clients',
   'shutdownGracePeriod',
   'retryAfterSeconds',
   ...SERVICE_OPTION_NAMES,
@@ -49,8 +51,9 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
   private readonly gracePeriod: number;
 
   private constructor(
-    store: RedisClient | LockBackend,
-    private readonly owned: RedisClient | undefined,
+    store: RedisClient | readonly RedisClient[] | LockBackend,
+    /** The connections this configuration opened itself, closed on shutdown. */
+    private readonly owned: readonly RedisClient[],
     options: RedisLockModuleOptions,
   ) {
     const {
@@ -58,6 +61,8 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
       url: _u,
       redis: _r,
       backend: _b,
+      urls: _us,
+      clients: _cs,
       shutdownGracePeriod,
       retryAfterSeconds,
       ...serviceOptions
@@ -118,19 +123,32 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
             `got ${describeValue(backend)}.`,
         );
       }
-      return new RedisLockContext(backend ?? new MemoryLockBackend(), undefined, options);
+      return new RedisLockContext(backend ?? new MemoryLockBackend(), [], options);
     }
-    const given = (['client', 'url', 'redis', 'backend'] as const).filter((k) => options[k] !== undefined);
-    if (given.length === 0 || (given.length > 1 && !(given.length === 2 && url !== undefined && redis))) {
+    const connections = ['client', 'url', 'redis', 'backend', 'urls', 'clients'] as const;
+    const given = connections.filter((k) => options[k] !== undefined);
+    const withOptions =
+      given.length === 2 && redis !== undefined && (url !== undefined || options.urls !== undefined);
+    if (given.length === 0 || (given.length > 1 && !withOptions)) {
       throw new LockOptionsError(
         `${label} needs exactly one connection: \`client\` (an ioredis ` +
-          'Redis or Cluster), `url`, `redis` (ioredis options; may accompany `url`) or `backend` (such as ' +
-          'new MemoryLockBackend()). Got ' +
+          'Redis or Cluster), `url`, `redis` (ioredis options; may accompany `url` or `urls`), `backend` (such as ' +
+          'new MemoryLockBackend()), or for a quorum of independent masters (Redlock) `urls` or `clients` ' +
+          '(3, 5 or 7). Got ' +
           (given.length ? given.join(' and ') : 'none') +
           '.',
       );
     }
-    if (backend !== undefined) return new RedisLockContext(backend, undefined, options);
+    if (backend !== undefined) return new RedisLockContext(backend, [], options);
+    if (options.clients !== undefined) {
+      if (!Array.isArray(options.clients)) {
+        throw new LockOptionsError(
+          `${label}: clients must be an array of 3, 5 or 7 ioredis clients of independent Redis masters, got ` +
+            `${describeValue(options.clients)}.`,
+        );
+      }
+      return new RedisLockContext(options.clients, [], options);
+    }
     if (options.client !== undefined) {
       if (!isIoredisClient(options.client)) {
         throw new LockOptionsError(
@@ -138,7 +156,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
             `${describeValue(options.client)}. To let the module connect, pass url or redis instead.`,
         );
       }
-      return new RedisLockContext(options.client, undefined, options);
+      return new RedisLockContext(options.client, [], options);
     }
     if (redis !== undefined && (redis === null || typeof redis !== 'object' || Array.isArray(redis))) {
       throw new LockOptionsError(
@@ -146,6 +164,8 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
       );
     }
     if (url !== undefined) checkUrl(url, label);
+    if (options.urls !== undefined)
+      return RedisLockContext.quorumFromUrls(options.urls, redis, options, label, name);
     // Connected in onModuleInit, not here: if the application fails to start, nothing is left open.
     // ioredis keeps a timer of disconnectTimeout (2 s by default) alive after a disconnect while the
     // socket is still connecting; a module that closes its own connection should not hold the process
@@ -162,22 +182,53 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
     }
     watchErrors(client, name);
     try {
-      return new RedisLockContext(client, client, options);
+      return new RedisLockContext(client, [client], options);
     } catch (error) {
       client.disconnect();
       throw error;
     }
   }
 
+  /** A quorum whose connections the module opens (one per URL) and closes on shutdown. */
+  private static quorumFromUrls(
+    urls: unknown,
+    redis: RedisLockModuleOptions['redis'],
+    options: RedisLockModuleOptions,
+    label: string,
+    name: string | undefined,
+  ): RedisLockContext {
+    if (!Array.isArray(urls)) {
+      throw new LockOptionsError(
+        `${label}: urls must be an array of 3, 5 or 7 redis:// URLs of independent Redis masters, got ` +
+          `${describeValue(urls)}.`,
+      );
+    }
+    urls.forEach((url, i) => checkUrl(url, `${label} (urls[${i}])`));
+    const redisOptions = { disconnectTimeout: OWNED_DISCONNECT_TIMEOUT, ...redis, lazyConnect: true };
+    const clients: Redis[] = [];
+    try {
+      for (const url of urls as string[]) clients.push(new Redis(url, redisOptions));
+      for (const client of clients) watchErrors(client, name);
+      return new RedisLockContext(clients, clients, options);
+    } catch (error) {
+      for (const client of clients) client.disconnect();
+      if (error instanceof LockOptionsError) throw error;
+      throw new LockOptionsError(
+        `${label}: ioredis refused the connection options (${error instanceof Error ? error.message : describeValue(error)}).`,
+        error,
+      );
+    }
+  }
+
   onModuleInit(): void {
     // Redis being down at start-up must not stop the application: lock calls fail fast with
     // RedisUnavailableError and the health indicator reports it until the connection comes up.
-    if (this.owned?.status === 'wait') this.owned.connect().catch(() => {});
+    for (const client of this.owned) if (client.status === 'wait') client.connect().catch(() => {});
   }
 
   async onApplicationShutdown(): Promise<void> {
     await this.service.close({ gracePeriod: this.gracePeriod });
-    if (this.owned) await closeOwned(this.owned);
+    await Promise.all(this.owned.map((client) => closeOwned(client)));
   }
 }
 

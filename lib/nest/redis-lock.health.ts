@@ -6,6 +6,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LockService } from '../lock.service';
 import { describeValue } from '../lock-options';
+import type { RedisClient } from '../protocol/lock-scripts';
+import { nodeName } from '../protocol/quorum-node';
 
 /** The status of one check, as terminus reports it. */
 export interface RedisLockHealthStatus {
@@ -16,6 +18,11 @@ export interface RedisLockHealthStatus {
   message?: string;
   /** 'memory' when the locks are kept in this process (a MemoryLockBackend): up while it runs. */
   store?: 'memory';
+  /**
+   * A quorum of independent masters (Redlock): each node's own check, by `host:port`. The quorum is up
+   * while a majority of them answer.
+   */
+  nodes?: Record<string, RedisLockHealthStatus>;
 }
 
 export type RedisLockHealthResult = Record<string, RedisLockHealthStatus>;
@@ -61,26 +68,49 @@ export class RedisLockHealthIndicator {
         `invalid timeout ${describeValue(timeout)}: give a positive integer of ms up to ${MAX_TIMEOUT}`,
       );
     }
+    const quorum = this.locks.quorumClients;
+    if (quorum) {
+      const checks = await Promise.all(quorum.map((node) => ping(node, timeout)));
+      const nodes = Object.fromEntries(quorum.map((node, i) => [nodeName(node), checks[i]]));
+      const up = checks.filter((check) => check.status === 'up').length;
+      const majority = Math.floor(quorum.length / 2) + 1;
+      return {
+        [key]:
+          up >= majority
+            ? { status: 'up', nodes }
+            : {
+                status: 'down',
+                message: `${up} of ${quorum.length} nodes answered, a majority needs ${majority}`,
+                nodes,
+              },
+      };
+    }
     const client = this.locks.redisClient;
     // An in-memory store is in this process: reachable whenever the process answers.
     if (!client) return { [key]: { status: 'up', store: 'memory' } };
-    // A client that is not connected would park the PING in its offline queue: report at once.
-    if (client.status !== 'ready') return down(`Redis connection is ${client.status}`);
-    const started = performance.now();
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      const reply = await Promise.race([
-        client.ping(),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`no reply to PING within ${timeout} ms`)), timeout);
-        }),
-      ]);
-      if (reply !== 'PONG') return down(`unexpected reply to PING: ${describeValue(reply)}`);
-      return { [key]: { status: 'up', responseTime: Math.round((performance.now() - started) * 100) / 100 } };
-    } catch (error) {
-      return down(error instanceof Error ? error.message : describeValue(error));
-    } finally {
-      clearTimeout(timer);
-    }
+    return { [key]: await ping(client, timeout) };
+  }
+}
+
+/** PINGs one connection within `timeout` ms; never rejects. */
+async function ping(client: RedisClient, timeout: number): Promise<RedisLockHealthStatus> {
+  const down = (message: string): RedisLockHealthStatus => ({ status: 'down', message });
+  // A client that is not connected would park the PING in its offline queue: report at once.
+  if (client.status !== 'ready') return down(`Redis connection is ${client.status}`);
+  const started = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const reply = await Promise.race([
+      client.ping(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no reply to PING within ${timeout} ms`)), timeout);
+      }),
+    ]);
+    if (reply !== 'PONG') return down(`unexpected reply to PING: ${describeValue(reply)}`);
+    return { status: 'up', responseTime: Math.round((performance.now() - started) * 100) / 100 };
+  } catch (error) {
+    return down(error instanceof Error ? error.message : describeValue(error));
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -165,7 +165,7 @@ const moduleRows: Row<Module>[] = [
     run: withUrl({ host: 'redis.internal' }),
     ...OPTIONS,
     message:
-      /Unknown option "host" in the RedisLockModule options \(known: client, url, redis, backend, shutdownGracePeriod/,
+      /Unknown option "host" in the RedisLockModule options \(known: client, url, redis, backend, urls, clients, shutdownGracePeriod/,
   },
   {
     name: 'unknown key "waitTimeout" at the top level',
