@@ -192,13 +192,31 @@ export class QuorumLockStore implements LockStore {
     this.waiting.clear();
     const subscribers = this.subscribers;
     this.subscribers = [];
-    await Promise.allSettled(subscribers.map((sub) => sub.quit().catch(() => sub.disconnect())));
+    // Dropped, not quit: a node that does not answer must not hold the shutdown.
+    for (const sub of subscribers) sub.disconnect();
   }
 
-  /** One wake-up connection per node; ready once a majority listens (a release on any node wakes). */
-  private async subscribe(): Promise<void> {
-    const results = await Promise.allSettled(
-      this.nodes.map(async (node) => {
+  /**
+   * One wake-up connection per node; ready as soon as a majority listens (a release on any node wakes
+   * its waiters), failed once too many nodes could not subscribe within the node timeout for a majority
+   * to. The others go on subscribing in the background.
+   */
+  private subscribe(): Promise<void> {
+    const { nodes, majority } = this;
+    return new Promise((resolve, reject) => {
+      let ok = 0;
+      const failures: NodeFailure[] = [];
+      const settle = (node: QuorumNode, error?: unknown): void => {
+        if (error === undefined) ok++;
+        else failures.push({ node: node.name, reason: reasonOf(error) });
+        if (ok === majority) {
+          this.subscribed = true;
+          resolve();
+        } else if (failures.length === nodes.length - majority + 1) {
+          reject(new LockQuorumError(ok, nodes.length, failures));
+        }
+      };
+      for (const node of nodes) {
         const sub = (node.client as Redis).duplicate();
         sub.on('error', () => {});
         this.subscribers.push(sub);
@@ -208,16 +226,21 @@ export class QuorumLockStore implements LockStore {
           first = false;
         });
         sub.on('message', (_channel: string, key: string) => this.wake(key));
-        await sub.subscribe(this.channel);
-      }),
-    );
-    const failures = results.flatMap((r, i) =>
-      r.status === 'rejected' ? [{ node: this.nodes[i].name, reason: reasonOf(r.reason) }] : [],
-    );
-    if (this.nodes.length - failures.length < this.majority) {
-      throw new LockQuorumError(this.nodes.length - failures.length, this.nodes.length, failures);
-    }
-    this.subscribed = true;
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<never>((_, fail) => {
+          timer = setTimeout(
+            () => fail(new Error(`no reply to SUBSCRIBE within ${this.options.nodeTimeout} ms`)),
+            this.options.nodeTimeout,
+          );
+        });
+        const subscribed = sub.subscribe(this.channel);
+        subscribed.catch(() => {}).finally(() => clearTimeout(timer));
+        Promise.race([subscribed, late]).then(
+          () => settle(node),
+          (error: unknown) => settle(node, error),
+        );
+      }
+    });
   }
 
   private wake(key: string): void {

@@ -2,7 +2,7 @@
 // stopped and lost, quorum errors that name the nodes.
 import { describe, expect, it } from '@jest/globals';
 import { LockQuorumError, LockTimeoutError } from '../../lib';
-import { elapsedSince, outcome } from '../support/lock-fixtures';
+import { elapsedSince, outcome, until } from '../support/lock-fixtures';
 import { useQuorum } from './quorum-fixtures';
 
 const quorum = useQuorum();
@@ -37,6 +37,14 @@ describe('quorum store (Redlock over 5 masters)', () => {
     s1.pause();
     const lease = await locks.acquire('q:stop', { ttl: 2_000 });
     await lease.release();
+    // A call already waiting when a majority stops answering settles too, by its waitTimeout: with
+    // LockTimeoutError if it had no reason to try again meanwhile (the holder's ttl had not run out).
+    const holder = await quorum().service().acquire('q:stop:held', { ttl: 10_000 });
+    const queued = outcome(locks.acquire('q:stop:held', { waitTimeout: 800 }));
+    await until(
+      () => locks.inspect('q:stop:held'),
+      (info) => info.queueLength === 1,
+    );
     s2.pause();
     const started = performance.now();
     // Ten calls at once, from a service that has waited before and one that has not: all settle.
@@ -52,6 +60,9 @@ describe('quorum store (Redlock over 5 masters)', () => {
     if (process.env.QUORUM_REPORT)
       console.log(`3 of 5 nodes stopped: 10 calls settled within ${Math.round(slowest)} ms`);
     expect(slowest).toBeLessThan(1_000 + 50 + 200);
+    const waited = await queued;
+    expect(waited.error).toBeInstanceOf(LockTimeoutError);
+    expect(elapsedSince(started)).toBeLessThan(800 + 50 + 200);
     const { error } = await outcome(locks.acquire('q:stop', { ttl: 2_000, waitTimeout: 1_000 }));
     expect(error).toBeInstanceOf(LockQuorumError);
     const failed = (error as LockQuorumError).nodes.map((n) => n.node).sort();
@@ -61,6 +72,7 @@ describe('quorum store (Redlock over 5 masters)', () => {
     for (const server of [s0, s1, s2]) server.resume();
     const after = await locks.acquire('q:stop', { ttl: 2_000, waitTimeout: 5_000 });
     await after.release();
+    await holder.release();
   });
 
   it('a busy lock is not an error: a waiter times out with LockTimeoutError', async () => {

@@ -22,9 +22,9 @@ export function useQuorum(count = 5): () => Quorum {
     servers = await Promise.all(Array.from({ length: count }, () => startRedis()));
   });
   afterEach(async () => {
+    for (const server of servers) server.resume();
     await Promise.all(open.splice(0).map((service) => service.close().catch(() => {})));
     for (const client of clients.splice(0)) client.disconnect();
-    for (const server of servers) server.resume();
   });
   afterAll(async () => {
     await Promise.all(servers.map((server) => server.dispose()));
