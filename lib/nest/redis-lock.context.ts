@@ -203,7 +203,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
           `${describeValue(urls)}.`,
       );
     }
-    urls.forEach((url, i) => checkUrl(url, `${label} (urls[${i}])`));
+    for (const [i, url] of urls.entries()) checkUrl(url, `${label} (urls[${i}])`);
     const redisOptions = { disconnectTimeout: OWNED_DISCONNECT_TIMEOUT, ...redis, lazyConnect: true };
     const clients: Redis[] = [];
     try {

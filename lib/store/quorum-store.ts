@@ -97,7 +97,13 @@ export class QuorumLockStore implements LockStore {
       (node) => node.vote(keys, token, ttl, waitFor),
       (vote) => vote.voted,
     );
-    this.assertAnswered(votes, key);
+    try {
+      this.assertAnswered(votes, key);
+    } catch (error) {
+      // Too few nodes answered: the votes that did come in are given back before the call fails.
+      this.releaseEverywhere(ticket, true).catch(() => {});
+      throw error;
+    }
     const floors = votes.flatMap((r) => (r?.ok && r.value.voted ? [r.value.floor] : []));
     if (floors.length >= this.majority) {
       const fence = Math.max(...floors);
@@ -113,7 +119,8 @@ export class QuorumLockStore implements LockStore {
       );
       const committed = commits.filter((r) => r?.ok && r.value).length;
       if (committed >= this.majority && ttl - (now() - started) - this.validityDrift(ttl) > 0) {
-        this.leave(ticket);
+        // Off the line without waking the next waiter: the lock is held now, its release will.
+        this.leave(ticket, false);
         return { granted: true, fence, serverMs: now() };
       }
     }
@@ -213,6 +220,8 @@ export class QuorumLockStore implements LockStore {
           this.subscribed = true;
           resolve();
         } else if (failures.length === nodes.length - majority + 1) {
+          // Dropped, so that the next attempt starts from fresh connections rather than adding to these.
+          for (const sub of this.subscribers.splice(0)) sub.disconnect();
           reject(new LockQuorumError(ok, nodes.length, failures));
         }
       };
@@ -254,15 +263,15 @@ export class QuorumLockStore implements LockStore {
     this.waiting.set(ticket.key, line);
   }
 
-  private leave(ticket: LockTicket): void {
+  /** Takes `ticket` off this process' line; `wakeNext`: the next waiter, now first, tries at once. */
+  private leave(ticket: LockTicket, wakeNext = true): void {
     const line = this.waiting.get(ticket.key);
     if (!line) return;
     const at = line.indexOf(ticket);
     if (at < 0) return;
     line.splice(at, 1);
     if (line.length === 0) this.waiting.delete(ticket.key);
-    // The next waiter of this process becomes the one a release wakes: it tries now.
-    else if (at === 0) this.handlers.onWake({ kind: 'head', token: line[0].token, holdMs: 0 });
+    else if (at === 0 && wakeNext) this.handlers.onWake({ kind: 'head', token: line[0].token, holdMs: 0 });
   }
 
   /**
