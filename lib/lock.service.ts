@@ -9,7 +9,7 @@ import { now, validFor } from './engine/clock';
 import { HeldLease, type LeaseHost, type LeaseTerms, type OwnedLease } from './engine/held-lease';
 import { MultiLease } from './engine/multi-lease';
 import { ReentrantLease } from './engine/reentrant-lease';
-import { Waiter, type WaiterHost } from './engine/waiter';
+import { queueLifetime, Waiter, type WaiterHost } from './engine/waiter';
 import { LockAbortedError } from './errors/lock-aborted.error';
 import { LockOptionsError } from './errors/lock-options.error';
 import { LockOrderError } from './errors/lock-order.error';
@@ -21,7 +21,6 @@ import {
   type AcquireOptions,
   claimWindowFor,
   type LockServiceOptions,
-  MAX_MS,
   type ResolvedAcquireOptions,
   type ResolvedServiceOptions,
   resolveAcquireOptions,
@@ -35,6 +34,7 @@ import {
   type LockBackend,
   type LockStore,
   type LockTicket,
+  type TicketMember,
   type WakeHandlers,
   type WakeMessage,
 } from './store/lock-store';
@@ -379,23 +379,24 @@ export class LockService {
     const tickets = this.tickets(fresh, options);
     // Reservations on the later keys, made once the call queues on some key (an uncontended call makes none).
     const reservations = new Map<LockTicket, Promise<unknown>>();
+    const { waitTimeout } = options;
+    /** What is left of the call's waitTimeout, counted over all its keys. */
+    const left = (): number =>
+      waitTimeout === Infinity ? Infinity : Math.max(0, waitTimeout - (now() - started));
     const reserveAfter = (index: number) => () => {
       const later = tickets.slice(index + 1).filter((ticket) => !reservations.has(ticket));
-      const left = options.waitTimeout - (now() - started);
-      const made = this.reserve(later, left, options.signal);
+      const made = this.reserve(later, left(), options.signal);
       if (made) for (const ticket of later) reservations.set(ticket, made);
     };
     const owned: HeldLease[] = [];
     try {
       for (const [index, ticket] of tickets.entries()) {
-        const { waitTimeout } = options;
-        const left = waitTimeout === Infinity ? Infinity : Math.max(0, waitTimeout - (now() - started));
         // A reserved key is claimed from its reservation, so the reservation's reply must be in first.
         const reserved = reservations.get(ticket);
         if (reserved) await reserved;
         const lease = await this.take(
           ticket,
-          { ...options, waitTimeout: left },
+          { ...options, waitTimeout: left() },
           busyIsTimeout,
           reserved !== undefined,
           index < tickets.length - 1 ? reserveAfter(index) : undefined,
@@ -428,11 +429,8 @@ export class LockService {
 
   /** One ticket per key of a multi-key call: the first key's token, and the later keys' derived from it. */
   private tickets(keys: readonly string[], options: ResolvedAcquireOptions): LockTicket[] {
-    const claimWindow = claimWindowFor(options.ttl, this.options.claimWindow);
-    const first = this.store.ticket(keys[0], options.ttl, claimWindow);
-    const later = keys
-      .slice(1)
-      .map((key, i) => this.store.ticket(key, options.ttl, claimWindow, { of: first.token, index: i + 1 }));
+    const first = this.ticket(keys[0], options);
+    const later = keys.slice(1).map((key, i) => this.ticket(key, options, { of: first.token, index: i + 1 }));
     return [first, ...later];
   }
 
@@ -450,8 +448,8 @@ export class LockService {
     const { store } = this;
     if (later.length === 0 || !store.reserve || this.closed || signal?.aborted || !(left > 0))
       return undefined;
-    // As long as the call may still wait, plus a claim window (the queue's own lifetime rule, see Waiter).
-    const queueTtl = Math.ceil(Math.min(MAX_MS, left)) + later[0].claimWindow;
+    // A reservation lasts as a place in the queue would.
+    const queueTtl = queueLifetime(left, later[0].claimWindow);
     const subscribed = store.wakeReady ? Promise.resolve() : store.subscribeWakes();
     return subscribed
       .then(() => Promise.allSettled(later.map((ticket) => store.reserve?.(ticket, queueTtl))))
@@ -481,8 +479,8 @@ export class LockService {
   }
 
   /** A ticket for one key: it carries this call's claim window (how long a grant to it stays reserved). */
-  private ticket(key: string, options: ResolvedAcquireOptions): LockTicket {
-    return this.store.ticket(key, options.ttl, claimWindowFor(options.ttl, this.options.claimWindow));
+  private ticket(key: string, options: ResolvedAcquireOptions, member?: TicketMember): LockTicket {
+    return this.store.ticket(key, options.ttl, claimWindowFor(options.ttl, this.options.claimWindow), member);
   }
 
   /** One attempt without queueing; then, for a waiting call, subscribe to pushes and queue. */

@@ -40,6 +40,14 @@ export interface Granted {
   confirmed: boolean;
 }
 
+/**
+ * How long a place in a queue (or a reservation) outlives its caller's last call: the time the caller
+ * may still wait (at most what a timer holds), plus a claim window.
+ */
+export function queueLifetime(waitLeft: number, claimWindow: number): number {
+  return Math.max(1, Math.ceil(Math.min(MAX_MS, waitLeft))) + claimWindow;
+}
+
 /** Retry delay after a failed re-check while Redis is unreachable. */
 const RETRY_MS = 100;
 
@@ -162,7 +170,7 @@ export class Waiter<T> {
     const sent = now();
     // A waiter without a deadline (waitTimeout Infinity) still leaves a queue key that expires; it
     // refreshes it each time it joins, as every waiter does.
-    const queueTtl = Math.max(1, Math.ceil(this.timeLeft(sent))) + this.ticket.claimWindow;
+    const queueTtl = queueLifetime(this.deadline - sent, this.ticket.claimWindow);
     this.host.store.acquire(this.ticket, first ? this.firstMode : 'wait', queueTtl).then(
       (reply) => this.checked(reply, sent),
       (error: unknown) => {

@@ -164,59 +164,13 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
       );
     }
     if (url !== undefined) checkUrl(url, label);
-    if (options.urls !== undefined)
-      return RedisLockContext.quorumFromUrls(options.urls, redis, options, label, name);
-    // Connected in onModuleInit, not here: if the application fails to start, nothing is left open.
-    // ioredis keeps a timer of disconnectTimeout (2 s by default) alive after a disconnect while the
-    // socket is still connecting; a module that closes its own connection should not hold the process
-    // that long. Yours wins if you set it.
-    const redisOptions = { disconnectTimeout: OWNED_DISCONNECT_TIMEOUT, ...redis, lazyConnect: true };
-    let client: Redis;
+    const urls = options.urls === undefined ? undefined : checkUrls(options.urls, label);
+    const clients = openOwned(urls ?? [url], redis, label, name);
     try {
-      client = url === undefined ? new Redis(redisOptions) : new Redis(url, redisOptions);
-    } catch (error) {
-      throw new LockOptionsError(
-        `${label}: ioredis refused the connection options (${error instanceof Error ? error.message : describeValue(error)}).`,
-        error,
-      );
-    }
-    watchErrors(client, name);
-    try {
-      return new RedisLockContext(client, [client], options);
-    } catch (error) {
-      client.disconnect();
-      throw error;
-    }
-  }
-
-  /** A quorum whose connections the module opens (one per URL) and closes on shutdown. */
-  private static quorumFromUrls(
-    urls: unknown,
-    redis: RedisLockModuleOptions['redis'],
-    options: RedisLockModuleOptions,
-    label: string,
-    name: string | undefined,
-  ): RedisLockContext {
-    if (!Array.isArray(urls)) {
-      throw new LockOptionsError(
-        `${label}: urls must be an array of 3, 5 or 7 redis:// URLs of independent Redis masters, got ` +
-          `${describeValue(urls)}.`,
-      );
-    }
-    for (const [i, url] of urls.entries()) checkUrl(url, `${label} (urls[${i}])`);
-    const redisOptions = { disconnectTimeout: OWNED_DISCONNECT_TIMEOUT, ...redis, lazyConnect: true };
-    const clients: Redis[] = [];
-    try {
-      for (const url of urls as string[]) clients.push(new Redis(url, redisOptions));
-      for (const client of clients) watchErrors(client, name);
-      return new RedisLockContext(clients, clients, options);
+      return new RedisLockContext(urls ? clients : clients[0], clients, options);
     } catch (error) {
       for (const client of clients) client.disconnect();
-      if (error instanceof LockOptionsError) throw error;
-      throw new LockOptionsError(
-        `${label}: ioredis refused the connection options (${error instanceof Error ? error.message : describeValue(error)}).`,
-        error,
-      );
+      throw error;
     }
   }
 
@@ -232,7 +186,48 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
   }
 }
 
-/** ioredis' disconnectTimeout for connections the module opens (see fromOptions). */
+/** `urls` of a quorum the module connects to: an array of redis:// URLs (the count is LockService's to check). */
+function checkUrls(urls: unknown, label: string): string[] {
+  if (!Array.isArray(urls)) {
+    throw new LockOptionsError(
+      `${label}: urls must be an array of 3, 5 or 7 redis:// URLs of independent Redis masters, got ` +
+        `${describeValue(urls)}.`,
+    );
+  }
+  for (const [i, url] of urls.entries()) checkUrl(url, `${label} (urls[${i}])`);
+  return urls as string[];
+}
+
+/**
+ * The connections the module opens itself, one per URL (`undefined`: from `redis` alone), and closes on
+ * shutdown. Connected in onModuleInit, not here: if the application fails to start, nothing is left
+ * open. ioredis keeps a timer of disconnectTimeout (2 s by default) alive after a disconnect while the
+ * socket is still connecting; a module that closes its own connection should not hold the process that
+ * long. Yours wins if you set it.
+ */
+function openOwned(
+  urls: ReadonlyArray<string | undefined>,
+  redis: RedisLockModuleOptions['redis'],
+  label: string,
+  name: string | undefined,
+): Redis[] {
+  const redisOptions = { disconnectTimeout: OWNED_DISCONNECT_TIMEOUT, ...redis, lazyConnect: true };
+  const clients: Redis[] = [];
+  try {
+    for (const url of urls)
+      clients.push(url === undefined ? new Redis(redisOptions) : new Redis(url, redisOptions));
+  } catch (error) {
+    for (const client of clients) client.disconnect();
+    throw new LockOptionsError(
+      `${label}: ioredis refused the connection options (${error instanceof Error ? error.message : describeValue(error)}).`,
+      error,
+    );
+  }
+  for (const client of clients) watchErrors(client, name);
+  return clients;
+}
+
+/** ioredis' disconnectTimeout for connections the module opens (see openOwned). */
 const OWNED_DISCONNECT_TIMEOUT = 300;
 
 /** How long QUIT may wait for its reply before the socket is dropped (a frozen server never answers). */

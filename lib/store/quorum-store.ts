@@ -104,13 +104,14 @@ export class QuorumLockStore implements LockStore {
       this.releaseEverywhere(ticket, true).catch(() => {});
       throw error;
     }
-    const floors = votes.flatMap((r) => (r?.ok && r.value.voted ? [r.value.floor] : []));
-    if (floors.length >= this.majority) {
-      const fence = Math.max(...floors);
-      const voters = this.nodes.filter((_, i) => {
-        const r = votes[i];
-        return r?.ok && r.value.voted;
-      });
+    const voters: QuorumNode[] = [];
+    let fence = 0;
+    votes.forEach((r, i) => {
+      if (!r?.ok || !r.value.voted) return;
+      voters.push(this.nodes[i]);
+      fence = Math.max(fence, r.value.floor);
+    });
+    if (voters.length >= this.majority) {
       const retention = Math.max(this.options.fenceRetention, ttl);
       const commits = await this.gather(
         (node) => node.commit(keys, token, fence, retention),
