@@ -16,11 +16,15 @@
  *   deadlock), the ones taken released if a later one times out, all released together at the end;
  * - raw-floor: `SET key token PX 30000 NX` and a Lua compare-and-delete, on the same connection; it
  *   cannot wait, so it is only used uncontended.
+ *
+ * Over several masters (scenario 7) each library takes the clients of all of them: this library
+ * `new LockService([5 clients])` (nodeTimeout 100 ms), redlock `new Redlock([5 clients], ...)`, and
+ * redis-semaphore its `RedlockMutex([5 clients], key)` (same defaults as its Mutex).
  */
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { Redis } from 'ioredis';
-import { Mutex } from 'redis-semaphore';
+import { Mutex, RedlockMutex } from 'redis-semaphore';
 import Redlock from 'redlock';
 import type * as Library from '../lib';
 import type { CommandCounts } from './instrument';
@@ -54,11 +58,14 @@ const LEASE_MS = 30_000;
 const FLOOR_RELEASE =
   "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
 
-export function createAdapter(lib: LibName, client: Redis, counts?: CommandCounts): LockAdapter {
+/** `clients`: one Redis, or every master of a quorum (the first also serves the critical section). */
+export function createAdapter(lib: LibName, clients: readonly Redis[], counts?: CommandCounts): LockAdapter {
+  const client = clients[0];
+  const quorum = clients.length > 1;
   switch (lib) {
     case 'nestjs-redis-lock': {
-      const locks = new LockService(client);
-      counts?.nameDefinedScripts(client);
+      const locks = new LockService(quorum ? [...clients] : client);
+      for (const c of clients) counts?.nameDefinedScripts(c);
       return {
         // Plain functions, not async ones: no extra frame per waiter on the heap (scenario 5 measures it).
         acquire: (key) => locks.acquire(key),
@@ -73,7 +80,7 @@ export function createAdapter(lib: LibName, client: Redis, counts?: CommandCount
     }
     case 'redlock':
     case 'redlock-retry-inf': {
-      const redlock = new Redlock([client], lib === 'redlock' ? {} : { retryCount: -1 });
+      const redlock = new Redlock([...clients], lib === 'redlock' ? {} : { retryCount: -1 });
       const { acquireScript, extendScript, releaseScript } = redlock.scripts;
       counts?.nameScript(acquireScript.hash, 'acquire');
       counts?.nameScript(extendScript.hash, 'extend');
@@ -87,6 +94,16 @@ export function createAdapter(lib: LibName, client: Redis, counts?: CommandCount
       };
     }
     case 'redis-semaphore':
+      if (quorum) {
+        return {
+          acquire: (key) => {
+            const mutex = new RedlockMutex([...clients], key);
+            return mutex.acquire().then(() => ({ release: () => mutex.release() }));
+          },
+          acquireAll: () => Promise.reject(new Error('redis-semaphore: RedlockMutex takes one key')),
+          close: async () => {},
+        };
+      }
       return {
         acquire: (key) => {
           const mutex = new Mutex(client, key);
@@ -96,6 +113,7 @@ export function createAdapter(lib: LibName, client: Redis, counts?: CommandCount
         close: async () => {},
       };
     case 'raw-floor': {
+      if (quorum) throw new Error('raw floor: one server only');
       client.defineCommand('floorRelease', { numberOfKeys: 1, lua: FLOOR_RELEASE });
       counts?.nameDefinedScripts(client);
       const release = (client as unknown as { floorRelease(key: string, token: string): Promise<number> })

@@ -1,14 +1,17 @@
 /** The scenarios, the libraries each one runs, and how long each part lasts in quick and full mode. */
-import type { LibName } from './ipc';
+import { type LibName, OURS } from './ipc';
 
 export type Mode = 'quick' | 'full';
 
 export const PEERS: LibName[] = ['redlock', 'redlock-retry-inf', 'redis-semaphore'];
+/** The peers over several masters (scenario 7): redlock as users run it under contention (retrying until
+ * granted), and redis-semaphore's RedlockMutex. */
+export const REDLOCK_PEERS: LibName[] = ['redlock-retry-inf', 'redis-semaphore'];
 export const CONTENDED_LIBS: LibName[] = ['nestjs-redis-lock', ...PEERS];
 
 export interface LoadScenario {
   kind: 'load';
-  id: 1 | 2 | 3 | 4 | 6;
+  id: 1 | 2 | 3 | 4 | 6 | 7;
   title: string;
   processes: number;
   workersPerProcess: number;
@@ -18,6 +21,9 @@ export interface LoadScenario {
   /** Each acquisition locks a random pair of distinct keys (accounts) through the library's multi-key
    * path and transfers 1 unit between their balances (bench/transfer.ts). */
   transfer?: boolean;
+  /** Independent redis-servers the lock is kept on (Redlock); absent: one. Command counts are summed
+   * over them; the counters live on the first. */
+  masters?: number;
   libs: LibName[];
 }
 
@@ -94,6 +100,19 @@ export const SCENARIOS: Scenario[] = [
     csMs: 2,
     transfer: true,
     libs: CONTENDED_LIBS,
+  },
+  {
+    kind: 'load',
+    id: 7,
+    title:
+      'Redlock over 5 masters: 4 processes x 5 workers, 1 key, GET / 2 ms / SET (redlock-retry-inf: new ' +
+      'Redlock(5 clients, { retryCount: -1 }); redis-semaphore: RedlockMutex(5 clients))',
+    processes: 4,
+    workersPerProcess: 5,
+    keys: 1,
+    csMs: 2,
+    masters: 5,
+    libs: [OURS, ...REDLOCK_PEERS],
   },
 ];
 

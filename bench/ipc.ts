@@ -38,7 +38,10 @@ export const FAILURE_STRIDE = 3;
 
 export interface LoadSpec {
   lib: LibName;
+  /** The Redis the lock and the critical section's counters use (with `quorum`, the first master). */
   port: number;
+  /** Scenario 7: every master of a quorum (Redlock), `port` first; the lock is kept on all of them. */
+  quorum?: number[];
   /** Index of this process in the run (0-based). */
   process: number;
   workers: number;

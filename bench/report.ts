@@ -1,5 +1,5 @@
 /** The tables printed on stdout and the targets, each checked within one run and printed PASS/FAIL. */
-import { PEERS, PROBE_GAPS, SCENARIOS } from './config';
+import { PEERS, PROBE_GAPS, REDLOCK_PEERS, SCENARIOS } from './config';
 import { type LibName, OURS } from './ipc';
 import type { FloorMetrics, LoadMetrics, ManyMetrics } from './metrics';
 
@@ -375,6 +375,46 @@ export function evaluateTargets(results: Results): Target[] {
       Number.isFinite(ours6.sentPerAcquisition),
       `sent ${[ours6, ...peers6].map((m) => `${m.lib} ${num(m.sentPerAcquisition, 2)}`).join(', ')}; ` +
         `executed ${[ours6, ...peers6].map((m) => `${m.lib} ${num(m.executedPerAcquisition, 1)}`).join(', ')}`,
+    );
+  }
+
+  // Scenario 7: Redlock over five masters, against the peers' Redlock implementations on the same setup.
+  const ours7 = get(7, OURS);
+  const peers7 = REDLOCK_PEERS.map((lib) => get(7, lib)).filter((m): m is LoadMetrics => m !== undefined);
+  if (ours7) {
+    if (peers7.length) {
+      const best = peers7.reduce((a, b) => (b.throughput > a.throughput ? b : a));
+      check(
+        'S7',
+        'throughput ≥ 0.95 × best peer',
+        ours7.throughput >= 0.95 * best.throughput,
+        `${num(ours7.throughput, 1)}/s vs ${best.lib} ${num(best.throughput, 1)}/s = ${num(ours7.throughput / best.throughput, 2)}×`,
+      );
+      const calm = peers7.reduce((a, b) => (b.wait.p99 < a.wait.p99 ? b : a));
+      check(
+        'S7',
+        'wait p99 ≤ 0.1 × best peer',
+        ours7.wait.p99 <= 0.1 * calm.wait.p99,
+        `${num(ours7.wait.p99)} ms vs ${calm.lib} ${num(calm.wait.p99)} ms (ours = ${num(
+          ours7.wait.p99 / calm.wait.p99,
+          3,
+        )}×; max ${num(ours7.wait.max)} vs ${num(calm.wait.max)} ms)`,
+      );
+      check(
+        'S7',
+        'fewer commands per acquisition than every peer (all masters)',
+        peers7.every((p) => ours7.sentPerAcquisition < p.sentPerAcquisition),
+        `sent ${[ours7, ...peers7].map((m) => `${m.lib} ${num(m.sentPerAcquisition, 2)}`).join(', ')}; ` +
+          `executed ${[ours7, ...peers7].map((m) => `${m.lib} ${num(m.executedPerAcquisition, 1)}`).join(', ')}`,
+      );
+    }
+    check(
+      'S7',
+      'no worker starved (min grants > 0)',
+      ours7.grantsMin > 0,
+      `grants per worker ${ours7.grantsMin}..${ours7.grantsMax}; ${peers7
+        .map((p) => `${p.lib} ${p.grantsMin}..${p.grantsMax}`)
+        .join(', ')}`,
     );
   }
 

@@ -1,7 +1,7 @@
 /**
  * The benchmark: this library against redlock 5 (defaults, and retryCount -1) and redis-semaphore 5
- * (Mutex, defaults), in six scenarios, each library against its own freshly started redis-server, with
- * the workers in child processes. Prints tables and PASS/FAIL per target, writes
+ * (Mutex, defaults), in seven scenarios, each library against its own freshly started redis-server (five
+ * of them in scenario 7, Redlock: RedlockMutex for redis-semaphore), with the workers in child processes. Prints tables and PASS/FAIL per target, writes
  * bench/results/<mode>-<timestamp>.json and bench/results/latest-<mode>.json, and the wait-time chart
  * (docs/bench/wait-times.svg in full mode, bench/results/wait-times-quick.svg in quick mode).
  *
@@ -23,7 +23,7 @@ import { hr, sleepUntil } from './clock';
 import { type LoadScenario, type ManyScenario, type Mode, PROBE_GAPS, SCENARIOS, TIMING } from './config';
 import { counterKey, type FromWorker, LIBS, type LibName, type ToWorker } from './ipc';
 import { combineRounds, type FloorMetrics, type ManyMetrics, type RoundOutcome } from './metrics';
-import { startRedis } from './redis-server';
+import { type BenchRedis, startRedis } from './redis-server';
 import { evaluateTargets, formatTables, formatTargets, type Results } from './report';
 import { analyzeRun, summarize } from './stats';
 import { balanceKey, checkBalances, INITIAL_BALANCE, pairOf } from './transfer';
@@ -135,7 +135,9 @@ async function loadRound(
   timing: (typeof TIMING)[Mode]['contended'],
   dump: string | undefined,
 ): Promise<RoundOutcome> {
-  const redis = await startRedis();
+  // One server, or every master of a quorum (scenario 7): the counters live on the first.
+  const servers = await Promise.all(Array.from({ length: scenario.masters ?? 1 }, () => startRedis()));
+  const redis = servers[0];
   const load = loadavg()[0];
   const transfer = scenario.transfer === true;
   const balances = Array.from({ length: scenario.keys }, (_, i) => balanceKey(i));
@@ -150,6 +152,7 @@ async function loadRound(
             spec: {
               lib,
               port: redis.port,
+              quorum: servers.length > 1 ? servers.map((server) => server.port) : undefined,
               process,
               workers: scenario.workersPerProcess,
               keys: scenario.keys,
@@ -162,15 +165,15 @@ async function loadRound(
         ),
       ),
     );
-    await redis.admin.resetStats();
+    await Promise.all(servers.map((server) => server.admin.resetStats()));
     const startAt = hr() + 300;
     const measureFrom = startAt + timing.warmMs;
     const measureTo = measureFrom + timing.measureMs;
     const stopAt = measureTo + timing.graceMs;
-    // Redis' own count of what it executed, at the edges of the measurement window.
+    // Redis' own count of what it executed, at the edges of the measurement window (summed over servers).
     const snapshot = async () => ({
-      cpuUs: await redis.admin.cpuUs(),
-      stats: await redis.admin.commandStats(),
+      cpuUs: (await Promise.all(servers.map((server) => server.admin.cpuUs()))).reduce((a, b) => a + b, 0),
+      stats: await commandStats(servers),
     });
     const statsFrom = sleepUntil(measureFrom).then(snapshot);
     const statsTo = sleepUntil(measureTo).then(snapshot);
@@ -190,7 +193,7 @@ async function loadRound(
       if (calls - (before.stats[name] ?? 0) > 0) executed[name] = calls - (before.stats[name] ?? 0);
     }
     const redisCpuUs = after.cpuUs - before.cpuUs;
-    const executedTotal = await redis.admin.commandStats();
+    const executedTotal = await commandStats(servers);
     const counted = transfer
       ? undefined
       : await redis.admin.sum(Array.from({ length: scenario.keys }, (_, i) => counterKey(i)));
@@ -229,8 +232,17 @@ async function loadRound(
     pool.reset();
     return { loadavg: load, error: error instanceof Error ? error.message : String(error) };
   } finally {
-    await redis.stop();
+    await Promise.all(servers.map((server) => server.stop()));
   }
+}
+
+/** INFO commandstats of every server, summed per command. */
+async function commandStats(servers: readonly BenchRedis[]): Promise<Record<string, number>> {
+  const sum: Record<string, number> = {};
+  for (const stats of await Promise.all(servers.map((server) => server.admin.commandStats()))) {
+    for (const [name, calls] of Object.entries(stats)) sum[name] = (sum[name] ?? 0) + calls;
+  }
+  return sum;
 }
 
 /** Measures the machine's hand-off floor with two pool processes and a fresh redis-server. */

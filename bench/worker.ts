@@ -104,6 +104,7 @@ class LoadRun {
   private constructor(
     private readonly spec: LoadSpec,
     private readonly client: Redis,
+    private readonly others: Redis[],
     private readonly counts: CommandCounts,
     private readonly adapter: LockAdapter,
   ) {}
@@ -116,7 +117,12 @@ class LoadRun {
       // key is granted under a token of its own that no loop would take back out of the map.
       if (message.startsWith('g ') && !spec.transfer) run?.pushes.set(message.split(' ')[1], hr());
     });
-    run = new LoadRun(spec, client, counts, createAdapter(spec.lib, client, counts));
+    // The other masters of a quorum: their commands count too (summed over the nodes).
+    const others = await Promise.all(
+      (spec.quorum ?? []).slice(1).map((port) => connect(port, WORKER_CONNECTION, counts)),
+    );
+    const clients = [client, ...others];
+    run = new LoadRun(spec, client, others, counts, createAdapter(spec.lib, clients, counts));
     return run;
   }
 
@@ -207,6 +213,7 @@ class LoadRun {
   async close(): Promise<void> {
     await this.adapter.close().catch(() => {});
     this.client.disconnect();
+    for (const other of this.others) other.disconnect();
   }
 }
 
@@ -240,8 +247,8 @@ async function runMany(spec: ManySpec): Promise<void> {
   const counts = new CommandCounts();
   const holderClient = await connect(spec.port, HOLDER_CONNECTION);
   const waiterClient = await connect(spec.port, WORKER_CONNECTION, counts);
-  const holder = createAdapter(spec.lib, holderClient);
-  const waiters = createAdapter(spec.lib, waiterClient, counts);
+  const holder = createAdapter(spec.lib, [holderClient]);
+  const waiters = createAdapter(spec.lib, [waiterClient], counts);
 
   // Warm-up: one contended acquisition, so that scripts are loaded and connections opened on both sides
   // (this library's wake connection included) before the baseline is taken.

@@ -132,10 +132,11 @@ export class Waiter<T> {
     }
   }
 
-  /** This waiter reached the head of the queue: re-check when the current hold runs out. */
+  /** This waiter reached the head of the queue: re-check when the current hold runs out (now, if it has). */
   onHead(holdMs: number): void {
     if (this.settled) return;
-    this.scheduleCheck(holdMs + 1);
+    if (holdMs <= 0) this.check(false);
+    else this.scheduleCheck(holdMs + 1);
   }
 
   /** The wake channel reconnected: pushes may have been missed, so ask Redis. */

@@ -1,8 +1,8 @@
 /**
  * One master of a quorum (Redlock): the quorum scripts on its client, each call bounded by the node
  * timeout, which is kept well below any ttl so that one slow node costs a grant little of its validity.
- * A node has no queue: waiters are woken by the PUBLISH of a release, and otherwise re-check when the
- * hold would run out (lib/store/quorum-store.ts).
+ * Each node keeps a line of waiters, ordered by the arrival time each caller sends to every node alike,
+ * and hands the lock to the first of them on release (lib/store/quorum-store.ts).
  */
 import type { LockSnapshot } from '../store/lock-store';
 import type { LockKeys } from './keys';
@@ -19,17 +19,23 @@ import { ScriptRunner, type ScriptSource } from './script-runner';
 type QuorumScript = 'vote' | 'commit' | 'release' | 'extend' | 'inspect';
 
 const SOURCES: Record<QuorumScript, ScriptSource> = {
-  vote: { lua: quorumVoteLua, keys: 3 },
-  commit: { lua: quorumCommitLua, keys: 3 },
-  release: { lua: quorumReleaseLua, keys: 2 },
+  vote: { lua: quorumVoteLua, keys: 4 },
+  commit: { lua: quorumCommitLua, keys: 4 },
+  release: { lua: quorumReleaseLua, keys: 4 },
   extend: { lua: extendLua, keys: 1 },
   inspect: { lua: quorumInspectLua, keys: 3 },
 };
 
 /** The waiters of a lock on one node (a sorted set, scored by when each entry expires). */
 const waitersKey = (keys: LockKeys): string => `${keys.owner}:w`;
+/** The same waiters in line (a sorted set, scored by the arrival each caller sent). */
+const lineKey = (keys: LockKeys): string => `${keys.owner}:l`;
 
-export type Vote = { voted: true; floor: number } | { voted: false; pttl: number };
+/** A node's vote: granted with a fence floor, or refused because `owner` holds the lock here for `pttl`
+ * more ms (`first`: the caller is first in this node's line). */
+export type Vote =
+  | { voted: true; floor: number }
+  | { voted: false; pttl: number; owner: string; first: boolean };
 
 /** `host:port` of an ioredis client, as its options name it. */
 export function nodeName(client: RedisClient): string {
@@ -50,27 +56,48 @@ export class QuorumNode {
     this.runner = new ScriptRunner(client, timeout, SOURCES);
   }
 
-  /** `waitFor`: how long to record the caller among the waiters if the lock is busy here (0: a try). */
-  async vote(keys: LockKeys, token: string, ttl: number, waitFor: number): Promise<Vote> {
-    const args = [keys.owner, keys.fence, waitersKey(keys), token, ttl, waitFor];
-    const [voted, value] = (await this.runner.run('vote', keys.owner, args)) as [number, number];
-    return voted === 1 ? { voted: true, floor: value } : { voted: false, pttl: value };
+  /**
+   * `waitFor`: how long to keep the caller in line if the lock is busy here (0: a try, not put in line);
+   * `arrival`: when the caller started waiting, the same for every node (orders the line).
+   */
+  async vote(keys: LockKeys, token: string, ttl: number, waitFor: number, arrival: number): Promise<Vote> {
+    const args = [keys.owner, keys.fence, waitersKey(keys), lineKey(keys), token, ttl, waitFor, arrival];
+    const [voted, value, owner, first] = (await this.runner.run('vote', keys.owner, args)) as [
+      number,
+      number,
+      string,
+      number,
+    ];
+    return voted === 1
+      ? { voted: true, floor: value }
+      : { voted: false, pttl: value, owner, first: first === 1 };
   }
 
-  async commit(keys: LockKeys, token: string, fence: number, retention: number): Promise<boolean> {
-    const args = [keys.owner, keys.fence, waitersKey(keys), token, String(fence), retention];
+  /** Records `fence` and renews the hold to `ttl` if the caller holds the lock here (voted, or handed). */
+  async commit(
+    keys: LockKeys,
+    token: string,
+    fence: number,
+    retention: number,
+    ttl: number,
+  ): Promise<boolean> {
+    const args = [
+      ...[keys.owner, keys.fence, waitersKey(keys), lineKey(keys)],
+      ...[token, String(fence), retention, ttl],
+    ];
     return (await this.runner.run('commit', keys.owner, args)) === 1;
   }
 
-  /** `leaving`: the caller no longer waits (else it gives back the votes of a failed attempt). */
-  async release(
-    keys: LockKeys,
-    token: string,
-    channel: string,
-    key: string,
-    leaving: boolean,
-  ): Promise<boolean> {
-    const args = [keys.owner, waitersKey(keys), token, channel, key, leaving ? '1' : '0'];
+  /**
+   * `leaving`: the caller no longer waits, and the node hands the lock to the first in its line, told on
+   * `channelPrefix` + its service's id (the message: "<token> <fence floor>"); else it gives back the
+   * vote of a failed attempt and waits on.
+   */
+  async release(keys: LockKeys, token: string, channelPrefix: string, leaving: boolean): Promise<boolean> {
+    const args = [
+      ...[keys.owner, waitersKey(keys), lineKey(keys), keys.fence],
+      ...[token, channelPrefix, leaving ? '1' : '0'],
+    ];
     return (await this.runner.run('release', keys.owner, args)) === 1;
   }
 

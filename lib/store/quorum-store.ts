@@ -11,10 +11,13 @@
  * and it waits. Fences strictly increase across grants as long as a majority of nodes keep their state
  * (quorum-commit.lua says why).
  *
- * Waiting: nodes keep no queue. A release publishes the key on every node; each process wakes its own
- * oldest waiter for that key (FIFO within a process), which tries again; others re-check when the hold
- * would run out (with a little jitter, so split votes do not repeat in step). Across processes the
- * first attempt to reach a majority wins: there is no FIFO between processes (docs/guarantees.md).
+ * Waiting: a caller that finds the lock busy joins a line on each node, ordered by its arrival time,
+ * which it sends alike to every node (its clock when it started waiting), so the nodes agree on the order
+ * without talking to each other. A release hands the lock, on each node, to the first in that node's line
+ * whose service still listens, and tells that service; the waiter's next vote finds the lock its own on
+ * those nodes. Newcomers meanwhile find it held: first come, first served, across processes. Nodes that
+ * disagree (one missed a waiter's arrival) only cost a failed attempt: the votes are given back and the
+ * majority's choice goes on. A waiter whose wake-up was lost re-checks when the hold would run out.
  */
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -23,7 +26,7 @@ import { LockOptionsError } from '../errors/lock-options.error';
 import { LockQuorumError, type NodeFailure } from '../errors/lock-quorum.error';
 import { lockKeys, wakeChannelPrefix } from '../protocol/keys';
 import type { RedisClient } from '../protocol/lock-scripts';
-import { nodeName, QuorumNode } from '../protocol/quorum-node';
+import { nodeName, QuorumNode, type Vote } from '../protocol/quorum-node';
 import type {
   AcquireMode,
   AcquireReply,
@@ -47,16 +50,26 @@ type Result<T> = { ok: true; value: T } | { ok: false; reason: string };
 
 const now = (): number => performance.now();
 
+/**
+ * How long a waiter that some nodes handed the lock to waits for a majority of them before trying with
+ * a full attempt anyway, ms. Nodes that agree send their hand-offs within a fraction of this.
+ */
+const HANDED_WAIT_MS = 20;
+
 const reasonOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 export class QuorumLockStore implements LockStore {
   readonly nodes: readonly QuorumNode[];
   readonly majority: number;
   private readonly instanceId = randomBytes(9).toString('base64url');
+  /** A waiter of service I is told on channelPrefix + I, on whichever node hands it the lock. */
+  private readonly channelPrefix: string;
   private readonly channel: string;
   private sequence = 0;
-  /** This process' waiters per key, oldest first: only the oldest is woken by a release. */
-  private readonly waiting = new Map<string, LockTicket[]>();
+  /** When each ticket's caller started waiting (this process' clock, ms): the same for every node. */
+  private readonly arrivals = new WeakMap<LockTicket, number>();
+  /** Hand-offs to this service's waiters, by token: which nodes handed the lock, with their fence floor. */
+  private readonly handed = new Map<string, { nodes: Map<number, number>; timer: NodeJS.Timeout }>();
   private subscribers: Redis[] = [];
   private subscribing: Promise<void> | undefined;
   private subscribed = false;
@@ -69,11 +82,12 @@ export class QuorumLockStore implements LockStore {
   ) {
     this.nodes = clients.map((client) => new QuorumNode(client, options.nodeTimeout));
     this.majority = Math.floor(clients.length / 2) + 1;
-    this.channel = `${wakeChannelPrefix(options.prefix)}quorum`;
+    this.channelPrefix = wakeChannelPrefix(options.prefix);
+    this.channel = this.channelPrefix + this.instanceId;
   }
 
   ticket(key: string, ttl: number, claimWindow: number, member?: TicketMember): LockTicket {
-    return {
+    const ticket = {
       key,
       token: member
         ? memberToken(member.of, member.index)
@@ -81,6 +95,10 @@ export class QuorumLockStore implements LockStore {
       ttl,
       claimWindow,
     };
+    // Wall-clock time, to µs: comparable between the processes (and machines, as far as their clocks
+    // agree) whose callers share a line.
+    this.arrivals.set(ticket, Math.round((performance.timeOrigin + now()) * 1000) / 1000);
+    return ticket;
   }
 
   /** Clock drift allowed between the nodes and this process while a lease is held: 1 % of ttl + 2 ms. */
@@ -89,13 +107,29 @@ export class QuorumLockStore implements LockStore {
   }
 
   async acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
+    const handed = this.takeHanded(ticket.token);
+    if (mode === 'wait' && handed && handed.size >= this.majority) {
+      const grant = await this.confirmHanded(ticket, handed);
+      if (grant) return grant;
+      // Too few still held it for this caller (a hold ran out meanwhile): a full attempt follows.
+    }
     const { key, token, ttl } = ticket;
     const keys = lockKeys(this.options.prefix, key);
     const started = now();
     const waitFor = mode === 'try' ? 0 : Math.max(1, queueTtl);
+    const arrival = this.arrivals.get(ticket) ?? Date.now();
+    // Votes that come in after the outcome was decided: given back too if the attempt failed.
+    let failed = false;
+    const late: QuorumNode[] = [];
     const votes = await this.gather(
-      (node) => node.vote(keys, token, ttl, waitFor),
+      (node) => node.vote(keys, token, ttl, waitFor, arrival),
       (vote) => vote.voted,
+      this.nodes,
+      (node, result) => {
+        if (result.ok && !result.value.voted) return;
+        if (failed) this.giveBack(ticket, mode, [node]);
+        else late.push(node);
+      },
     );
     try {
       this.assertAnswered(votes, key);
@@ -112,33 +146,67 @@ export class QuorumLockStore implements LockStore {
       fence = Math.max(fence, r.value.floor);
     });
     if (voters.length >= this.majority) {
-      const retention = Math.max(this.options.fenceRetention, ttl);
-      const commits = await this.gather(
-        (node) => node.commit(keys, token, fence, retention),
-        (done) => done,
-        voters,
-      );
-      const committed = commits.filter((r) => r?.ok && r.value).length;
-      if (committed >= this.majority && ttl - (now() - started) - this.validityDrift(ttl) > 0) {
-        // Off the line without waking the next waiter: the lock is held now, its release will.
-        this.leave(ticket, false);
-        return { granted: true, fence, serverMs: now() };
-      }
+      const grant = await this.commit(ticket, voters, fence, started);
+      if (grant) return grant;
     }
-    // Not granted: give back every vote at once (sent after the votes on each connection, so in order).
-    this.releaseEverywhere(ticket, mode === 'try').catch(() => {});
-    if (mode !== 'try') this.join(ticket);
-    const line = this.waiting.get(key);
-    return {
-      granted: false,
-      ownerTtl: this.retryAfter(votes, ttl),
-      serverMs: now(),
-      isHead: line?.[0] === ticket,
-    };
+    // Not granted: give back every vote at once (sent after the votes on each connection, so in order),
+    // on every node that voted or failed to answer, and on the late ones as their votes come in.
+    failed = true;
+    this.giveBack(ticket, mode, [
+      ...this.nodes.filter((_, i) => votes[i] !== undefined && (!votes[i].ok || votes[i].value.voted)),
+      ...late,
+    ]);
+    const { retryIn, first } = this.retryAfter(votes, ttl);
+    return { granted: false, ownerTtl: retryIn, serverMs: now(), isHead: first };
+  }
+
+  /**
+   * Second round of a grant: records the fence (the highest floor of the nodes holding the lock for the
+   * caller) on those nodes and renews their holds to the full ttl. Granted when a majority did, with
+   * validity left after both rounds, counted from `started`, before the first.
+   */
+  private async commit(
+    ticket: LockTicket,
+    holders: readonly QuorumNode[],
+    fence: number,
+    started: number,
+  ): Promise<AcquireReply | undefined> {
+    const { token, ttl } = ticket;
+    const keys = lockKeys(this.options.prefix, ticket.key);
+    const retention = Math.max(this.options.fenceRetention, ttl);
+    const commits = await this.gather(
+      (node) => node.commit(keys, token, fence, retention, ttl),
+      (done) => done,
+      holders,
+    );
+    const committed = commits.filter((r) => r?.ok && r.value).length;
+    if (committed >= this.majority && ttl - (now() - started) - this.validityDrift(ttl) > 0) {
+      return { granted: true, fence, serverMs: now() };
+    }
+    return undefined;
+  }
+
+  /**
+   * A majority of nodes handed the lock to this waiter (quorum-release.lua), each with its fence floor:
+   * the vote round is already done, the commit alone makes the grant. It goes to every node, not only
+   * those heard from, so that the holder keeps the lock on all that handed it over (a node whose message
+   * is still on its way has done so too): the more nodes hold it, the more of them may lose it before a
+   * second caller could be granted. If it fails, the holds it renewed stay the caller's, and the full
+   * attempt that follows renews them again.
+   */
+  private confirmHanded(
+    ticket: LockTicket,
+    handed: ReadonlyMap<number, number>,
+  ): Promise<AcquireReply | undefined> {
+    return this.commit(ticket, this.nodes, Math.max(...handed.values()), now()).catch(() => undefined);
+  }
+
+  /** Gives back the votes of a failed attempt on `nodes`. A waiter keeps its place in line; a try was never in it. */
+  private giveBack(ticket: LockTicket, mode: AcquireMode, nodes: readonly QuorumNode[]): void {
+    if (nodes.length > 0) this.releaseEverywhere(ticket, mode === 'try', nodes).catch(() => {});
   }
 
   async release(ticket: LockTicket): Promise<boolean> {
-    this.leave(ticket);
     return (await this.releaseEverywhere(ticket, true)) >= this.majority;
   }
 
@@ -147,7 +215,6 @@ export class QuorumLockStore implements LockStore {
   }
 
   async cancel(ticket: LockTicket): Promise<boolean> {
-    this.leave(ticket);
     return (await this.releaseEverywhere(ticket, true)) > 0;
   }
 
@@ -197,7 +264,8 @@ export class QuorumLockStore implements LockStore {
 
   async close(): Promise<void> {
     this.closed = true;
-    this.waiting.clear();
+    for (const { timer } of this.handed.values()) clearTimeout(timer);
+    this.handed.clear();
     const subscribers = this.subscribers;
     this.subscribers = [];
     // Dropped, not quit: a node that does not answer must not hold the shutdown.
@@ -235,7 +303,8 @@ export class QuorumLockStore implements LockStore {
           if (!first) this.handlers.onResubscribed();
           first = false;
         });
-        sub.on('message', (_channel: string, key: string) => this.wake(key));
+        const index = this.nodes.indexOf(node);
+        sub.on('message', (_channel: string, message: string) => this.onHanded(index, message));
         let timer: NodeJS.Timeout | undefined;
         const late = new Promise<never>((_, fail) => {
           timer = setTimeout(
@@ -253,36 +322,54 @@ export class QuorumLockStore implements LockStore {
     });
   }
 
-  private wake(key: string): void {
-    const head = this.waiting.get(key)?.[0];
-    if (head) this.handlers.onWake({ kind: 'head', token: head.token, holdMs: 0 });
+  /**
+   * Node `index` handed the lock to one of this service's waiters ("<token> <fence floor>"). The waiter
+   * is woken once a majority did, so that it only has to commit; or, if the nodes disagree on who is
+   * next and no majority follows within HANDED_WAIT_MS, then anyway, to try with a full attempt.
+   */
+  private onHanded(index: number, message: string): void {
+    const space = message.lastIndexOf(' ');
+    const token = message.slice(0, space);
+    const floor = Number(message.slice(space + 1));
+    if (space <= 0 || !Number.isFinite(floor)) return;
+    let entry = this.handed.get(token);
+    if (!entry) {
+      const timer = setTimeout(() => {
+        if (this.handed.get(token)?.timer !== timer) return;
+        this.handed.delete(token);
+        this.handlers.onWake({ kind: 'head', token, holdMs: 0 });
+      }, HANDED_WAIT_MS);
+      entry = { nodes: new Map(), timer };
+      this.handed.set(token, entry);
+    }
+    entry.nodes.set(index, floor);
+    if (entry.nodes.size === this.majority) this.handlers.onWake({ kind: 'head', token, holdMs: 0 });
   }
 
-  private join(ticket: LockTicket): void {
-    const line = this.waiting.get(ticket.key) ?? [];
-    if (!line.includes(ticket)) line.push(ticket);
-    this.waiting.set(ticket.key, line);
-  }
-
-  /** Takes `ticket` off this process' line; `wakeNext`: the next waiter, now first, tries at once. */
-  private leave(ticket: LockTicket, wakeNext = true): void {
-    const line = this.waiting.get(ticket.key);
-    if (!line) return;
-    const at = line.indexOf(ticket);
-    if (at < 0) return;
-    line.splice(at, 1);
-    if (line.length === 0) this.waiting.delete(ticket.key);
-    else if (at === 0 && wakeNext) this.handlers.onWake({ kind: 'head', token: line[0].token, holdMs: 0 });
+  /** The hand-offs received for `token` so far, forgotten once read. */
+  private takeHanded(token: string): ReadonlyMap<number, number> | undefined {
+    const entry = this.handed.get(token);
+    if (!entry) return undefined;
+    clearTimeout(entry.timer);
+    this.handed.delete(token);
+    return entry.nodes;
   }
 
   /**
    * Releases the caller's hold on every node; resolves with how many nodes it held. `leaving`: it no
-   * longer waits either (off the waiters), rather than giving back the votes of a failed attempt.
+   * longer waits either (out of every line; each node it held hands the lock to the next in its line),
+   * rather than giving back the votes of a failed attempt.
    */
-  private async releaseEverywhere(ticket: LockTicket, leaving: boolean): Promise<number> {
+  private async releaseEverywhere(
+    ticket: LockTicket,
+    leaving: boolean,
+    only: readonly QuorumNode[] = this.nodes,
+  ): Promise<number> {
     const keys = lockKeys(this.options.prefix, ticket.key);
-    const results = await this.gather((node) =>
-      node.release(keys, ticket.token, this.channel, ticket.key, leaving),
+    const results = await this.gather(
+      (node) => node.release(keys, ticket.token, this.channelPrefix, leaving),
+      undefined,
+      only,
     );
     const released = results.filter((r) => r?.ok && r.value).length;
     if (released === 0) this.assertAnswered(results, ticket.key);
@@ -290,20 +377,29 @@ export class QuorumLockStore implements LockStore {
   }
 
   /**
-   * When to try again: once enough refusing nodes' holds run out for a majority to be free (votes of
-   * this attempt, released now, and unanswered nodes count as free), plus jitter so that two processes
-   * whose votes split do not collide again.
+   * When to try again if no wake-up comes first. If another caller holds (or was handed) the lock on a
+   * majority of the nodes (as far as they answered), once enough of its holds run out for a majority to be free
+   * (nodes that voted for this attempt, released now, and unanswered nodes count as free); `first` when
+   * this caller is first in line on a node. If no one holds a majority (votes split between callers,
+   * each giving its votes back), after a short random delay, so that the next attempts do not collide.
    */
   private retryAfter(
-    votes: ReadonlyArray<Result<{ voted: boolean; pttl?: number }> | undefined>,
+    votes: ReadonlyArray<Result<Vote> | undefined>,
     ttl: number,
-  ): number {
-    const busy = votes
-      .flatMap((r) => (r?.ok && !r.value.voted ? [Math.max(0, r.value.pttl ?? 0)] : []))
-      .sort((a, b) => a - b);
-    const need = this.majority - (votes.length - busy.length);
+  ): { retryIn: number; first: boolean } {
     const jitter = 1 + Math.floor(Math.random() * Math.max(5, Math.min(50, ttl / 20)));
-    return (need > 0 ? busy[need - 1] : 0) + jitter;
+    const refusals = votes.flatMap((r) => (r?.ok && !r.value.voted ? [r.value] : []));
+    const holds = new Map<string, number>();
+    for (const refusal of refusals) holds.set(refusal.owner, (holds.get(refusal.owner) ?? 0) + 1);
+    // Nodes not heard from (the outcome was decided without them) may side with any owner.
+    const unheard = votes.filter((r) => r === undefined).length;
+    if (Math.max(0, ...holds.values()) + unheard < this.majority) return { retryIn: jitter, first: true };
+    const busy = refusals.map((refusal) => Math.max(0, refusal.pttl)).sort((a, b) => a - b);
+    const need = this.majority - (votes.length - busy.length);
+    return {
+      retryIn: (need > 0 ? busy[need - 1] : 0) + jitter,
+      first: refusals.some((refusal) => refusal.first),
+    };
   }
 
   /**
@@ -323,12 +419,14 @@ export class QuorumLockStore implements LockStore {
   /**
    * Calls every node (or `only` those) at once; resolves once all have answered, or, given `yes`, as soon
    * as the outcome is certain: a majority said yes, or too many said no or failed for a majority to.
-   * Results are per node (in `this.nodes` order); a node not heard from by then is undefined.
+   * Results are per node (in `this.nodes` order); a node not heard from by then is undefined, and its
+   * result goes to `late` when it comes.
    */
   private gather<T>(
     call: (node: QuorumNode) => Promise<T>,
     yes?: (value: T) => boolean,
     only: readonly QuorumNode[] = this.nodes,
+    late?: (node: QuorumNode, result: Result<T>) => void,
   ): Promise<Array<Result<T> | undefined>> {
     return new Promise((resolve) => {
       const results: Array<Result<T> | undefined> = this.nodes.map(() => undefined);
@@ -341,7 +439,10 @@ export class QuorumLockStore implements LockStore {
         left--;
         if (yes && result.ok && yes(result.value)) ayes++;
         else nays++;
-        if (finished) return;
+        if (finished) {
+          late?.(this.nodes[i], result);
+          return;
+        }
         const decided = yes !== undefined && (ayes >= this.majority || nays > only.length - this.majority);
         if (left === 0 || decided) {
           finished = true;

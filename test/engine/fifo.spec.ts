@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { arrivalAndGrants } from '../support/fifo-order';
 import { lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
@@ -16,38 +17,8 @@ describe('FIFO', () => {
     await Promise.all(agents.map((a) => a.next((m) => m.type === 'ready')));
     const holder = await locks.acquire('fifo');
 
-    // Ten waiters join one at a time, alternating between the two processes; each joins only after
-    // the previous one is visibly queued, which fixes the arrival order.
-    const arrival: string[] = [];
-    for (let i = 0; i < 10; i++) {
-      const id = `w${i}`;
-      agents[i % 2].send({ type: 'acquire', id, key: 'fifo', waitTimeout: 30_000 });
-      arrival.push(id);
-      await until(
-        () => locks.inspect('fifo'),
-        (info) => info.queueLength === i + 1,
-      );
-    }
-
-    const grants: string[] = [];
-    // One outstanding next() per agent: a call that lost a race stays pending and is reused, since a
-    // fresh call beside it would compete with it for the agent's next grant.
-    const nextGrant = (a: number) =>
-      agents[a].next((m) => m.type === 'granted', 20_000).then((m) => ({ a, id: m.id as string }));
-    const serve = async () => {
-      const pending = [nextGrant(0), nextGrant(1)];
-      for (let i = 0; i < 10; i++) {
-        const { a, id } = await Promise.race(pending);
-        pending[a] = nextGrant(a);
-        grants.push(id);
-        agents[a].send({ type: 'release', id });
-      }
-      // The last calls never get a grant; keep their timeouts from failing the run.
-      for (const p of pending) p.catch(() => {});
-    };
-    const served = serve();
-    await holder.release();
-    await served;
+    // Ten waiters join one at a time, alternating between the two processes.
+    const { arrival, grants } = await arrivalAndGrants(locks, agents, 'fifo', 10, () => holder.release());
     expect(grants).toEqual(arrival);
     await Promise.all(agents.map((a) => a.stop()));
   }, 60_000);

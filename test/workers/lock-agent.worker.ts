@@ -5,9 +5,11 @@ import { type Lease, LockError, LockService } from '../../lib';
 import { onMessage, ready, send, workerArgs } from '../support/worker-runtime';
 
 interface Args {
-  /** One server; or `cluster`, the ports of a Redis Cluster's nodes on 127.0.0.1. */
+  /** One server; or `cluster`, the ports of a Redis Cluster's nodes on 127.0.0.1; or `urls`, the
+   * masters of a quorum (Redlock). */
   url?: string;
   cluster?: number[];
+  urls?: string[];
   claimWindow?: number;
   ttl?: number;
 }
@@ -26,10 +28,17 @@ type Command =
   | { type: 'release'; id: string };
 
 const args = workerArgs<Args>();
-const redis = args.cluster
-  ? new Cluster(args.cluster.map((port) => ({ host: '127.0.0.1', port })))
-  : new Redis(args.url ?? '');
-redis.on('error', () => {});
+const connect = (url: string): Redis => {
+  const client = new Redis(url);
+  client.on('error', () => {});
+  return client;
+};
+const redis = args.urls
+  ? args.urls.map(connect)
+  : args.cluster
+    ? new Cluster(args.cluster.map((port) => ({ host: '127.0.0.1', port })))
+    : connect(args.url ?? '');
+if (redis instanceof Cluster) redis.on('error', () => {});
 const locks = new LockService(redis, {
   claimWindow: args.claimWindow,
   defaults: args.ttl === undefined ? undefined : { ttl: args.ttl },

@@ -1,13 +1,42 @@
--- quorum-release.lua: the caller gives the lock up on one node (its lease ended, its attempt failed, or
--- it stopped waiting), and tells whoever waits for it there: a release on any node is a hint to try
--- again (waiters also re-check when the hold would run out).
--- KEYS[1] owner, KEYS[2] waiters
--- ARGV[1] token, ARGV[2] wake channel, ARGV[3] the lock key (the message),
--- ARGV[4] "1" when the caller leaves (it no longer waits), "0" after a failed attempt (it waits on)
+-- quorum-release.lua: the caller gives the lock up on one node. When it leaves (its lease ended, or it
+-- stopped waiting) and held the lock here, the node hands the lock to the first caller in its line
+-- whose service still listens: it holds the lock here for that caller's claim window, and tells it,
+-- with the fence floor this node would give a vote now. The nodes order their lines alike (by the
+-- arrival each caller sent), so a majority hands the lock to the same caller, which then only has to
+-- commit (quorum-commit.lua) on them; a vote of its would find the lock already its own there too. After a failed attempt (the
+-- caller still waits) the node is only freed: handing it on would only start another attempt that
+-- fails while someone else holds a majority.
+-- KEYS[1] owner, KEYS[2] waiters, KEYS[3] line, KEYS[4] fence
+-- ARGV[1] token, ARGV[2] wake channel prefix (a waiter of service I is told on prefix .. I),
+-- ARGV[3] "1" when the caller leaves, "0" after a failed attempt (it waits on)
 -- Returns 1 if the caller held the lock on this node, else 0.
 
-if ARGV[4] == '1' then redis.call('ZREM', KEYS[2], ARGV[1]) end
+local leaving = ARGV[3] == '1'
+if leaving then
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  redis.call('ZREM', KEYS[3], ARGV[1])
+end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', ARGV[2], ARGV[3])
+if not leaving then return 1 end
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now_ms = math.floor(now_us / 1000)
+-- Callers that gave up without being able to say so, or whose service is gone, are dropped on the way
+-- (a bounded number per release, so a long line of the dead costs a few releases, never a stall).
+for _ = 1, 16 do
+  local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+  if not head then return 1 end
+  local expires = tonumber(redis.call('ZSCORE', KEYS[2], head) or '0')
+  local channel = ARGV[2] .. string.match(head, '^(.-):')
+  if expires > now_ms and redis.call('PUBSUB', 'NUMSUB', channel)[2] > 0 then
+    local claim = tonumber(string.match(head, '~(%d+)$')) or 1000
+    redis.call('SET', KEYS[1], head, 'PX', claim)
+    local floor = math.max(tonumber(redis.call('GET', KEYS[4]) or '0') + 1, now_us)
+    redis.call('PUBLISH', channel, head .. ' ' .. string.format('%d', floor))
+    return 1
+  end
+  redis.call('ZREM', KEYS[3], head)
+  redis.call('ZREM', KEYS[2], head)
+end
 return 1
