@@ -7,6 +7,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { killOnExit } from '../test/support/processes';
+import { TOPOLOGIES, type TopologyName } from './topologies/topology';
 
 /**
  * Milliseconds on CLOCK_MONOTONIC. Unlike performance.now() (relative to each process' start), this clock
@@ -60,10 +61,17 @@ export interface Flags {
   seed: number;
   /** Seconds, if given. */
   duration: number | undefined;
+  /** The lock servers a fault run uses (`--topology`), if given. */
+  topology: TopologyName | undefined;
 }
 
 export function parseFlags(argv: readonly string[]): Flags {
-  const flags: Flags = { quick: false, seed: Date.now() % 1_000_000_000, duration: undefined };
+  const flags: Flags = {
+    quick: false,
+    seed: Date.now() % 1_000_000_000,
+    duration: undefined,
+    topology: undefined,
+  };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const value = (): number => {
@@ -75,7 +83,13 @@ export function parseFlags(argv: readonly string[]): Flags {
     if (arg === '--quick') flags.quick = true;
     else if (arg === '--seed' || arg.startsWith('--seed=')) flags.seed = Math.floor(value());
     else if (arg === '--duration' || arg.startsWith('--duration=')) flags.duration = value();
-    else throw new Error(`unknown argument ${arg} (expected --quick, --seed N, --duration S)`);
+    else if (arg === '--topology' || arg.startsWith('--topology=')) {
+      const raw = arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : argv[++i];
+      if (!TOPOLOGIES.includes(raw as TopologyName))
+        throw new Error(`--topology must be one of ${TOPOLOGIES.join(', ')}, got ${raw}`);
+      flags.topology = raw as TopologyName;
+    } else
+      throw new Error(`unknown argument ${arg} (expected --quick, --seed N, --duration S, --topology T)`);
   }
   return flags;
 }

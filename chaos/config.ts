@@ -1,9 +1,11 @@
 /**
- * A fault run's settings, from the command line: `--quick` (CI: under 60 s, every fault kind at least
- * once), `--seed N` (the nemesis' choices and the workers' keys; the same seed replays the same plan),
- * `--duration S` (the full run's nemesis phase, 600 s by default).
+ * A fault run's settings, from the command line: `--quick` (CI: under 60 s, every fault kind of the
+ * topology at least once), `--seed N` (the nemesis' choices and the workers' keys; the same seed
+ * replays the same plan), `--duration S` (the full run's nemesis phase, 600 s by default), `--topology
+ * single|redlock` (one lock server, or five holding each lock on a majority; single by default).
  */
 import { type Flags, parseFlags } from './common';
+import type { TopologyName } from './topologies/topology';
 
 export interface ChaosConfig {
   workers: number;
@@ -13,6 +15,10 @@ export interface ChaosConfig {
   claimWindow: number;
   waitTimeout: number;
   commandTimeout: number;
+  /** A quorum's longest wait for one node's reply: at most ttl/3 (the library's rule), so 100 ms. */
+  nodeTimeout: number;
+  /** The lock's key prefix (the library's default): owner keys are `<prefix>{<lock>}`. */
+  lockPrefix: string;
   workMs: [number, number];
   /** Nemesis phase, ms. Quick: bounded so that the whole run stays under 60 s. */
   nemesisMs: number;
@@ -26,6 +32,7 @@ export interface RunSettings {
   flags: Flags;
   quick: boolean;
   seed: number;
+  topology: TopologyName;
   cfg: ChaosConfig;
   /** The command that replays this run. */
   reproduce: string;
@@ -36,6 +43,7 @@ export interface RunSettings {
 export function settingsFrom(argv: readonly string[]): RunSettings {
   const flags = parseFlags(argv);
   const quick = flags.quick;
+  const topology = flags.topology ?? 'single';
   const cfg: ChaosConfig = {
     workers: quick ? 3 : 4,
     agents: 2,
@@ -44,6 +52,8 @@ export function settingsFrom(argv: readonly string[]): RunSettings {
     claimWindow: quick ? 200 : 250,
     waitTimeout: quick ? 3_000 : 4_000,
     commandTimeout: quick ? 1_000 : 1_500,
+    nodeTimeout: 100,
+    lockPrefix: 'lock:',
     workMs: [20, 120],
     nemesisMs: quick ? 28_000 : Math.round((flags.duration ?? 600) * 1000),
     calmMs: quick ? 3_000 : 10_000,
@@ -51,8 +61,16 @@ export function settingsFrom(argv: readonly string[]): RunSettings {
     slackMs: 1_000,
   };
   const seed = flags.seed;
-  const reproduce = `tsx chaos/run.ts${quick ? ' --quick' : ''} --seed ${seed}${
+  const reproduce = `tsx chaos/run.ts${quick ? ' --quick' : ''} --topology ${topology} --seed ${seed}${
     !quick && flags.duration !== undefined ? ` --duration ${flags.duration}` : ''
   }`;
-  return { flags, quick, seed, cfg, reproduce, budgetMs: quick ? 60_000 : cfg.nemesisMs + 120_000 };
+  return {
+    flags,
+    quick,
+    seed,
+    topology,
+    cfg,
+    reproduce,
+    budgetMs: quick ? 60_000 : cfg.nemesisMs + 120_000,
+  };
 }

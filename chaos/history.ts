@@ -51,12 +51,25 @@ export interface Pause {
   t1?: number;
 }
 
-/** A Redis restart: monotonic times, and wall-clock ms around the kill (fences are Redis' wall clock). */
-export interface Restart {
+/** When a lock server was killed and back: monotonic times, and wall-clock ms around the kill. */
+export interface RestartTimes {
+  /** Before the kill. */
   t0: number;
+  /** Ready again. */
   t1: number;
+  /** Wall clock before and after the kill (fences are Redis' wall clock in µs). */
   wall0: number;
   wall1: number;
+}
+
+/** A Redis restart without persistence, as the nemesis caused it. */
+export interface Restart extends RestartTimes {
+  /** The node that was restarted. */
+  node: string;
+  /** Started again before the longest ttl had passed since the kill (a quorum's restart rule broken). */
+  early: boolean;
+  /** The fault that restarted it. */
+  faultId: number;
 }
 
 export interface Violation {

@@ -1,8 +1,9 @@
 /**
- * Nemesis run: `tsx chaos/run.ts [--quick] [--seed N] [--duration S]`.
+ * Nemesis run: `tsx chaos/run.ts [--quick] [--seed N] [--duration S] [--topology single|redlock]`.
  *
- * Starts a topology (chaos/topologies/: today one lock server behind a fault-injecting TCP proxy, and
- * a "resource" server reached directly, standing for the application's database), N worker processes
+ * Starts a topology (chaos/topologies/: one lock server, or five holding each lock on a majority, each
+ * behind a fault-injecting TCP proxy, and a "resource" server reached directly, standing for the
+ * application's database), N worker processes
  * that take locks and run the workloads under them (chaos/workloads/), and a seeded nemesis
  * (chaos/faults/). Then the checkers (chaos/checks/) judge the history the run recorded: fenced writes
  * in the resource's own order, lost updates of the unfenced twin (which must occur: the checkers are
@@ -23,11 +24,12 @@ import { type Fault, type FaultKind, quickPlan, randomKind } from './faults/kind
 import { Nemesis } from './faults/nemesis';
 import { emptyHistory, type Violation } from './history';
 import { buildResult, printSummary } from './report';
-import { SingleServer } from './topologies/single-server';
+import { topologyNamed } from './topologies';
 import { COUNTER_PREFIX, FENCED_PREFIX, monitorResource } from './workloads/resource-monitor';
 
 const settings = settingsFrom(process.argv.slice(2));
 const { quick, seed, cfg, reproduce } = settings;
+const topology = topologyNamed(settings.topology);
 const prng = new Prng(seed);
 const history = emptyHistory();
 const violations: Violation[] = [];
@@ -38,10 +40,9 @@ process.on('unhandledRejection', (error) =>
 
 async function main(): Promise<number> {
   const started = hr();
-  const topology = new SingleServer();
   const pool = new WorkerPool(history, violations, (slot, generation) => ({
     slot,
-    lockPort: topology.lockPorts()[0],
+    lockPorts: topology.lockPorts(),
     resourcePort: topology.resource.port,
     keys: cfg.keys,
     agents: cfg.agents,
@@ -49,6 +50,8 @@ async function main(): Promise<number> {
     claimWindow: cfg.claimWindow,
     waitTimeout: cfg.waitTimeout,
     commandTimeout: cfg.commandTimeout,
+    nodeTimeout: cfg.nodeTimeout,
+    lockPrefix: cfg.lockPrefix,
     workMs: cfg.workMs,
     seed: seed * 31 + slot * 1_000 + generation,
   }));
@@ -63,7 +66,8 @@ async function main(): Promise<number> {
     process.exit(1);
   }, settings.budgetMs).unref();
   console.log(
-    `chaos: ${quick ? 'quick' : 'full'} run, seed ${seed}, ${cfg.workers} workers x ${cfg.agents} agents on ` +
+    `chaos: ${quick ? 'quick' : 'full'} run on ${topology.name}, seed ${seed}, ` +
+      `${cfg.workers} workers x ${cfg.agents} agents on ` +
       `${cfg.keys.length} locks, ttl ${cfg.ttl} ms, claim window ${cfg.claimWindow} ms, nemesis ${Math.round(cfg.nemesisMs / 1000)} s`,
   );
   await topology.start();
@@ -78,12 +82,12 @@ async function main(): Promise<number> {
   const tNemesis = hr();
   // Quick mode ends its nemesis 38 s after the start at the latest, whatever the start-up took.
   const deadline = Math.min(tNemesis + cfg.nemesisMs, quick ? started + 38_000 : Infinity);
-  const plan: FaultKind[] = quick ? quickPlan(prng) : [];
+  const plan: FaultKind[] = quick ? quickPlan(prng, topology.faults) : [];
   let effectivePauseSeen = false;
   while (hr() < deadline) {
     let kind = plan.shift();
     if (!kind && quick && !effectivePauseSeen) kind = 'gc-pause';
-    kind ??= randomKind(prng);
+    kind ??= randomKind(prng, topology.faults);
     const fault = await nemesis.inject(kind);
     logFault(fault, tNemesis);
     await sleep(prng.int(cfg.gapMs[0], cfg.gapMs[1]));
@@ -95,7 +99,7 @@ async function main(): Promise<number> {
   // --- heal and calm, then drain, probe and close ---------------------------------------------------
   topology.heal();
   await pool.heal();
-  await topology.nodes[0].admin.ping();
+  await Promise.all(topology.nodes.map((node) => node.admin.ping()));
   const tCalm = hr();
   await sleep(cfg.calmMs);
   const drainMs = await drain(pool, cfg, violations);
@@ -110,7 +114,7 @@ async function main(): Promise<number> {
   monitor.stop();
   await topology.stop();
 
-  const ctx: CheckContext = { ...cfg, now: hr(), tCalm, quick };
+  const ctx: CheckContext = { ...cfg, now: hr(), tCalm, quick, nodes: topology.nodes.length };
   const verdicts = checkHistory(history, ctx);
   violations.push(...verdicts.violations);
   const result = buildResult(settings, history, verdicts, violations, {
@@ -129,9 +133,10 @@ async function main(): Promise<number> {
       resources: closed?.resources,
       redisErrors: closed?.redisErrors,
     })),
-    proxy: topology.nodes[0].proxy.stats,
+    proxy: Object.fromEntries(topology.nodes.map((node) => [node.name, node.proxy.stats])),
   });
-  const file = writeResult(quick ? 'chaos-quick' : 'chaos', result);
+  const name = `chaos${quick ? '-quick' : ''}${settings.topology === 'single' ? '' : `-${settings.topology}`}`;
+  const file = writeResult(name, result);
   // Every call, one per line, for digging into a failure (the JSON keeps only a sample in full mode).
   writeFileSync(
     file.replace(/\.json$/, '.calls.jsonl'),

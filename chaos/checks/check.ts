@@ -26,6 +26,8 @@ export interface CheckContext {
   tCalm: number;
   /** Quick mode must show the unfenced twin failing (a GC pause that landed). */
   quick: boolean;
+  /** Lock servers: one, or several holding each lock on a majority (a quorum, Redlock). */
+  nodes: number;
 }
 
 /** Collects violations under one checker. */

@@ -1,21 +1,37 @@
 /**
- * Keys without a TTL: every key the lock left on its servers must expire, and so must every resource
- * key but the workloads' own values (kept on purpose, to be read after the run).
+ * Keys without a TTL: every key the lock left on its servers (every node of a quorum) must expire, and
+ * so must every resource key but the workloads' own values (kept on purpose, to be read after the run).
  */
 import { type CheckResult, Findings } from './check';
 
 /** The keys left on the servers at the end of a run, each with its TTL in seconds (-1: none). */
 export interface KeySnapshot {
-  lock: ReadonlyArray<{ key: string; ttl: number }>;
+  /** `node`: which lock server, when there are several. */
+  lock: ReadonlyArray<{ key: string; ttl: number; node?: string }>;
   resource: ReadonlyArray<{ key: string; ttl: number }>;
   /** Resource key prefixes the workloads keep on purpose. */
   keptPrefixes: readonly string[];
 }
 
+/** How many keys of each kind: owner, queue, a quorum's waiters and line (per node), fence, and any other. */
+function kindsOf(keys: readonly string[]): Record<string, number> {
+  const kinds: Record<string, number> = { owner: 0, queue: 0, waiters: 0, fence: 0, other: 0 };
+  for (const key of keys) {
+    if (/^lock:\{[^}]*\}$/.test(key)) kinds.owner++;
+    else if (key.endsWith(':q')) kinds.queue++;
+    else if (key.endsWith(':w') || key.endsWith(':l')) kinds.waiters++;
+    else if (key.endsWith(':fence')) kinds.fence++;
+    else kinds.other++;
+  }
+  return kinds;
+}
+
 export function checkKeyHygiene(snapshot: KeySnapshot): CheckResult<Record<string, unknown>> {
   const found = new Findings();
   const lockKeys = snapshot.lock.map(({ key }) => key);
-  const noTtl = snapshot.lock.filter(({ ttl }) => ttl === -1).map(({ key }) => key);
+  const noTtl = snapshot.lock
+    .filter(({ ttl }) => ttl === -1)
+    .map(({ key, node }) => (node === undefined ? key : `${node}: ${key}`));
   if (noTtl.length > 0) found.add('key hygiene: lock keys without a TTL', noTtl);
   const kept = (key: string): boolean => snapshot.keptPrefixes.some((prefix) => key.startsWith(prefix));
   const persistentOnPurpose = snapshot.resource.filter(({ key }) => kept(key));
@@ -27,11 +43,7 @@ export function checkKeyHygiene(snapshot: KeySnapshot): CheckResult<Record<strin
     stats: {
       lockKeys: lockKeys.length,
       lockKeysWithoutTtl: noTtl,
-      lockKeyKinds: {
-        owner: lockKeys.filter((k) => /^lock:\{[^}]*\}$/.test(k)).length,
-        queue: lockKeys.filter((k) => k.endsWith(':q')).length,
-        fence: lockKeys.filter((k) => k.endsWith(':fence')).length,
-      },
+      lockKeyKinds: kindsOf(lockKeys),
       resourceKeysPersistentOnPurpose: persistentOnPurpose.length,
       resourceKeysWithoutTtl: otherNoTtl,
     },

@@ -3,16 +3,32 @@
  * one lock must not overlap. A window ends when its holder stopped believing it held the lock (release
  * called, signal aborted, process killed) or when the lease's own validity ended, whichever came first.
  * For a holder killed before its end report, the end is only known to lie between its last report and
- * the kill, so a grant in there is "undetermined". Overlaps across a Redis restart are expected (the
- * restart erased the lock) and counted apart. A grant whose validity had already ended when its work
+ * the kill, so a grant in there is "undetermined". A grant whose validity had already ended when its work
  * began must be explained by a pause of its process.
+ *
+ * Overlaps a restart explains are counted apart (with the restarting fault), never as violations:
+ * - one server: the first holder's grant came from the instance that was killed before the second grant
+ *   (the restart erased the lock);
+ * - a quorum (Redlock): a node lost the lock's state inside the first holder's validity window and before
+ *   the second grant: it was restarted early (before the longest ttl had passed), or that lock's key was
+ *   deleted on it. The first holder may hold only a bare majority, one node of which then votes for the
+ *   second (docs/guarantees.md, "a node that loses its state"). A restart after the longest ttl explains
+ *   nothing, nor does any other fault.
  */
+import type { Fault } from '../faults/kinds';
 import { grantsByKey, type History, type OpRec, pausedOverlap, type Restart, windowOf } from '../history';
+
+/** A fault that erased the lock's state on a node: the restart or key deletion that explains an overlap. */
+type StateLoss = Pick<Restart, 'faultId' | 'node'>;
+
 import { type CheckContext, type CheckResult, Findings } from './check';
 
 export interface WindowStats {
   overlaps: unknown[];
+  /** Overlaps a restart explains (see above), each naming it. */
   restartOverlaps: unknown[];
+  /** How many overlaps each restarting fault explains, by `#<fault id> <node>`. */
+  excusedByFault: Record<string, number>;
   undetermined: unknown[];
   /** Grants made while the previous holder still believed it held the lock (within its validity). */
   beliefOverruns: number;
@@ -22,12 +38,52 @@ export interface WindowStats {
   unknownWindows: number;
 }
 
-/** Whether `first`'s grant came from a Redis instance killed before `second`'s grant was made. */
-function acrossRestart(restarts: readonly Restart[], first: OpRec, second: OpRec): boolean {
+/** One server: the restart that killed the instance `first`'s grant came from before `second`'s grant. */
+function acrossRestart(restarts: readonly Restart[], first: OpRec, second: OpRec): Restart | undefined {
   // A fence is the server clock in µs at the grant (on the same machine, so the same wall clock).
-  return restarts.some(
+  return restarts.find(
     (x) => (first.fence as number) / 1000 <= x.wall1 + 1 && (second.fence as number) / 1000 >= x.wall0 - 1,
   );
+}
+
+/**
+ * A quorum: an early restart of any node killed inside `first`'s validity window and before `second`'s
+ * grant (inside `first`'s window, since the two overlap). The window opens when the attempt that granted
+ * `first` began: its validity is counted from there, ttl less a drift allowance, so validUntil - ttl is
+ * at most that allowance earlier. A restart before it (while `first` only waited) erased nothing `first`
+ * held; when the validity is unknown, the call's start stands in.
+ */
+function earlyRestartBetween(
+  restarts: readonly Restart[],
+  first: OpRec,
+  second: OpRec,
+  ttl: number,
+): Restart | undefined {
+  const opened = windowOpened(first, ttl);
+  return restarts.find((x) => x.early && x.t0 > opened && x.t0 < (second.tGrant as number));
+}
+
+/** When `first`'s validity window opened (see earlyRestartBetween). */
+const windowOpened = (first: OpRec, ttl: number): number =>
+  first.validUntilGrant === undefined ? first.t0 : first.validUntilGrant - ttl;
+
+/** A quorum: the deletion of `key`'s owner key on some node, in the same span as earlyRestartBetween. */
+function keyDeletedBetween(
+  faults: readonly Fault[],
+  key: string,
+  first: OpRec,
+  second: OpRec,
+  ttl: number,
+): StateLoss | undefined {
+  const opened = windowOpened(first, ttl);
+  const fault = faults.find(
+    (f) =>
+      f.kind === 'delete-lock-keys' &&
+      f.keys?.includes(key) &&
+      f.t0 > opened &&
+      f.t0 < (second.tGrant as number),
+  );
+  return fault && { faultId: fault.id, node: String(fault.detail.node) };
 }
 
 function timeline(r: OpRec, origin: number): Record<string, unknown> {
@@ -62,6 +118,17 @@ export function checkValidityWindows(history: History, ctx: CheckContext): Check
     frozenGrants: [],
     closest: { gapMs: Infinity },
     unknownWindows: 0,
+    excusedByFault: {},
+  };
+  const explain = (key: string, first: OpRec, second: OpRec): StateLoss | undefined =>
+    ctx.nodes > 1
+      ? (earlyRestartBetween(history.restarts, first, second, ctx.ttl) ??
+        keyDeletedBetween(history.faults, key, first, second, ctx.ttl))
+      : acrossRestart(history.restarts, first, second);
+  const excuse = (x: StateLoss, overlap: Record<string, unknown>): void => {
+    const label = `#${x.faultId} ${x.node}`;
+    stats.restartOverlaps.push({ ...overlap, restart: label });
+    stats.excusedByFault[label] = (stats.excusedByFault[label] ?? 0) + 1;
   };
   for (const [key, list] of grantsByKey(history)) {
     let prev: OpRec | undefined;
@@ -102,7 +169,7 @@ export function checkValidityWindows(history: History, ctx: CheckContext): Check
       if (prev) {
         const p = tGrant < prevEndLow ? (prevLow as OpRec) : prev;
         const gap = tGrant - (p === prev ? prevEnd : prevEndLow);
-        const restarted = acrossRestart(history.restarts, p, r);
+        const restarted = explain(key, p, r);
         const describe = () => ({
           key,
           overlapMs: Number((-gap).toFixed(3)),
@@ -112,14 +179,14 @@ export function checkValidityWindows(history: History, ctx: CheckContext): Check
         if (!restarted && gap < stats.closest.gapMs) stats.closest = { gapMs: gap, pair: describe() };
         if (tGrant < prevBelief) stats.beliefOverruns++;
         if (tGrant < prevEndLow) {
-          if (restarted) stats.restartOverlaps.push(describe());
+          if (restarted) excuse(restarted, describe());
           else {
             stats.overlaps.push(describe());
             found.add('mutual exclusion: two holders with overlapping validity', describe());
           }
         } else if (tGrant < prevEnd) {
           // Only a killed holder's window can end between its low and high bounds.
-          if (restarted) stats.restartOverlaps.push(describe());
+          if (restarted) excuse(restarted, describe());
           else stats.undetermined.push(describe());
         }
       }

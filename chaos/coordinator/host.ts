@@ -1,6 +1,6 @@
 /**
  * The nemesis' view of the run (NemesisHost): who holds and who waits, taken from the workers' reports;
- * the worker processes to pause and kill; and the lock server and proxy of the topology's node.
+ * the worker processes to pause and kill; and the topology's lock servers, whose restarts it records.
  */
 import type { Holder, NemesisHost } from '../faults/kinds';
 import type { History, OpRec } from '../history';
@@ -11,18 +11,16 @@ export function nemesisHost(
   pool: WorkerPool,
   topology: Topology,
   history: History,
-  lease: { ttl: number; claimWindow: number },
+  lease: { ttl: number; claimWindow: number; lockPrefix: string },
 ): NemesisHost {
   const view = (r: OpRec): Holder => ({ slot: r.slot, pid: r.pid, op: r.op, key: r.key, workMs: r.workMs });
   const runningSlots = () => [...pool.slots.values()].filter((s) => pool.running(s));
   const runningPids = (): Set<number> => new Set(runningSlots().map((s) => s.pid));
-  // Faults on "the server" hit the topology's first node: the only one of a single-server run.
-  const node = topology.nodes[0];
   return {
     ttl: lease.ttl,
     claimWindow: lease.claimWindow,
-    proxy: node.proxy,
-    admin: node.admin,
+    nodes: topology.nodes,
+    lockPrefix: lease.lockPrefix,
     runningSlots: () => runningSlots().map((s) => s.slot),
     holders: () => {
       const pids = runningPids();
@@ -36,10 +34,13 @@ export function nemesisHost(
     pause: (slot) => pool.pause(slot),
     resume: (slot) => pool.resume(slot),
     kill: (slot, restartAfterMs) => pool.kill(slot, restartAfterMs),
-    async restartRedis() {
-      const restart = await node.restart();
-      history.restarts.push(restart);
-      return { downMs: restart.t1 - restart.t0 };
+    async restartNode(node, fault, downMs) {
+      const times = await node.restart(downMs);
+      // Back before the longest ttl had passed: a lease granted or renewed with its vote may still be
+      // valid, and the node, now empty, may vote for someone else (the restart rule of a quorum).
+      const early = downMs < lease.ttl;
+      history.restarts.push({ ...times, node: node.name, early, faultId: fault.id });
+      return { awayMs: times.t1 - times.t0, early };
     },
   };
 }

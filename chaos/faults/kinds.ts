@@ -1,25 +1,29 @@
 /**
- * The fault kinds the nemesis knows, how often the random schedule picks each, the plan quick mode
- * follows, and what the nemesis needs from the run (NemesisHost). A fault kind is implemented in one of
- * process-faults.ts, server-faults.ts or network-faults.ts, and registered in nemesis.ts.
+ * The fault kinds the nemesis knows, how often the random schedule picks each, which kinds each
+ * topology uses, the plan quick mode follows, and what the nemesis needs from the run (NemesisHost). A
+ * fault kind is implemented in one of process-faults.ts, server-faults.ts, node-faults.ts or
+ * network-faults.ts, and registered in nemesis.ts.
  */
-import type Redis from 'ioredis';
 import { hr, type Prng, sleep } from '../common';
-import type { ChaosProxy } from '../proxy';
+import type { LockNode } from '../topologies/topology';
 
 export const FAULT_KINDS = [
   'gc-pause', // SIGSTOP a holder in the middle of its work for longer than its ttl, then SIGCONT
   'pause-any', // SIGSTOP any worker (holder or waiter) for a short random time
   'kill-holder', // SIGKILL a worker that holds a lock, start a new one in its slot
   'kill-waiter', // SIGKILL a worker that waits for a lock, start a new one in its slot
-  'client-pause', // CLIENT PAUSE ms ALL|WRITE on the lock Redis
+  'client-pause', // CLIENT PAUSE ms ALL|WRITE on a lock Redis
   'client-kill-normal', // CLIENT KILL TYPE normal: every command connection
   'client-kill-pubsub', // CLIENT KILL TYPE pubsub: every wake (subscriber) connection
   'client-kill-addr', // CLIENT KILL ADDR of one worker connection (command or wake) from CLIENT LIST
-  'redis-restart', // SIGKILL redis-server and start it again on the same port: every lock vanishes
+  'redis-restart', // SIGKILL a lock redis-server, start it again at once on the same port, empty
   'proxy-latency', // the proxy delays every chunk both ways for a while
   'proxy-freeze', // the proxy forwards nothing for a while (a partition that heals)
   'proxy-drop', // the proxy resets every connection
+  // Quorum (several nodes) only:
+  'redis-restart-late', // SIGKILL a node, start it again only after the longest ttl (the restart rule)
+  'redis-sigstop', // SIGSTOP a node's redis-server for a while, then SIGCONT
+  'delete-lock-keys', // DEL every lock owner key on a node (its state for those locks is lost)
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -37,7 +41,32 @@ const WEIGHTS: Record<FaultKind, number> = {
   'proxy-latency': 2,
   'proxy-freeze': 1,
   'proxy-drop': 1,
+  'redis-restart-late': 1,
+  'redis-sigstop': 2,
+  'delete-lock-keys': 1,
 };
+
+/** The kinds that hit one lock server (`node`: with several, the nemesis picks one per fault). */
+const NODE_KINDS: ReadonlySet<FaultKind> = new Set<FaultKind>([
+  'client-pause',
+  'client-kill-normal',
+  'client-kill-pubsub',
+  'client-kill-addr',
+  'redis-restart',
+  'proxy-latency',
+  'proxy-freeze',
+  'proxy-drop',
+  'redis-restart-late',
+  'redis-sigstop',
+  'delete-lock-keys',
+]);
+
+export const hitsNode = (kind: FaultKind): boolean => NODE_KINDS.has(kind);
+
+/** One server: the first twelve kinds, in this order (its seeded draws, so its seeds, depend on it). */
+export const SINGLE_SERVER_FAULTS: readonly FaultKind[] = FAULT_KINDS.slice(0, 12);
+/** A quorum: every kind; `redis-restart` is then the early restart the restart rule forbids. */
+export const QUORUM_FAULTS: readonly FaultKind[] = FAULT_KINDS;
 
 export interface Fault {
   id: number;
@@ -62,11 +91,13 @@ export interface Holder {
 }
 
 export interface NemesisHost {
+  /** The longest ttl any call uses. */
   readonly ttl: number;
   readonly claimWindow: number;
-  readonly proxy: ChaosProxy;
-  /** A direct (not proxied) admin connection to the lock Redis. */
-  readonly admin: Redis;
+  /** The lock servers; a fault that hits a server is given one of them. */
+  readonly nodes: readonly LockNode[];
+  /** The lock prefix: owner keys are `<prefix>{<lock>}`. */
+  readonly lockPrefix: string;
   /** Workers neither paused nor dead. */
   runningSlots(): number[];
   /** Locks held right now by running workers. */
@@ -79,13 +110,18 @@ export interface NemesisHost {
   resume(slot: number): void;
   /** SIGKILL, then a new worker in the same slot after `restartAfterMs` (in the background). */
   kill(slot: number, restartAfterMs: number): Promise<void>;
-  restartRedis(): Promise<{ downMs: number }>;
+  /**
+   * SIGKILL `node`, start it again empty `downMs` after (0: at once), and record the restart in the
+   * history for `fault`. Resolves with how long the node was away, kill to ready.
+   */
+  restartNode(node: LockNode, fault: Fault, downMs: number): Promise<{ awayMs: number; early: boolean }>;
 }
 
-export function randomKind(prng: Prng): FaultKind {
-  const total = FAULT_KINDS.reduce((sum, kind) => sum + WEIGHTS[kind], 0);
+/** A kind of `kinds` (a topology's list), drawn by weight. */
+export function randomKind(prng: Prng, kinds: readonly FaultKind[]): FaultKind {
+  const total = kinds.reduce((sum, kind) => sum + WEIGHTS[kind], 0);
   let r = prng.next() * total;
-  for (const kind of FAULT_KINDS) {
+  for (const kind of kinds) {
     r -= WEIGHTS[kind];
     if (r < 0) return kind;
   }
@@ -93,12 +129,15 @@ export function randomKind(prng: Prng): FaultKind {
 }
 
 /** Quick mode: a GC pause first (it must be seen), then every kind once in a seeded order. */
-export function quickPlan(prng: Prng): FaultKind[] {
-  return ['gc-pause', ...prng.shuffle(FAULT_KINDS.filter((kind) => kind !== 'gc-pause')), 'gc-pause'];
+export function quickPlan(prng: Prng, kinds: readonly FaultKind[]): FaultKind[] {
+  return ['gc-pause', ...prng.shuffle(kinds.filter((kind) => kind !== 'gc-pause')), 'gc-pause'];
 }
 
-/** How a fault kind is carried out: inject, hold, heal; it fills in `fault` (t0, t1, keys, detail, skipped). */
-export type FaultAction = (fault: Fault, host: NemesisHost, prng: Prng) => Promise<void>;
+/**
+ * How a fault kind is carried out: inject, hold, heal; it fills in `fault` (t0, t1, keys, detail,
+ * skipped). `node`: the server a server or network fault hits (unused by process faults).
+ */
+export type FaultAction = (fault: Fault, host: NemesisHost, prng: Prng, node: LockNode) => Promise<void>;
 
 /** Sleeps `ms`, heals, and marks the fault healed. */
 export async function holdThenHeal(fault: Fault, ms: number, heal: () => void): Promise<void> {

@@ -1,33 +1,33 @@
 /**
- * Faults on the lock's Redis server: CLIENT PAUSE, CLIENT KILL (every command connection, every wake
- * connection, or one worker connection picked from CLIENT LIST), and a restart without persistence.
- * Each hits the topology's one lock server (a topology with several would pick one per fault).
+ * Faults on one lock server, through its admin connection: CLIENT PAUSE, CLIENT KILL (every command
+ * connection, every wake connection, or one worker connection picked from CLIENT LIST), and a restart
+ * at once without persistence (on a quorum: the early restart docs/guarantees.md warns about).
  */
 import { hr, sleep } from '../common';
 import type { FaultAction } from './kinds';
 
-export const clientPause: FaultAction = async (fault, host, prng) => {
+export const clientPause: FaultAction = async (fault, _host, prng, node) => {
   const ms = prng.int(200, 1_500);
   const mode = prng.chance(0.5) ? 'ALL' : 'WRITE';
   fault.t0 = hr();
   fault.detail = { ms, mode };
-  await host.admin.call('CLIENT', 'PAUSE', String(ms), mode);
+  await node.admin.call('CLIENT', 'PAUSE', String(ms), mode);
   await sleep(ms);
   fault.t1 = hr();
 };
 
 /** client-kill-normal and client-kill-pubsub. */
-export const clientKillType: FaultAction = async (fault, host) => {
+export const clientKillType: FaultAction = async (fault, _host, _prng, node) => {
   const type = fault.kind === 'client-kill-normal' ? 'normal' : 'pubsub';
   fault.t0 = hr();
   // SKIPME yes (the default) spares the admin connection itself.
-  const killed = await host.admin.call('CLIENT', 'KILL', 'TYPE', type);
+  const killed = await node.admin.call('CLIENT', 'KILL', 'TYPE', type);
   fault.t1 = hr();
   fault.detail = { type, killed };
 };
 
-export const clientKillAddr: FaultAction = async (fault, host, prng) => {
-  const list = String(await host.admin.call('CLIENT', 'LIST'));
+export const clientKillAddr: FaultAction = async (fault, _host, prng, node) => {
+  const list = String(await node.admin.call('CLIENT', 'LIST'));
   const clients = list
     .split('\n')
     .map((line) =>
@@ -45,7 +45,7 @@ export const clientKillAddr: FaultAction = async (fault, host, prng) => {
   }
   const victim = prng.pick(clients);
   fault.t0 = hr();
-  const killed = await host.admin.call('CLIENT', 'KILL', 'ADDR', victim.addr).catch((e: Error) => e.message);
+  const killed = await node.admin.call('CLIENT', 'KILL', 'ADDR', victim.addr).catch((e: Error) => e.message);
   fault.t1 = hr();
   fault.detail = {
     name: victim.name,
@@ -55,9 +55,9 @@ export const clientKillAddr: FaultAction = async (fault, host, prng) => {
   };
 };
 
-export const redisRestart: FaultAction = async (fault, host) => {
+export const redisRestart: FaultAction = async (fault, host, _prng, node) => {
   fault.t0 = hr();
-  const { downMs } = await host.restartRedis();
+  const { awayMs } = await host.restartNode(node, fault, 0);
   fault.t1 = hr();
-  fault.detail = { downMs: Math.round(downMs) };
+  fault.detail = { downMs: Math.round(awayMs) };
 };

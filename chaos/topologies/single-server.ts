@@ -4,55 +4,24 @@
  */
 import { type RedisServer, startRedis } from '../../test/support/redis-server';
 import type { KeySnapshot } from '../checks/key-hygiene';
-import { hr } from '../common';
-import type { Restart } from '../history';
+import { SINGLE_SERVER_FAULTS } from '../faults/kinds';
 import { ChaosProxy } from '../proxy';
+import { keysWithTtl, ServerNode } from './server-node';
 import type { LockNode, Topology } from './topology';
-
-/** Every key of `server` with its TTL in seconds (-1: none). */
-export async function keysWithTtl(server: RedisServer): Promise<Array<{ key: string; ttl: number }>> {
-  const keys: Array<{ key: string; ttl: number }> = [];
-  for (const key of await server.keys()) keys.push({ key, ttl: await server.ttlOf(key) });
-  return keys;
-}
-
-class ServerNode implements LockNode {
-  readonly admin;
-
-  constructor(
-    readonly name: string,
-    private readonly server: RedisServer,
-    readonly proxy: ChaosProxy,
-  ) {
-    this.admin = server.client({ connectionName: 'chaos-admin' });
-  }
-
-  async restart(): Promise<Restart> {
-    const t0 = hr();
-    const wall0 = Date.now();
-    await this.server.kill();
-    const wall1 = Date.now();
-    await this.server.restart();
-    return { t0, t1: hr(), wall0, wall1 };
-  }
-
-  keys(): Promise<Array<{ key: string; ttl: number }>> {
-    return keysWithTtl(this.server);
-  }
-}
 
 export class SingleServer implements Topology {
   readonly name = 'single';
-  private lockServer!: RedisServer;
+  readonly faults = SINGLE_SERVER_FAULTS;
   private proxy!: ChaosProxy;
   private node!: ServerNode;
   resource!: RedisServer;
 
   async start(): Promise<void> {
-    [this.lockServer, this.resource] = await Promise.all([startRedis(), startRedis()]);
-    this.proxy = new ChaosProxy(this.lockServer.port);
+    const [lockServer, resource] = await Promise.all([startRedis(), startRedis()]);
+    this.resource = resource;
+    this.proxy = new ChaosProxy(lockServer.port);
     await this.proxy.listen();
-    this.node = new ServerNode('lock', this.lockServer, this.proxy);
+    this.node = new ServerNode('lock', lockServer, this.proxy);
   }
 
   get nodes(): readonly LockNode[] {
@@ -69,11 +38,12 @@ export class SingleServer implements Topology {
 
   heal(): void {
     this.proxy.heal();
+    this.node.cont();
   }
 
   async stop(): Promise<void> {
     await this.proxy.close();
-    await this.lockServer.dispose();
+    await this.node.dispose();
     await this.resource.dispose();
   }
 }

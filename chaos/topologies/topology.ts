@@ -1,16 +1,19 @@
 /**
  * What a fault run runs against. A topology starts the lock's Redis servers (each behind a TCP proxy
  * the nemesis controls) and the resource server (the application's database, reached directly and never
- * faulted), tells the workers where to connect, names the nodes a fault can hit, and stops everything.
+ * faulted), tells the workers where to connect, names the nodes a fault can hit and the fault kinds
+ * that apply, and stops everything.
  *
- * To add a topology (a Redlock quorum, Sentinel): implement this interface in a file beside
- * single-server.ts, give the workers what they need to connect through `lockPorts`, and select it in
- * chaos/run.ts. Faults aimed at "the server" take a node from `nodes`.
+ * To add a topology (Sentinel, a quorum of another size): implement this interface in a file beside
+ * single-server.ts and redlock.ts, give the workers what they need to connect through `lockPorts`, and
+ * name it in chaos/topologies/index.ts. A fault aimed at "a server" hits one node of `nodes`, picked by
+ * the nemesis when there are several.
  */
 import type Redis from 'ioredis';
 import type { RedisServer } from '../../test/support/redis-server';
 import type { KeySnapshot } from '../checks/key-hygiene';
-import type { Restart } from '../history';
+import type { FaultKind } from '../faults/kinds';
+import type { RestartTimes } from '../history';
 import type { ChaosProxy } from '../proxy';
 
 /** One lock server a fault can hit. */
@@ -20,14 +23,23 @@ export interface LockNode {
   readonly admin: Redis;
   /** The proxy the workers reach this node through. */
   readonly proxy: ChaosProxy;
-  /** SIGKILL and start again on the same port, without persistence: every lock on it vanishes. */
-  restart(): Promise<Restart>;
+  /**
+   * SIGKILL, wait `downMs` (0: none), and start again on the same port without persistence: every
+   * lock on it vanishes.
+   */
+  restart(downMs?: number): Promise<RestartTimes>;
+  /** SIGSTOP the redis-server: it keeps its connections and answers nothing until cont(). */
+  stop(): void;
+  /** SIGCONT, if stopped. */
+  cont(): void;
   /** Every key on the node, with its TTL in seconds (-1: none). */
   keys(): Promise<Array<{ key: string; ttl: number }>>;
 }
 
 export interface Topology {
-  readonly name: string;
+  readonly name: TopologyName;
+  /** The fault kinds the nemesis draws from, in a fixed order (the seeded draws depend on it). */
+  readonly faults: readonly FaultKind[];
   /** Starts the servers and proxies. */
   start(): Promise<void>;
   /** The lock servers, in a fixed order. */
@@ -38,8 +50,11 @@ export interface Topology {
   readonly resource: RedisServer;
   /** Every node's keys and the resource's, for the key-hygiene check. */
   snapshotKeys(keptPrefixes: readonly string[]): Promise<KeySnapshot>;
-  /** Heals the network faults still in force (end of the nemesis phase). */
+  /** Heals the faults still in force (end of the nemesis phase): proxies back to pipes, nodes running. */
   heal(): void;
   /** Closes the proxies and stops every server. */
   stop(): Promise<void>;
 }
+
+export const TOPOLOGIES = ['single', 'redlock'] as const;
+export type TopologyName = (typeof TOPOLOGIES)[number];

@@ -21,8 +21,12 @@ export interface ResourceMonitor {
 }
 
 export async function monitorResource(resource: RedisServer, history: History): Promise<ResourceMonitor> {
-  const monitor = await resource.client().monitor();
+  const base = resource.client();
   const admin = resource.client();
+  // Both ready first: a command of theirs echoed in the same read as MONITOR's reply would reach the
+  // monitor connection before ioredis counts it as monitoring ("Command queue state error").
+  await Promise.all([base.ping(), admin.ping()]);
+  const monitor = await base.monitor();
   let sentinelSeen: () => void = () => {};
   monitor.on('error', () => {});
   monitor.on('monitor', (_time: string, args: string[], source: string) => {

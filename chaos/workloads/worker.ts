@@ -1,7 +1,7 @@
 /**
- * One chaos worker process: a LockService whose connections go through the nemesis' proxy, and a few
- * agents that loop: take one of a few locks (`using`, short ttl, renewal on), and while holding it run
- * both workloads on the same lock:
+ * One chaos worker process: a LockService whose connections go through the nemesis' proxies (one lock
+ * server, or one client per node of a quorum), and a few agents that loop: take one of a few locks
+ * (`using`, short ttl, renewal on), and while holding it run both workloads on the same lock:
  *   (a) an unfenced read-modify-write of a per-lock counter ("twin", GET ... work ... SET: counter.ts),
  *   (b) a fenced write of the same lock's resource with FencedStore (lease.fence: fenced-write.ts).
  * Like a careful application, an agent checks `lease.signal.aborted` right before it writes; that is
@@ -31,7 +31,8 @@ import { writeFenced } from './fenced-write';
 
 export interface WorkerArgs {
   slot: number;
-  lockPort: number;
+  /** One port: a single lock server. Several: independent masters holding each lock on a majority. */
+  lockPorts: number[];
   resourcePort: number;
   keys: string[];
   agents: number;
@@ -39,6 +40,8 @@ export interface WorkerArgs {
   claimWindow: number;
   waitTimeout: number;
   commandTimeout: number;
+  nodeTimeout: number;
+  lockPrefix: string;
   workMs: [number, number];
   seed: number;
 }
@@ -52,16 +55,21 @@ process.on('uncaughtException', (error: unknown) => {
 });
 
 const redisErrors: Record<string, number> = {};
-const lockRedis = new Redis({
-  host: '127.0.0.1',
-  port: args.lockPort,
-  connectionName: `chaos-w${args.slot}-${pid}`,
-  // Reconnect quickly: the nemesis drops connections every few seconds.
-  retryStrategy: (times) => Math.min(times * 50, 500),
-});
-lockRedis.on('error', (error: Error) => {
-  const code = (error as { code?: string }).code ?? error.name;
-  redisErrors[code] = (redisErrors[code] ?? 0) + 1;
+const quorum = args.lockPorts.length > 1;
+const lockClients = args.lockPorts.map((port, i) => {
+  const client = new Redis({
+    host: '127.0.0.1',
+    port,
+    // Named so that CLIENT LIST shows whose each connection is (client-kill-addr picks from it).
+    connectionName: quorum ? `chaos-w${args.slot}-${pid}-n${i + 1}` : `chaos-w${args.slot}-${pid}`,
+    // Reconnect quickly: the nemesis drops connections every few seconds.
+    retryStrategy: (times) => Math.min(times * 50, 500),
+  });
+  client.on('error', (error: Error) => {
+    const code = (error as { code?: string }).code ?? error.name;
+    redisErrors[code] = (redisErrors[code] ?? 0) + 1;
+  });
+  return client;
 });
 const resource = new Redis({
   host: '127.0.0.1',
@@ -70,11 +78,15 @@ const resource = new Redis({
 });
 resource.on('error', () => {});
 const store = new FencedStore(resource);
-const locks = new LockService(lockRedis, {
+const options = {
+  prefix: args.lockPrefix,
   claimWindow: args.claimWindow,
   commandTimeout: args.commandTimeout,
   defaults: { ttl: args.ttl, waitTimeout: args.waitTimeout },
-});
+};
+const locks = quorum
+  ? new LockService(lockClients, { ...options, nodeTimeout: args.nodeTimeout })
+  : new LockService(lockClients[0], options);
 
 /** The lease's own end of validity (HeldLease keeps it in a private field), on the shared clock. */
 function validUntil(lease: Lease): number | undefined {
@@ -213,7 +225,7 @@ async function probe(keys: string[], waitTimeout: number): Promise<void> {
 
 async function close(): Promise<void> {
   await locks.close();
-  await Promise.allSettled([lockRedis.quit(), resource.quit()]);
+  await Promise.allSettled([...lockClients.map((client) => client.quit()), resource.quit()]);
   const resources = await lifecycle.openResources();
   send({ type: 'closed', resources, unhandled: lifecycle.unhandled(), redisErrors });
   lifecycle.leave();

@@ -49,6 +49,7 @@ export function context(more: Partial<CheckContext> = {}): CheckContext {
     keys: ['k'],
     tCalm: 50_000,
     quick: false,
+    nodes: 1,
     ...more,
   };
 }

@@ -28,4 +28,23 @@ describe('checker: keys without a TTL', () => {
       { check: 'key hygiene: resource keys without a TTL', detail: ['stray'] },
     ]);
   });
+
+  it('checks every node of a quorum, naming the node of a key left without a TTL', () => {
+    const lock = [
+      { key: 'lock:{k}', ttl: 1, node: 'n1' },
+      { key: 'lock:{k}:w', ttl: 3, node: 'n1' },
+      { key: 'lock:{k}:fence', ttl: 3_600, node: 'n2' },
+    ];
+    const passing = checkKeyHygiene({ lock, resource: [], keptPrefixes: kept });
+    expect(passing.violations).toEqual([]);
+    expect(passing.stats).toMatchObject({ lockKeys: 3, lockKeyKinds: { owner: 1, waiters: 1, fence: 1 } });
+    const failing = checkKeyHygiene({
+      lock: [...lock, { key: 'lock:{k}:w', ttl: -1, node: 'n4' }],
+      resource: [],
+      keptPrefixes: kept,
+    });
+    expect(failing.violations).toEqual([
+      { check: 'key hygiene: lock keys without a TTL', detail: ['n4: lock:{k}:w'] },
+    ]);
+  });
 });

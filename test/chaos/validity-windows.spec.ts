@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { checkValidityWindows } from '../../chaos/checks/validity-windows';
+import type { Fault } from '../../chaos/faults/kinds';
 import { call, context, historyOf } from './histories';
 
 describe('checker: overlapping validity windows', () => {
@@ -34,11 +35,89 @@ describe('checker: overlapping validity windows', () => {
         call('1.a', 'k', { tGrant: 100, tEnd: 300 }, { fence: 1_000_000 }),
         call('2.a', 'k', { tGrant: 250, tEnd: 400 }, { fence: 3_000_000 }),
       ],
-      { restarts: [{ t0: 200, t1: 240, wall0: 1_500, wall1: 1_600 }] },
+      { restarts: [{ t0: 200, t1: 240, wall0: 1_500, wall1: 1_600, node: 'lock', early: true, faultId: 4 }] },
     );
     const result = checkValidityWindows(history, context());
     expect(result.violations).toEqual([]);
     expect(result.stats.restartOverlaps).toHaveLength(1);
+    expect(result.stats.excusedByFault).toEqual({ '#4 lock': 1 });
+  });
+
+  describe('on a quorum (Redlock)', () => {
+    // The first holder waited from 0, its granting attempt began at 90 (validity 90 + ttl 500 = 590), it
+    // held until 300 (validity then 350); the second is granted at 250.
+    const overlapping = () => [
+      call(
+        '1.a',
+        'k',
+        { t0: 0, tGrant: 100, tEnd: 300, validUntil: 350 },
+        { fence: 1_000_000, validUntilGrant: 590 },
+      ),
+      call('2.a', 'k', { t0: 240, tGrant: 250, tEnd: 400 }, { fence: 3_000_000 }),
+    ];
+    const restart = (t0: number, early: boolean) => ({
+      t0,
+      t1: t0 + 20,
+      wall0: 1_500,
+      wall1: 1_600,
+      node: 'n3',
+      early,
+      faultId: 7,
+    });
+    const quorum = context({ nodes: 5 });
+
+    it('counts apart an overlap after an early restart of a node inside the first window', () => {
+      const history = historyOf(overlapping(), { restarts: [restart(200, true)] });
+      const result = checkValidityWindows(history, quorum);
+      expect(result.violations).toEqual([]);
+      expect(result.stats.overlaps).toEqual([]);
+      expect(result.stats.restartOverlaps).toEqual([expect.objectContaining({ key: 'k', restart: '#7 n3' })]);
+      expect(result.stats.excusedByFault).toEqual({ '#7 n3': 1 });
+    });
+
+    it('fails the same overlap after a restart that waited out the longest ttl', () => {
+      const history = historyOf(overlapping(), { restarts: [restart(200, false)] });
+      const result = checkValidityWindows(history, quorum);
+      expect(result.violations.map((v) => v.check)).toEqual([
+        'mutual exclusion: two holders with overlapping validity',
+      ]);
+      expect(result.stats.restartOverlaps).toEqual([]);
+    });
+
+    it('fails an overlap whose early restart came while the first waited, or after the second grant', () => {
+      for (const t0 of [50, 260]) {
+        const history = historyOf(overlapping(), { restarts: [restart(t0, true)] });
+        expect(checkValidityWindows(history, quorum).violations.map((v) => v.check)).toEqual([
+          'mutual exclusion: two holders with overlapping validity',
+        ]);
+      }
+    });
+
+    it("counts apart an overlap after the lock's key was deleted on a node inside the first window", () => {
+      const deletion = (keys: string[]): Fault => ({
+        id: 9,
+        kind: 'delete-lock-keys',
+        t0: 200,
+        t1: 201,
+        keys,
+        detail: { node: 'n2' },
+      });
+      const result = checkValidityWindows(historyOf(overlapping(), { faults: [deletion(['k'])] }), quorum);
+      expect(result.violations).toEqual([]);
+      expect(result.stats.excusedByFault).toEqual({ '#9 n2': 1 });
+      // Another lock's deletion explains nothing.
+      const other = checkValidityWindows(historyOf(overlapping(), { faults: [deletion(['j'])] }), quorum);
+      expect(other.violations.map((v) => v.check)).toEqual([
+        'mutual exclusion: two holders with overlapping validity',
+      ]);
+    });
+
+    it('does not excuse by fences: a restart between the grants of one server is not enough', () => {
+      // The one-server rule (the killed instance granted the first) would excuse this pair.
+      const history = historyOf(overlapping(), { restarts: [restart(400, true)] });
+      expect(checkValidityWindows(history, context()).violations).toEqual([]);
+      expect(checkValidityWindows(history, quorum).violations).toHaveLength(1);
+    });
   });
 
   it('fails a lease that reached its holder past its validity with no pause to explain it', () => {
