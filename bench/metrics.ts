@@ -225,7 +225,12 @@ export function combineRounds(
     releaseErrors,
     uncaught: uncaught.length,
     uncaughtSamples: [...new Set(uncaught)].slice(0, 5),
-    sentPerAcquisition: grants ? total(sent) / grants : Number.NaN,
+    // No grant in the windows while commands were sent (a peer stuck retrying): infinitely many per grant.
+    sentPerAcquisition: grants
+      ? total(sent) / grants
+      : total(sent) > 0
+        ? Number.POSITIVE_INFINITY
+        : Number.NaN,
     sentBreakdown: perUnit(sent, grants),
     executedPerAcquisition: grants ? total(executed) / grants : Number.NaN,
     executedBreakdown: perUnit(executed, grants),

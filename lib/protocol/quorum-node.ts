@@ -32,10 +32,11 @@ const waitersKey = (keys: LockKeys): string => `${keys.owner}:w`;
 const lineKey = (keys: LockKeys): string => `${keys.owner}:l`;
 
 /** A node's vote: granted with a fence floor, or refused because `owner` holds the lock here for `pttl`
- * more ms (`first`: the caller is first in this node's line). */
-export type Vote =
+ * more ms (`first`: the caller is first in this node's line); `serverUs`: the node's clock, µs. */
+export type Vote = { serverUs: number } & (
   | { voted: true; floor: number }
-  | { voted: false; pttl: number; owner: string; first: boolean };
+  | { voted: false; pttl: number; owner: string; first: boolean }
+);
 
 /** `host:port` of an ioredis client, as its options name it. */
 export function nodeName(client: RedisClient): string {
@@ -62,15 +63,10 @@ export class QuorumNode {
    */
   async vote(keys: LockKeys, token: string, ttl: number, waitFor: number, arrival: number): Promise<Vote> {
     const args = [keys.owner, keys.fence, waitersKey(keys), lineKey(keys), token, ttl, waitFor, arrival];
-    const [voted, value, owner, first] = (await this.runner.run('vote', keys.owner, args)) as [
-      number,
-      number,
-      string,
-      number,
-    ];
-    return voted === 1
-      ? { voted: true, floor: value }
-      : { voted: false, pttl: value, owner, first: first === 1 };
+    const reply = (await this.runner.run('vote', keys.owner, args)) as [number, number, ...unknown[]];
+    if (reply[0] === 1) return { voted: true, floor: reply[1], serverUs: Number(reply[2]) };
+    const [, pttl, owner, first, serverUs] = reply as [number, number, string, number, number];
+    return { voted: false, pttl, owner, first: first === 1, serverUs };
   }
 
   /** Records `fence` and renews the hold to `ttl` if the caller holds the lock here (voted, or handed). */
@@ -90,13 +86,21 @@ export class QuorumNode {
 
   /**
    * `leaving`: the caller no longer waits, and the node hands the lock to the first in its line, told on
-   * `channelPrefix` + its service's id (the message: "<token> <fence floor>"); else it gives back the
-   * vote of a failed attempt and waits on.
+   * `channelPrefix` + its service's id (the message: "<token> <next fence>", the next fence being
+   * `fence` + 1 unless the node knows a higher one); else it gives back the vote of a failed attempt and
+   * waits on. `retention`: how long the next fence is kept.
    */
-  async release(keys: LockKeys, token: string, channelPrefix: string, leaving: boolean): Promise<boolean> {
+  async release(
+    keys: LockKeys,
+    token: string,
+    channelPrefix: string,
+    leaving: boolean,
+    fence: number,
+    retention: number,
+  ): Promise<boolean> {
     const args = [
       ...[keys.owner, waitersKey(keys), lineKey(keys), keys.fence],
-      ...[token, channelPrefix, leaving ? '1' : '0'],
+      ...[token, channelPrefix, leaving ? '1' : '0', String(fence), retention],
     ];
     return (await this.runner.run('release', keys.owner, args)) === 1;
   }

@@ -37,7 +37,7 @@ import type {
   WakeHandlers,
 } from './lock-store';
 import { isIoredisClient } from './redis-store';
-import { lockToken, memberToken } from './token';
+import { claimWindowOf, lockToken, memberToken } from './token';
 
 export interface QuorumStoreOptions {
   prefix: string;
@@ -51,10 +51,19 @@ type Result<T> = { ok: true; value: T } | { ok: false; reason: string };
 const now = (): number => performance.now();
 
 /**
- * How long a waiter that some nodes handed the lock to waits for a majority of them before trying with
- * a full attempt anyway, ms. Nodes that agree send their hand-offs within a fraction of this.
+ * How long a waiter that some nodes handed the lock to waits for a majority of them (with one fence)
+ * before trying anyway, ms: by a commit, then a vote. Nodes that agree send their hand-offs within a
+ * fraction of this.
  */
 const HANDED_WAIT_MS = 20;
+/** How long a hand-off no waiter asked about is remembered, ms (late messages of one already served). */
+const HANDED_KEEP_MS = 1_000;
+
+/** One node's hand-off to a waiter: the fence, and the earliest its hold may end, on this clock. */
+interface Handed {
+  fence: number;
+  endsBy: number | undefined;
+}
 
 const reasonOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
@@ -68,8 +77,19 @@ export class QuorumLockStore implements LockStore {
   private sequence = 0;
   /** When each ticket's caller started waiting (this process' clock, ms): the same for every node. */
   private readonly arrivals = new WeakMap<LockTicket, number>();
-  /** Hand-offs to this service's waiters, by token: which nodes handed the lock, with their fence floor. */
-  private readonly handed = new Map<string, { nodes: Map<number, number>; timer: NodeJS.Timeout }>();
+  /** Hand-offs to this service's waiters, by token: which nodes handed the lock over, and how. */
+  private readonly handed = new Map<
+    string,
+    { nodes: Map<number, Handed>; timer: NodeJS.Timeout; granted: boolean }
+  >();
+  /**
+   * Per node, the least (node clock − this clock) seen, ms, and when: an upper bound of the offset
+   * between the clocks, from replies that carry the node's time (a reply's server time was read after
+   * the call was sent). It dates the hand-offs the node announces.
+   */
+  private readonly offsets: Array<{ value: number; at: number } | undefined>;
+  /** The fence of each lease this service holds, by token: a release hands the next fence on. */
+  private readonly fences = new Map<string, number>();
   private subscribers: Redis[] = [];
   private subscribing: Promise<void> | undefined;
   private subscribed = false;
@@ -82,6 +102,7 @@ export class QuorumLockStore implements LockStore {
   ) {
     this.nodes = clients.map((client) => new QuorumNode(client, options.nodeTimeout));
     this.majority = Math.floor(clients.length / 2) + 1;
+    this.offsets = clients.map(() => undefined);
     this.channelPrefix = wakeChannelPrefix(options.prefix);
     this.channel = this.channelPrefix + this.instanceId;
   }
@@ -108,10 +129,11 @@ export class QuorumLockStore implements LockStore {
 
   async acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
     const handed = this.takeHanded(ticket.token);
-    if (mode === 'wait' && handed && handed.size >= this.majority) {
+    if (mode === 'wait' && handed) {
       const grant = await this.confirmHanded(ticket, handed);
       if (grant) return grant;
-      // Too few still held it for this caller (a hold ran out meanwhile): a full attempt follows.
+      // Too few nodes hold it for this caller (they disagree on who is next, or a hand-off has not
+      // reached one yet): a full attempt follows.
     }
     const { key, token, ttl } = ticket;
     const keys = lockKeys(this.options.prefix, key);
@@ -122,7 +144,11 @@ export class QuorumLockStore implements LockStore {
     let failed = false;
     const late: QuorumNode[] = [];
     const votes = await this.gather(
-      (node) => node.vote(keys, token, ttl, waitFor, arrival),
+      (node) =>
+        node.vote(keys, token, ttl, waitFor, arrival).then((vote) => {
+          this.observeClock(node, vote.serverUs, started);
+          return vote;
+        }),
       (vote) => vote.voted,
       this.nodes,
       (node, result) => {
@@ -181,18 +207,19 @@ export class QuorumLockStore implements LockStore {
     );
     const committed = commits.filter((r) => r?.ok && r.value).length;
     if (committed >= this.majority && ttl - (now() - started) - this.validityDrift(ttl) > 0) {
+      this.fences.set(token, fence);
       return { granted: true, fence, serverMs: now() };
     }
     return undefined;
   }
 
   /**
-   * A majority of nodes handed the lock to this waiter (quorum-release.lua), each with its fence floor:
-   * the vote round is already done, the commit alone makes the grant. It goes to every node, not only
-   * those heard from, so that the holder keeps the lock on all that handed it over (a node whose message
-   * is still on its way has done so too): the more nodes hold it, the more of them may lose it before a
-   * second caller could be granted. If it fails, the holds it renewed stay the caller's, and the full
-   * attempt that follows renews them again.
+   * Nodes handed the lock to this waiter (quorum-release.lua), each with the next fence (the releaser's
+   * + 1, so normally the same from all): the vote round is already done, the commit alone makes the
+   * grant. It goes to every node, not only those heard from: the others have most likely handed the lock
+   * over too, their messages still on the way, and the more nodes hold it, the more of them may lose it
+   * before a second caller could be granted. A node that knows a higher fence refuses the commit. If too
+   * few commit, the holds renewed stay the caller's, and the full attempt that follows renews them again.
    */
   private confirmHanded(
     ticket: LockTicket,
@@ -266,6 +293,7 @@ export class QuorumLockStore implements LockStore {
     this.closed = true;
     for (const { timer } of this.handed.values()) clearTimeout(timer);
     this.handed.clear();
+    this.fences.clear();
     const subscribers = this.subscribers;
     this.subscribers = [];
     // Dropped, not quit: a node that does not answer must not hold the shutdown.
@@ -322,37 +350,79 @@ export class QuorumLockStore implements LockStore {
     });
   }
 
-  /**
-   * Node `index` handed the lock to one of this service's waiters ("<token> <fence floor>"). The waiter
-   * is woken once a majority did, so that it only has to commit; or, if the nodes disagree on who is
-   * next and no majority follows within HANDED_WAIT_MS, then anyway, to try with a full attempt.
-   */
-  private onHanded(index: number, message: string): void {
-    const space = message.lastIndexOf(' ');
-    const token = message.slice(0, space);
-    const floor = Number(message.slice(space + 1));
-    if (space <= 0 || !Number.isFinite(floor)) return;
-    let entry = this.handed.get(token);
-    if (!entry) {
-      const timer = setTimeout(() => {
-        if (this.handed.get(token)?.timer !== timer) return;
-        this.handed.delete(token);
-        this.handlers.onWake({ kind: 'head', token, holdMs: 0 });
-      }, HANDED_WAIT_MS);
-      entry = { nodes: new Map(), timer };
-      this.handed.set(token, entry);
-    }
-    entry.nodes.set(index, floor);
-    if (entry.nodes.size === this.majority) this.handlers.onWake({ kind: 'head', token, holdMs: 0 });
+  /** Records a reply of `node` carrying its clock (`serverUs`) to a call sent at `sent` (this clock). */
+  private observeClock(node: QuorumNode, serverUs: number, sent: number): void {
+    if (!Number.isFinite(serverUs)) return;
+    const i = this.nodes.indexOf(node);
+    const value = serverUs / 1000 - sent;
+    const best = this.offsets[i];
+    if (!best || value < this.offsetBound(i, sent)) this.offsets[i] = { value, at: sent };
   }
 
-  /** The hand-offs received for `token` so far, forgotten once read. */
+  /**
+   * An upper bound of (node clock − this clock) at `at`, ms: the least seen, loosened by 0.1 % of the
+   * time since it was seen, for clocks that run at slightly different rates.
+   */
+  private offsetBound(i: number, at: number): number {
+    const best = this.offsets[i];
+    return best ? best.value + Math.max(0, at - best.at) / 1000 : Number.POSITIVE_INFINITY;
+  }
+
+  /**
+   * Node `index` handed the lock to one of this service's waiters ("<token> <fence> <node clock µs>").
+   * Once a majority did with one fence, that fence is recorded on a majority, and the lock is the
+   * waiter's there until the earliest its holds may end (each node's hand-off time, translated to this
+   * clock by the offset bound, plus the claim window): the waiter may start at once, and confirms later
+   * by a renewal (a grant wake-up, as from one server). If the nodes disagree, or a node's clock is not
+   * bounded yet, the waiter tries after HANDED_WAIT_MS: a commit of what it got, else a vote.
+   */
+  private onHanded(index: number, message: string): void {
+    const [token, fenceText, atText] = message.split(' ');
+    const fence = Number(fenceText);
+    const atUs = Number(atText);
+    if (!token || !Number.isFinite(fence) || !Number.isFinite(atUs)) return;
+    const claim = claimWindowOf(token);
+    const bound = this.offsetBound(index, now());
+    const endsBy = Number.isFinite(bound) ? atUs / 1000 - bound + claim : undefined;
+    let entry = this.handed.get(token);
+    if (!entry) {
+      const created = {
+        nodes: new Map<number, Handed>(),
+        timer: undefined as unknown as NodeJS.Timeout,
+        granted: false,
+      };
+      const forget = () => {
+        if (this.handed.get(token) === created) this.handed.delete(token);
+      };
+      created.timer = setTimeout(() => {
+        if (!created.granted) this.handlers.onWake({ kind: 'head', token, holdMs: 0 });
+        // Late messages of a hand-off already served land here too: forget them after a while.
+        created.timer = setTimeout(forget, HANDED_KEEP_MS);
+      }, HANDED_WAIT_MS);
+      entry = created;
+      this.handed.set(token, entry);
+    }
+    entry.nodes.set(index, { fence, endsBy });
+    if (entry.granted) return;
+    const ends = [...entry.nodes.values()]
+      .filter((h) => h.fence === fence && h.endsBy !== undefined)
+      .map((h) => h.endsBy as number)
+      .sort((a, b) => b - a);
+    if (ends.length < this.majority) return;
+    entry.granted = true;
+    this.fences.set(token, fence);
+    // Held while a majority of these holds last: until the majority-th latest ends, less the drift.
+    const validUntil = ends[this.majority - 1] - this.validityDrift(claim);
+    this.handlers.onWake({ kind: 'grant', token, fence, serverMs: validUntil - claim });
+  }
+
+  /** The fences the nodes handed `token` so far, forgotten once read. */
   private takeHanded(token: string): ReadonlyMap<number, number> | undefined {
     const entry = this.handed.get(token);
     if (!entry) return undefined;
     clearTimeout(entry.timer);
     this.handed.delete(token);
-    return entry.nodes;
+    return new Map([...entry.nodes].map(([i, h]) => [i, h.fence]));
   }
 
   /**
@@ -366,8 +436,12 @@ export class QuorumLockStore implements LockStore {
     only: readonly QuorumNode[] = this.nodes,
   ): Promise<number> {
     const keys = lockKeys(this.options.prefix, ticket.key);
+    // A lease's release hands the next fence on; a failed attempt or a waiter leaving has none.
+    const fence = leaving ? (this.fences.get(ticket.token) ?? 0) : 0;
+    if (leaving) this.fences.delete(ticket.token);
+    const retention = Math.max(this.options.fenceRetention, ticket.ttl);
     const results = await this.gather(
-      (node) => node.release(keys, ticket.token, this.channelPrefix, leaving),
+      (node) => node.release(keys, ticket.token, this.channelPrefix, leaving, fence, retention),
       undefined,
       only,
     );

@@ -35,7 +35,7 @@ describe('quorum store: first come, first served across processes', () => {
     await Promise.all(agents.map((a) => a.stop()));
   }, 60_000);
 
-  it('a hand-off costs the next waiter one commit per node, no second vote', async () => {
+  it("a hand-off costs the next waiter no command: it starts on the nodes' messages", async () => {
     const locks = quorum().service();
     const waiter = agent();
     await waiter.next((m) => m.type === 'ready');
@@ -47,10 +47,35 @@ describe('quorum store: first come, first served across processes', () => {
     );
     await Promise.all(quorum().servers.map((server) => server.resetStats()));
     await holder.release();
+    const granted = await waiter.next((m) => m.id === 'w');
+    expect(granted.type).toBe('granted');
+    expect(granted.fence).toBe(holder.fence + 1);
+    // Five releases, each handing the lock on with the next fence: no vote, no commit of the waiter's.
+    expect(await scriptCalls()).toEqual([1, 1, 1, 1, 1]);
+    waiter.send({ type: 'release', id: 'w' });
+    await waiter.next((m) => m.type === 'released');
+    await waiter.stop();
+  }, 30_000);
+
+  it('a lease started on a hand-off is confirmed before its claim window ends, then held for its ttl', async () => {
+    const locks = quorum().service({ claimWindow: 400 });
+    const waiter = agent(400);
+    await waiter.next((m) => m.type === 'ready');
+    const holder = await locks.acquire('qf:confirm');
+    waiter.send({ type: 'acquire', id: 'w', key: 'qf:confirm', ttl: 5_000, waitTimeout: 10_000 });
+    await until(
+      () => locks.inspect('qf:confirm'),
+      (info) => info.queueLength === 1,
+    );
+    await holder.release();
     expect((await waiter.next((m) => m.id === 'w')).type).toBe('granted');
-    // Five releases (each hands the lock on), then a commit on every node: a vote round on top would
-    // add five more.
-    expect(await scriptCalls()).toEqual([2, 2, 2, 2, 2]);
+    // Twice the claim window later the lease still holds, renewed to its ttl on a majority.
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    const info = await locks.inspect('qf:confirm');
+    expect(info.held).toBe(true);
+    expect(info.ttl).toBeGreaterThan(3_000);
+    expect(await locks.tryAcquire('qf:confirm')).toBeNull();
+    expect(waiter.messages.some((m) => m.type === 'lost')).toBe(false);
     waiter.send({ type: 'release', id: 'w' });
     await waiter.next((m) => m.type === 'released');
     await waiter.stop();

@@ -1,14 +1,18 @@
 -- quorum-release.lua: the caller gives the lock up on one node. When it leaves (its lease ended, or it
 -- stopped waiting) and held the lock here, the node hands the lock to the first caller in its line
--- whose service still listens: it holds the lock here for that caller's claim window, and tells it,
--- with the fence floor this node would give a vote now. The nodes order their lines alike (by the
--- arrival each caller sent), so a majority hands the lock to the same caller, which then only has to
--- commit (quorum-commit.lua) on them; a vote of its would find the lock already its own there too. After a failed attempt (the
+-- whose service still listens: it holds the lock here for that caller's claim window, takes it out of
+-- line, and tells it, with the next fence (the releaser's fence + 1, or this node's last + 1 if higher,
+-- recorded here at once) and this server's clock. The nodes order their lines alike (by the arrival
+-- each caller sent) and know the same releaser's fence, so a majority hands the lock to the same caller
+-- with the same fence: that fence is already recorded on a majority, and the caller may start at once,
+-- for the claim window counted from the earliest these nodes can have handed it over; it then confirms
+-- with a renewal. Callers that cannot, commit it (quorum-commit.lua) or vote again. After a failed attempt (the
 -- caller still waits) the node is only freed: handing it on would only start another attempt that
 -- fails while someone else holds a majority.
 -- KEYS[1] owner, KEYS[2] waiters, KEYS[3] line, KEYS[4] fence
 -- ARGV[1] token, ARGV[2] wake channel prefix (a waiter of service I is told on prefix .. I),
--- ARGV[3] "1" when the caller leaves, "0" after a failed attempt (it waits on)
+-- ARGV[3] "1" when the caller leaves, "0" after a failed attempt (it waits on),
+-- ARGV[4] the caller's fence (0 if it held no lease), ARGV[5] how long a fence is kept, ms
 -- Returns 1 if the caller held the lock on this node, else 0.
 
 local leaving = ARGV[3] == '1'
@@ -32,8 +36,11 @@ for _ = 1, 16 do
   if expires > now_ms and redis.call('PUBSUB', 'NUMSUB', channel)[2] > 0 then
     local claim = tonumber(string.match(head, '~(%d+)$')) or 1000
     redis.call('SET', KEYS[1], head, 'PX', claim)
-    local floor = math.max(tonumber(redis.call('GET', KEYS[4]) or '0') + 1, now_us)
-    redis.call('PUBLISH', channel, head .. ' ' .. string.format('%d', floor))
+    redis.call('ZREM', KEYS[3], head)
+    redis.call('ZREM', KEYS[2], head)
+    local fence = math.max(tonumber(redis.call('GET', KEYS[4]) or '0'), tonumber(ARGV[4])) + 1
+    redis.call('SET', KEYS[4], string.format('%d', fence), 'PX', ARGV[5])
+    redis.call('PUBLISH', channel, head .. ' ' .. string.format('%d', fence) .. ' ' .. string.format('%d', now_us))
     return 1
   end
   redis.call('ZREM', KEYS[3], head)

@@ -9,11 +9,13 @@
 -- KEYS[4] line "<prefix>{<key>}:l" (scored by arrival)
 -- ARGV[1] token, ARGV[2] ttl ms, ARGV[3] how long a waiter stays in line (0: a try, not put in line), ms,
 -- ARGV[4] arrival: when the caller started waiting (its clock, ms; only compared with other callers')
--- Returns {1, floor}   voted: the caller holds the lock on this node for ttl; floor = max(last fence
---                      committed here + 1, this server's clock in µs), so a fence chosen above every
---                      voter's floor exceeds every fence a majority including this node committed
---         {0, pttl, owner, first}  the lock is `owner`'s on this node for pttl more ms; first = 1 when the
---                      caller is first in line here
+-- Returns {1, floor, now}   voted: the caller holds the lock on this node for ttl; floor = max(last
+--                      fence committed here + 1, this server's clock in µs), so a fence chosen above
+--                      every voter's floor exceeds every fence a majority including this node committed
+--         {0, pttl, owner, first, now}  the lock is `owner`'s on this node for pttl more ms; first = 1
+--                      when the caller is first in line here
+-- `now` is this server's clock in µs: the caller bounds the offset between its clock and this node's
+-- with it, to date a hand-off this node announces later (quorum-release.lua).
 
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -32,8 +34,8 @@ if current and current ~= ARGV[1] then
     end
     if redis.call('ZRANK', KEYS[4], ARGV[1]) == 0 then first = 1 end
   end
-  return {0, redis.call('PTTL', KEYS[1]), current, first}
+  return {0, redis.call('PTTL', KEYS[1]), current, first, now_us}
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 local last = tonumber(redis.call('GET', KEYS[2]) or '0')
-return {1, math.max(last + 1, now_us)}
+return {1, math.max(last + 1, now_us), now_us}
