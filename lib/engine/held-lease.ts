@@ -141,7 +141,7 @@ export class HeldLease implements OwnedLease {
     const ok =
       left > 0
         ? await this.host.store.releaseLater(this.ticket, left)
-        : await this.host.store.release(this.ticket);
+        : await this.host.store.release(this.ticket, this.fence);
     if (!ok) throw new LockNotHeldError(this.key, 'release');
   }
 

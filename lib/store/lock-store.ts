@@ -86,8 +86,11 @@ export interface LockStore {
    * queues each later key at the back when the call asks for it.
    */
   reserve?(ticket: LockTicket, queueTtl: number): Promise<void>;
-  /** The owner gives the lock up, handing it to the next waiter; false when it did not own it. */
-  release(ticket: LockTicket): Promise<boolean>;
+  /**
+   * The owner gives the lock up, handing it to the next waiter; false when it did not own it. `fence`:
+   * the lease's fence, for a store that numbers the next grant from it (a quorum's hand-off).
+   */
+  release(ticket: LockTicket, fence?: number): Promise<boolean>;
   /** The owner's work ended early: keep the lock, unrenewed, `holdMs` more; false when not the owner. */
   releaseLater(ticket: LockTicket, holdMs: number): Promise<boolean>;
   /** A waiter gives up (its reservation, if any, goes too); true when a grant had raced in (it was passed on). */

@@ -88,8 +88,6 @@ export class QuorumLockStore implements LockStore {
    * the call was sent). It dates the hand-offs the node announces.
    */
   private readonly offsets: Array<{ value: number; at: number } | undefined>;
-  /** The fence of each lease this service holds, by token: a release hands the next fence on. */
-  private readonly fences = new Map<string, number>();
   private subscribers: Redis[] = [];
   private subscribing: Promise<void> | undefined;
   private subscribed = false;
@@ -207,7 +205,6 @@ export class QuorumLockStore implements LockStore {
     );
     const committed = commits.filter((r) => r?.ok && r.value).length;
     if (committed >= this.majority && ttl - (now() - started) - this.validityDrift(ttl) > 0) {
-      this.fences.set(token, fence);
       return { granted: true, fence, serverMs: now() };
     }
     return undefined;
@@ -233,8 +230,8 @@ export class QuorumLockStore implements LockStore {
     if (nodes.length > 0) this.releaseEverywhere(ticket, mode === 'try', nodes).catch(() => {});
   }
 
-  async release(ticket: LockTicket): Promise<boolean> {
-    return (await this.releaseEverywhere(ticket, true)) >= this.majority;
+  async release(ticket: LockTicket, fence = 0): Promise<boolean> {
+    return (await this.releaseEverywhere(ticket, true, this.nodes, fence)) >= this.majority;
   }
 
   async releaseLater(ticket: LockTicket, holdMs: number): Promise<boolean> {
@@ -293,7 +290,6 @@ export class QuorumLockStore implements LockStore {
     this.closed = true;
     for (const { timer } of this.handed.values()) clearTimeout(timer);
     this.handed.clear();
-    this.fences.clear();
     const subscribers = this.subscribers;
     this.subscribers = [];
     // Dropped, not quit: a node that does not answer must not hold the shutdown.
@@ -398,7 +394,9 @@ export class QuorumLockStore implements LockStore {
         if (!created.granted) this.handlers.onWake({ kind: 'head', token, holdMs: 0 });
         // Late messages of a hand-off already served land here too: forget them after a while.
         created.timer = setTimeout(forget, HANDED_KEEP_MS);
+        created.timer.unref();
       }, HANDED_WAIT_MS);
+      created.timer.unref();
       entry = created;
       this.handed.set(token, entry);
     }
@@ -410,7 +408,6 @@ export class QuorumLockStore implements LockStore {
       .sort((a, b) => b - a);
     if (ends.length < this.majority) return;
     entry.granted = true;
-    this.fences.set(token, fence);
     // Held while a majority of these holds last: until the majority-th latest ends, less the drift.
     const validUntil = ends[this.majority - 1] - this.validityDrift(claim);
     this.handlers.onWake({ kind: 'grant', token, fence, serverMs: validUntil - claim });
@@ -426,19 +423,18 @@ export class QuorumLockStore implements LockStore {
   }
 
   /**
-   * Releases the caller's hold on every node; resolves with how many nodes it held. `leaving`: it no
-   * longer waits either (out of every line; each node it held hands the lock to the next in its line),
-   * rather than giving back the votes of a failed attempt.
+   * Releases the caller's hold on every node (or `only` those); resolves with how many nodes it held.
+   * `leaving`: it no longer waits either (out of every line; each node it held hands the lock to the
+   * next in its line, numbering the next grant from `fence`, the lease's), rather than giving back the
+   * votes of a failed attempt.
    */
   private async releaseEverywhere(
     ticket: LockTicket,
     leaving: boolean,
     only: readonly QuorumNode[] = this.nodes,
+    fence = 0,
   ): Promise<number> {
     const keys = lockKeys(this.options.prefix, ticket.key);
-    // A lease's release hands the next fence on; a failed attempt or a waiter leaving has none.
-    const fence = leaving ? (this.fences.get(ticket.token) ?? 0) : 0;
-    if (leaving) this.fences.delete(ticket.token);
     const retention = Math.max(this.options.fenceRetention, ticket.ttl);
     const results = await this.gather(
       (node) => node.release(keys, ticket.token, this.channelPrefix, leaving, fence, retention),

@@ -21,5 +21,5 @@ const service = (options?: LockServiceOptions) =>
 
 describeConformance('quorum', service);
 describeMultiKeyConformance('quorum', service, {
-  'reservations on later keys': 'with no queue on the nodes there is no place to keep',
+  'reservations on later keys': 'the quorum store keeps no reservations: a later key is queued for when the call reaches it',
 });
