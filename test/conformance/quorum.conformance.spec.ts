@@ -21,5 +21,6 @@ const service = (options?: LockServiceOptions) =>
 
 describeConformance('quorum', service);
 describeMultiKeyConformance('quorum', service, {
-  'reservations on later keys': 'the quorum store keeps no reservations: a later key is queued for when the call reaches it',
+  'reservations on later keys':
+    'the quorum store keeps no reservations: a later key is queued for when the call reaches it',
 });
