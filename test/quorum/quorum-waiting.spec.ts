@@ -17,7 +17,7 @@ describe('quorum store: waiting and lost keys', () => {
         return lease.fence;
       }),
     );
-    // Every waiter has made its first attempt once the local line holds all 20.
+    // Every waiter has made its first attempt once the nodes count all 20 in line.
     await until(
       () => waiters.inspect('qw:busy'),
       (info) => info.queueLength === 20,
