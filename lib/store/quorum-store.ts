@@ -14,10 +14,12 @@
  * Waiting: a caller that finds the lock busy joins a line on each node, ordered by its arrival time,
  * which it sends alike to every node (its clock when it started waiting), so the nodes agree on the order
  * without talking to each other. A release hands the lock, on each node, to the first in that node's line
- * whose service still listens, and tells that service; the waiter's next vote finds the lock its own on
- * those nodes. Newcomers meanwhile find it held: first come, first served, across processes. Nodes that
- * disagree (one missed a waiter's arrival) only cost a failed attempt: the votes are given back and the
- * majority's choice goes on. A waiter whose wake-up was lost re-checks when the hold would run out.
+ * whose service still listens, with the next fence (the releaser's + 1), and tells that service. A
+ * waiter handed the lock by a majority with one fence starts at once (quorum-handoffs.ts) and confirms
+ * by a renewal; newcomers meanwhile find the lock held: first come, first served, across processes.
+ * Nodes that disagree (one missed a waiter's arrival) only cost a failed attempt: the votes are given
+ * back and the majority's choice goes on. A waiter whose wake-up was lost re-checks when the hold would
+ * run out.
  */
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -36,8 +38,9 @@ import type {
   TicketMember,
   WakeHandlers,
 } from './lock-store';
+import { QuorumHandoffs } from './quorum-handoffs';
 import { isIoredisClient } from './redis-store';
-import { claimWindowOf, lockToken, memberToken } from './token';
+import { lockToken, memberToken } from './token';
 
 export interface QuorumStoreOptions {
   prefix: string;
@@ -49,21 +52,6 @@ export interface QuorumStoreOptions {
 type Result<T> = { ok: true; value: T } | { ok: false; reason: string };
 
 const now = (): number => performance.now();
-
-/**
- * How long a waiter that some nodes handed the lock to waits for a majority of them (with one fence)
- * before trying anyway, ms: by a commit, then a vote. Nodes that agree send their hand-offs within a
- * fraction of this.
- */
-const HANDED_WAIT_MS = 20;
-/** How long a hand-off no waiter asked about is remembered, ms (late messages of one already served). */
-const HANDED_KEEP_MS = 1_000;
-
-/** One node's hand-off to a waiter: the fence, and the earliest its hold may end, on this clock. */
-interface Handed {
-  fence: number;
-  endsBy: number | undefined;
-}
 
 const reasonOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
@@ -77,17 +65,8 @@ export class QuorumLockStore implements LockStore {
   private sequence = 0;
   /** When each ticket's caller started waiting (this process' clock, ms): the same for every node. */
   private readonly arrivals = new WeakMap<LockTicket, number>();
-  /** Hand-offs to this service's waiters, by token: which nodes handed the lock over, and how. */
-  private readonly handed = new Map<
-    string,
-    { nodes: Map<number, Handed>; timer: NodeJS.Timeout; granted: boolean }
-  >();
-  /**
-   * Per node, the least (node clock − this clock) seen, ms, and when: an upper bound of the offset
-   * between the clocks, from replies that carry the node's time (a reply's server time was read after
-   * the call was sent). It dates the hand-offs the node announces.
-   */
-  private readonly offsets: Array<{ value: number; at: number } | undefined>;
+  /** What the nodes announce about hand-offs to this service's waiters. */
+  private readonly handoffs: QuorumHandoffs;
   private subscribers: Redis[] = [];
   private subscribing: Promise<void> | undefined;
   private subscribed = false;
@@ -100,7 +79,12 @@ export class QuorumLockStore implements LockStore {
   ) {
     this.nodes = clients.map((client) => new QuorumNode(client, options.nodeTimeout));
     this.majority = Math.floor(clients.length / 2) + 1;
-    this.offsets = clients.map(() => undefined);
+    this.handoffs = new QuorumHandoffs(
+      clients.length,
+      this.majority,
+      (ttl) => this.validityDrift(ttl),
+      (m) => handlers.onWake(m),
+    );
     this.channelPrefix = wakeChannelPrefix(options.prefix);
     this.channel = this.channelPrefix + this.instanceId;
   }
@@ -126,7 +110,7 @@ export class QuorumLockStore implements LockStore {
   }
 
   async acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
-    const handed = this.takeHanded(ticket.token);
+    const handed = this.handoffs.take(ticket.token);
     if (mode === 'wait' && handed) {
       const grant = await this.confirmHanded(ticket, handed);
       if (grant) return grant;
@@ -144,7 +128,7 @@ export class QuorumLockStore implements LockStore {
     const votes = await this.gather(
       (node) =>
         node.vote(keys, token, ttl, waitFor, arrival).then((vote) => {
-          this.observeClock(node, vote.serverUs, started);
+          this.handoffs.observeClock(this.nodes.indexOf(node), vote.serverUs, started);
           return vote;
         }),
       (vote) => vote.voted,
@@ -288,8 +272,7 @@ export class QuorumLockStore implements LockStore {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const { timer } of this.handed.values()) clearTimeout(timer);
-    this.handed.clear();
+    this.handoffs.clear();
     const subscribers = this.subscribers;
     this.subscribers = [];
     // Dropped, not quit: a node that does not answer must not hold the shutdown.
@@ -328,7 +311,7 @@ export class QuorumLockStore implements LockStore {
           first = false;
         });
         const index = this.nodes.indexOf(node);
-        sub.on('message', (_channel: string, message: string) => this.onHanded(index, message));
+        sub.on('message', (_channel: string, message: string) => this.handoffs.onMessage(index, message));
         let timer: NodeJS.Timeout | undefined;
         const late = new Promise<never>((_, fail) => {
           timer = setTimeout(
@@ -344,82 +327,6 @@ export class QuorumLockStore implements LockStore {
         );
       }
     });
-  }
-
-  /** Records a reply of `node` carrying its clock (`serverUs`) to a call sent at `sent` (this clock). */
-  private observeClock(node: QuorumNode, serverUs: number, sent: number): void {
-    if (!Number.isFinite(serverUs)) return;
-    const i = this.nodes.indexOf(node);
-    const value = serverUs / 1000 - sent;
-    const best = this.offsets[i];
-    if (!best || value < this.offsetBound(i, sent)) this.offsets[i] = { value, at: sent };
-  }
-
-  /**
-   * An upper bound of (node clock − this clock) at `at`, ms: the least seen, loosened by 0.1 % of the
-   * time since it was seen, for clocks that run at slightly different rates.
-   */
-  private offsetBound(i: number, at: number): number {
-    const best = this.offsets[i];
-    return best ? best.value + Math.max(0, at - best.at) / 1000 : Number.POSITIVE_INFINITY;
-  }
-
-  /**
-   * Node `index` handed the lock to one of this service's waiters ("<token> <fence> <node clock µs>").
-   * Once a majority did with one fence, that fence is recorded on a majority, and the lock is the
-   * waiter's there until the earliest its holds may end (each node's hand-off time, translated to this
-   * clock by the offset bound, plus the claim window): the waiter may start at once, and confirms later
-   * by a renewal (a grant wake-up, as from one server). If the nodes disagree, or a node's clock is not
-   * bounded yet, the waiter tries after HANDED_WAIT_MS: a commit of what it got, else a vote.
-   */
-  private onHanded(index: number, message: string): void {
-    const [token, fenceText, atText] = message.split(' ');
-    const fence = Number(fenceText);
-    const atUs = Number(atText);
-    if (!token || !Number.isFinite(fence) || !Number.isFinite(atUs)) return;
-    const claim = claimWindowOf(token);
-    const bound = this.offsetBound(index, now());
-    const endsBy = Number.isFinite(bound) ? atUs / 1000 - bound + claim : undefined;
-    let entry = this.handed.get(token);
-    if (!entry) {
-      const created = {
-        nodes: new Map<number, Handed>(),
-        timer: undefined as unknown as NodeJS.Timeout,
-        granted: false,
-      };
-      const forget = () => {
-        if (this.handed.get(token) === created) this.handed.delete(token);
-      };
-      created.timer = setTimeout(() => {
-        if (!created.granted) this.handlers.onWake({ kind: 'head', token, holdMs: 0 });
-        // Late messages of a hand-off already served land here too: forget them after a while.
-        created.timer = setTimeout(forget, HANDED_KEEP_MS);
-        created.timer.unref();
-      }, HANDED_WAIT_MS);
-      created.timer.unref();
-      entry = created;
-      this.handed.set(token, entry);
-    }
-    entry.nodes.set(index, { fence, endsBy });
-    if (entry.granted) return;
-    const ends = [...entry.nodes.values()]
-      .filter((h) => h.fence === fence && h.endsBy !== undefined)
-      .map((h) => h.endsBy as number)
-      .sort((a, b) => b - a);
-    if (ends.length < this.majority) return;
-    entry.granted = true;
-    // Held while a majority of these holds last: until the majority-th latest ends, less the drift.
-    const validUntil = ends[this.majority - 1] - this.validityDrift(claim);
-    this.handlers.onWake({ kind: 'grant', token, fence, serverMs: validUntil - claim });
-  }
-
-  /** The fences the nodes handed `token` so far, forgotten once read. */
-  private takeHanded(token: string): ReadonlyMap<number, number> | undefined {
-    const entry = this.handed.get(token);
-    if (!entry) return undefined;
-    clearTimeout(entry.timer);
-    this.handed.delete(token);
-    return new Map([...entry.nodes].map(([i, h]) => [i, h.fence]));
   }
 
   /**
