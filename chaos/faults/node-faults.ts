@@ -25,8 +25,9 @@ export const redisSigstop: FaultAction = async (fault, _host, prng, node) => {
 
 /**
  * DEL of every owner key (`<prefix>{<lock>}`) on the node: it forgets who holds what, as after an
- * eviction. The fence counters and waiter sets are left: a fence floor never falls below the server
- * clock in µs, and the waiter sets are only counted by inspect(), so losing them tests nothing.
+ * eviction. The fence counters and the waiters' lines are left: this fault is about a second holder,
+ * and a node that lost part of its line (it puts a waiter later than the others do) is tested on its own
+ * in test/quorum/quorum-fifo.spec.ts.
  */
 export const deleteLockKeys: FaultAction = async (fault, host, _prng, node) => {
   const owner = new RegExp(`^${host.lockPrefix.replace(/[.*+?^$()|[\]\\]/g, '\\$&')}\\{([^}]*)\\}$`);
