@@ -225,10 +225,34 @@ export function evaluateTargets(results: Results): Target[] {
   const targets: Target[] = [];
   const get = (scenario: number, lib: LibName) =>
     results.load.find((m) => m.scenario === scenario && m.lib === lib && m.errors.length === 0);
-  const peersOf = (scenario: number) =>
-    PEERS.map((lib) => get(scenario, lib)).filter((m): m is LoadMetrics => m !== undefined);
+  const peersOf = (scenario: number, libs: LibName[] = PEERS) =>
+    libs.map((lib) => get(scenario, lib)).filter((m): m is LoadMetrics => m !== undefined);
   const check = (scenario: string, name: string, pass: boolean, detail: string, correctness = false) =>
     targets.push({ scenario, name, pass, detail, correctness });
+  // Targets several scenarios share.
+  const throughputTarget = (s: string, ours: LoadMetrics, peers: LoadMetrics[]): void => {
+    const best = peers.reduce((a, b) => (b.throughput > a.throughput ? b : a));
+    check(
+      s,
+      'throughput ≥ 0.95 × best peer',
+      ours.throughput >= 0.95 * best.throughput,
+      `${num(ours.throughput, 1)}/s vs ${best.lib} ${num(best.throughput, 1)}/s = ${num(ours.throughput / best.throughput, 2)}×`,
+    );
+  };
+  const starvationTarget = (s: string, ours: LoadMetrics, peers: LoadMetrics[]): void => {
+    check(
+      s,
+      'no worker starved (min grants > 0)',
+      ours.grantsMin > 0,
+      `grants per worker ${ours.grantsMin}..${ours.grantsMax}; ${peers
+        .map((p) => `${p.lib} ${p.grantsMin}..${p.grantsMax}`)
+        .join(', ')}`,
+    );
+  };
+  /** Commands sent and executed per acquisition, every library of the scenario. */
+  const commandFigures = (all: LoadMetrics[]): string =>
+    `sent ${all.map((m) => `${m.lib} ${num(m.sentPerAcquisition, 2)}`).join(', ')}; ` +
+    `executed ${all.map((m) => `${m.lib} ${num(m.executedPerAcquisition, 1)}`).join(', ')}`;
 
   // Scenario 1.
   const ours1 = get(1, OURS);
@@ -259,15 +283,7 @@ export function evaluateTargets(results: Results): Target[] {
     const peers = peersOf(scenario);
     const s = `S${scenario}`;
     if (!ours) continue;
-    if (peers.length) {
-      const best = peers.reduce((a, b) => (b.throughput > a.throughput ? b : a));
-      check(
-        s,
-        'throughput ≥ 0.95 × best peer',
-        ours.throughput >= 0.95 * best.throughput,
-        `${num(ours.throughput, 1)}/s vs ${best.lib} ${num(best.throughput, 1)}/s = ${num(ours.throughput / best.throughput, 2)}×`,
-      );
-    }
+    if (peers.length) throughputTarget(s, ours, peers);
     if (scenario !== 4) {
       // In scenario 4 each worker picks a random key per acquisition, so grants per worker follow the
       // keys' luck, not the lock's fairness.
@@ -343,13 +359,7 @@ export function evaluateTargets(results: Results): Target[] {
   if (ours6) {
     const failed = (m: LoadMetrics) => (m.failures ? `, ${m.failures} failed calls not among its waits` : '');
     if (peers6.length) {
-      const best = peers6.reduce((a, b) => (b.throughput > a.throughput ? b : a));
-      check(
-        'S6',
-        'throughput ≥ 0.95 × best peer',
-        ours6.throughput >= 0.95 * best.throughput,
-        `${num(ours6.throughput, 1)}/s vs ${best.lib} ${num(best.throughput, 1)}/s = ${num(ours6.throughput / best.throughput, 2)}×`,
-      );
+      throughputTarget('S6', ours6, peers6);
       const calm = peers6.reduce((a, b) => (b.wait.max < a.wait.max ? b : a));
       check(
         'S6',
@@ -361,35 +371,21 @@ export function evaluateTargets(results: Results): Target[] {
         )}×${failed(calm)})`,
       );
     }
-    check(
-      'S6',
-      'no worker starved (min grants > 0)',
-      ours6.grantsMin > 0,
-      `grants per worker ${ours6.grantsMin}..${ours6.grantsMax}; ${peers6
-        .map((p) => `${p.lib} ${p.grantsMin}..${p.grantsMax}`)
-        .join(', ')}`,
-    );
+    starvationTarget('S6', ours6, peers6);
     check(
       'S6',
       'commands per acquisition reported',
       Number.isFinite(ours6.sentPerAcquisition),
-      `sent ${[ours6, ...peers6].map((m) => `${m.lib} ${num(m.sentPerAcquisition, 2)}`).join(', ')}; ` +
-        `executed ${[ours6, ...peers6].map((m) => `${m.lib} ${num(m.executedPerAcquisition, 1)}`).join(', ')}`,
+      commandFigures([ours6, ...peers6]),
     );
   }
 
   // Scenario 7: Redlock over five masters, against the peers' Redlock implementations on the same setup.
   const ours7 = get(7, OURS);
-  const peers7 = REDLOCK_PEERS.map((lib) => get(7, lib)).filter((m): m is LoadMetrics => m !== undefined);
+  const peers7 = peersOf(7, REDLOCK_PEERS);
   if (ours7) {
     if (peers7.length) {
-      const best = peers7.reduce((a, b) => (b.throughput > a.throughput ? b : a));
-      check(
-        'S7',
-        'throughput ≥ 0.95 × best peer',
-        ours7.throughput >= 0.95 * best.throughput,
-        `${num(ours7.throughput, 1)}/s vs ${best.lib} ${num(best.throughput, 1)}/s = ${num(ours7.throughput / best.throughput, 2)}×`,
-      );
+      throughputTarget('S7', ours7, peers7);
       // A peer that granted nothing in the windows has no wait figures: it is no better than any other.
       const timed = peers7.filter((p) => Number.isFinite(p.wait.p99));
       const calm = timed.length ? timed.reduce((a, b) => (b.wait.p99 < a.wait.p99 ? b : a)) : undefined;
@@ -408,18 +404,10 @@ export function evaluateTargets(results: Results): Target[] {
         'S7',
         'fewer commands per acquisition than every peer (all masters)',
         peers7.every((p) => ours7.sentPerAcquisition < p.sentPerAcquisition),
-        `sent ${[ours7, ...peers7].map((m) => `${m.lib} ${num(m.sentPerAcquisition, 2)}`).join(', ')}; ` +
-          `executed ${[ours7, ...peers7].map((m) => `${m.lib} ${num(m.executedPerAcquisition, 1)}`).join(', ')}`,
+        commandFigures([ours7, ...peers7]),
       );
     }
-    check(
-      'S7',
-      'no worker starved (min grants > 0)',
-      ours7.grantsMin > 0,
-      `grants per worker ${ours7.grantsMin}..${ours7.grantsMax}; ${peers7
-        .map((p) => `${p.lib} ${p.grantsMin}..${p.grantsMax}`)
-        .join(', ')}`,
-    );
+    starvationTarget('S7', ours7, peers7);
   }
 
   // Scenario 5.
