@@ -86,13 +86,16 @@ export class QuorumHandoffs {
     this.wake({ kind: 'grant', token, fence, serverMs: validUntil - claim });
   }
 
-  /** The fences the nodes handed `token` so far (by node index), forgotten once read. */
-  take(token: string): ReadonlyMap<number, number> | undefined {
+  /**
+   * The highest fence the nodes handed `token` so far (they normally agree), or undefined if none did;
+   * forgotten once read.
+   */
+  take(token: string): number | undefined {
     const entry = this.entries.get(token);
     if (!entry) return undefined;
     clearTimeout(entry.timer);
     this.entries.delete(token);
-    return new Map([...entry.nodes].map(([i, h]) => [i, h.fence]));
+    return Math.max(...[...entry.nodes.values()].map((h) => h.fence));
   }
 
   clear(): void {

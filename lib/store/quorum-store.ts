@@ -55,6 +55,9 @@ const now = (): number => performance.now();
 
 const reasonOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
+/** Whether a node may hold the lock for the caller after its vote: it said yes, or it failed to answer. */
+const mayHold = (vote: Result<Vote>): boolean => !vote.ok || vote.value.voted;
+
 export class QuorumLockStore implements LockStore {
   readonly nodes: readonly QuorumNode[];
   readonly majority: number;
@@ -111,7 +114,7 @@ export class QuorumLockStore implements LockStore {
 
   async acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
     const handed = this.handoffs.take(ticket.token);
-    if (mode === 'wait' && handed) {
+    if (mode === 'wait' && handed !== undefined) {
       const grant = await this.confirmHanded(ticket, handed);
       if (grant) return grant;
       // Too few nodes hold it for this caller (they disagree on who is next, or a hand-off has not
@@ -134,7 +137,7 @@ export class QuorumLockStore implements LockStore {
       (vote) => vote.voted,
       this.nodes,
       (node, result) => {
-        if (result.ok && !result.value.voted) return;
+        if (!mayHold(result)) return;
         if (failed) this.giveBack(ticket, mode, [node]);
         else late.push(node);
       },
@@ -161,7 +164,7 @@ export class QuorumLockStore implements LockStore {
     // on every node that voted or failed to answer, and on the late ones as their votes come in.
     failed = true;
     this.giveBack(ticket, mode, [
-      ...this.nodes.filter((_, i) => votes[i] !== undefined && (!votes[i].ok || votes[i].value.voted)),
+      ...this.nodes.filter((_, i) => votes[i] !== undefined && mayHold(votes[i])),
       ...late,
     ]);
     const { retryIn, first } = this.retryAfter(votes, ttl);
@@ -201,12 +204,10 @@ export class QuorumLockStore implements LockStore {
    * over too, their messages still on the way, and the more nodes hold it, the more of them may lose it
    * before a second caller could be granted. A node that knows a higher fence refuses the commit. If too
    * few commit, the holds renewed stay the caller's, and the full attempt that follows renews them again.
+   * `fence`: the highest the nodes handed over.
    */
-  private confirmHanded(
-    ticket: LockTicket,
-    handed: ReadonlyMap<number, number>,
-  ): Promise<AcquireReply | undefined> {
-    return this.commit(ticket, this.nodes, Math.max(...handed.values()), now()).catch(() => undefined);
+  private confirmHanded(ticket: LockTicket, fence: number): Promise<AcquireReply | undefined> {
+    return this.commit(ticket, this.nodes, fence, now()).catch(() => undefined);
   }
 
   /** Gives back the votes of a failed attempt on `nodes`. A waiter keeps its place in line; a try was never in it. */
