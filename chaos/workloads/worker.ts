@@ -26,25 +26,29 @@ import {
   sleep,
   workerLifecycle,
 } from '../common';
+import type { ChaosConfig } from '../config';
 import { readCounter, writeCounter } from './counter';
 import { writeFenced } from './fenced-write';
 
-export interface WorkerArgs {
+/** The run's settings a worker uses (chaos/config.ts says what each is), and where it connects. */
+export type WorkerArgs = Pick<
+  ChaosConfig,
+  | 'keys'
+  | 'agents'
+  | 'ttl'
+  | 'claimWindow'
+  | 'waitTimeout'
+  | 'commandTimeout'
+  | 'nodeTimeout'
+  | 'lockPrefix'
+  | 'workMs'
+> & {
   slot: number;
   /** One port: a single lock server. Several: independent masters holding each lock on a majority. */
   lockPorts: number[];
   resourcePort: number;
-  keys: string[];
-  agents: number;
-  ttl: number;
-  claimWindow: number;
-  waitTimeout: number;
-  commandTimeout: number;
-  nodeTimeout: number;
-  lockPrefix: string;
-  workMs: [number, number];
   seed: number;
-}
+};
 
 const args = childArgs<WorkerArgs>();
 const pid = process.pid;
