@@ -19,9 +19,11 @@ export {
   MAX_KEYS,
 } from './lock-options';
 export * from './nest';
+export type { ServerFacts, ServerReport, ServerRisk, ServerRiskCode } from './protocol/server-info';
 export type {
   AcquireMode,
   AcquireReply,
+  ExtendOutcome,
   LockBackend,
   LockSnapshot,
   LockStore,

@@ -4,6 +4,7 @@
  */
 import { LockKeyError } from './errors/lock-key.error';
 import { LockOptionsError } from './errors/lock-options.error';
+import type { ServerRisk } from './protocol/server-info';
 
 /** Options of one `acquire`, `tryAcquire` or `using` call. Unset fields fall back to the service defaults. */
 export interface AcquireOptions {
@@ -60,6 +61,14 @@ export interface LockServiceOptions {
    * well below the ttl, so a slow or stopped node costs a grant little of its validity. Default 100.
    */
   nodeTimeout?: number;
+  /**
+   * Called once per server and kind of risk when the Redis the locks live on can evict them (`maxmemory`
+   * with an evicting policy), lose them on a restart (no AOF) or a failover (replicas), or is a replica;
+   * checked with INFO when each connection becomes ready and by `checkServers()`. Without it nothing is
+   * checked at start-up. The Nest module logs these through the Nest logger. It must not throw (what it
+   * throws is ignored).
+   */
+  onWarning?: (warning: ServerRisk) => void;
 }
 
 export const DEFAULT_TTL = 30_000;
@@ -96,6 +105,7 @@ export interface ResolvedServiceOptions {
   fenceRetention: number;
   commandTimeout: number;
   nodeTimeout: number;
+  onWarning: ((warning: ServerRisk) => void) | undefined;
 }
 
 export interface ResolvedAcquireOptions {
@@ -199,6 +209,11 @@ function optionalBoolean(name: string, value: unknown): boolean | undefined {
   throw new LockOptionsError(`${name} must be true or false, got ${describe(value)}.`);
 }
 
+function optionalFunction<T>(name: string, value: unknown, example: string): T | undefined {
+  if (value === undefined || typeof value === 'function') return value as T | undefined;
+  throw new LockOptionsError(`${name} must be a function such as ${example}, got ${describe(value)}.`);
+}
+
 function plainObject(name: string, value: unknown): Record<string, unknown> {
   if (value === undefined) return {};
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
@@ -237,6 +252,7 @@ export const SERVICE_OPTION_NAMES: readonly string[] = [
   'fenceRetention',
   'commandTimeout',
   'nodeTimeout',
+  'onWarning',
 ];
 const DEFAULT_NAMES: readonly string[] = ['ttl', 'waitTimeout', 'renew', 'minHold'];
 
@@ -307,6 +323,7 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
     fenceRetention: milliseconds('fenceRetention', given('fenceRetention') ?? DEFAULT_FENCE_RETENTION, 1),
     commandTimeout: milliseconds('commandTimeout', given('commandTimeout') ?? DEFAULT_COMMAND_TIMEOUT, 1),
     nodeTimeout: nodeTimeoutBelow(ttl, given('nodeTimeout')),
+    onWarning: optionalFunction('onWarning', given('onWarning'), '(warning) => logger.warn(warning.message)'),
   };
 }
 

@@ -9,6 +9,7 @@ import { now, validFor } from './engine/clock';
 import { HeldLease, type LeaseHost, type LeaseTerms, type OwnedLease } from './engine/held-lease';
 import { MultiLease } from './engine/multi-lease';
 import { ReentrantLease } from './engine/reentrant-lease';
+import { ServerWatch } from './engine/server-watch';
 import { queueLifetime, Waiter, type WaiterHost } from './engine/waiter';
 import { LockAbortedError } from './errors/lock-aborted.error';
 import { LockOptionsError } from './errors/lock-options.error';
@@ -20,7 +21,9 @@ import type { Lease, LockInfo } from './lease';
 import {
   type AcquireOptions,
   claimWindowFor,
+  describeValue,
   type LockServiceOptions,
+  MAX_MS,
   type ResolvedAcquireOptions,
   type ResolvedServiceOptions,
   resolveAcquireOptions,
@@ -29,6 +32,7 @@ import {
   validateKey,
   validateKeys,
 } from './lock-options';
+import type { ServerReport } from './protocol/server-info';
 import {
   isLockBackend,
   type LockBackend,
@@ -74,6 +78,8 @@ export class LockService {
   private readonly redis: RedisClient | undefined;
   /** The clients of a quorum's independent masters (Redlock), when the locks live there. */
   private readonly quorum: readonly RedisClient[] | undefined;
+  /** Eviction, persistence and replication checks of the servers the locks live on. */
+  private readonly watch: ServerWatch;
 
   /**
    * @param client an ioredis `Redis` or `Cluster` (the Redis store: used for commands and duplicated
@@ -110,6 +116,12 @@ export class LockService {
       : redis
         ? new RedisLockStore(client as RedisClient, { prefix, fenceRetention, commandTimeout }, handlers)
         : (client as LockBackend).openStore(handlers);
+    this.watch = new ServerWatch(
+      quorum ?? (this.redis ? [this.redis] : []),
+      quorum !== undefined,
+      commandTimeout,
+      this.options.onWarning,
+    );
     const { store, leases, waiters } = this;
     this.leaseHost = {
       store,
@@ -155,6 +167,33 @@ export class LockService {
   /** The quorum's clients (Redlock over independent masters), or undefined for any other store. */
   get quorumClients(): readonly RedisClient[] | undefined {
     return this.quorum;
+  }
+
+  /**
+   * What the servers the locks live on say about eviction, persistence and replication (INFO only),
+   * one report per server (each master of a Cluster, each node of a quorum; none for locks in memory),
+   * with the risks found (docs/guarantees.md, "Eviction, persistence and replicas"). Risks not reported
+   * before also go to `onWarning`. Never rejects: a server whose INFO fails (or takes longer than
+   * `timeout` ms, default `commandTimeout`) gets an `unknown` risk.
+   */
+  checkServers(options?: { timeout?: number }): Promise<ServerReport[]> {
+    let timeout: unknown;
+    try {
+      timeout = options?.timeout;
+    } catch {
+      timeout = options;
+    }
+    if (
+      timeout !== undefined &&
+      (!Number.isInteger(timeout) || (timeout as number) < 1 || (timeout as number) > MAX_MS)
+    ) {
+      return Promise.reject(
+        new LockOptionsError(
+          `checkServers() timeout must be a positive integer of ms up to ${MAX_MS}, got ${describeValue(timeout)}.`,
+        ),
+      );
+    }
+    return this.watch.check(timeout as number | undefined);
   }
 
   /**
@@ -284,6 +323,7 @@ export class LockService {
 
   private async shutdown(grace: number): Promise<void> {
     this.closed = true;
+    this.watch.close();
     const cancels = [...this.waiters.values()].map((waiter) => waiter.close());
     if (grace > 0 && this.running.size > 0) {
       let timer: NodeJS.Timeout | undefined;
@@ -298,7 +338,10 @@ export class LockService {
     // their `using` rejects with LockLostError instead of finishing as if it still held the lock.
     const held = [...this.leases];
     for (const lease of held) {
-      lease.lose('the lock service was closed before the call finished (its grace period ran out)');
+      lease.lose(
+        'service-closed',
+        'the lock service was closed before the call finished (its grace period ran out)',
+      );
     }
     const releases = held.map((lease) => lease.release().catch(() => {}));
     // Cancels and releases need no wake-ups, so the store's wake-up stream closes alongside.

@@ -3,11 +3,11 @@
  * and the AbortSignal that fires when it can no longer be trusted. Timers are unref'd: a forgotten
  * lease never keeps the process alive. No method lets a rejection escape unobserved.
  */
-import { LockLostError } from '../errors/lock-lost.error';
+import { type LockLossReason, LockLostError } from '../errors/lock-lost.error';
 import { LockNotHeldError } from '../errors/lock-not-held.error';
 import './dispose-symbol';
 import type { Lease } from '../lease';
-import type { LockStore, LockTicket } from '../store/lock-store';
+import type { ExtendOutcome, LockStore, LockTicket } from '../store/lock-store';
 import { now, safetyMargin, validFor } from './clock';
 
 export interface LeaseHost {
@@ -121,9 +121,9 @@ export class HeldLease implements OwnedLease {
     const next = ttl === undefined ? this.ttl : this.host.validateTtl(ttl);
     if (this.state !== 'held') throw new LockNotHeldError(this.key, 'extend');
     const sent = now();
-    const ok = await this.host.store.extend(this.ticket, next);
-    if (!ok) {
-      this.lose('Redis no longer records this lease as the owner');
+    const outcome = await this.host.store.extend(this.ticket, next);
+    if (outcome !== 'extended') {
+      this.loseTo(outcome);
       throw new LockNotHeldError(this.key, 'extend');
     }
     this.ttl = next;
@@ -150,11 +150,24 @@ export class HeldLease implements OwnedLease {
   }
 
   /** Gives up the lease locally without touching Redis (the service is closing or Redis is gone). */
-  lose(reason: string, cause?: unknown): void {
+  lose(reason: LockLossReason, detail: string, cause?: unknown): void {
     if (this.state !== 'held') return;
     this.stop('lost');
-    this.lostReason = new LockLostError(this.key, reason, cause);
+    this.lostReason = new LockLostError(this.key, reason, detail, cause);
     this.controller?.abort(this.lostReason);
+  }
+
+  /** Lost because an extension found the lock no longer ours: its key gone, or another owner. */
+  private loseTo(outcome: Exclude<ExtendOutcome, 'extended'>): void {
+    const grant = this.confirmed ? '' : ' before its grant could be confirmed';
+    if (outcome === 'missing') {
+      this.lose(
+        'key-missing',
+        `its key was gone from Redis at renewal${grant} (expired, evicted under maxmemory, or deleted)`,
+      );
+    } else {
+      this.lose('taken-over', `Redis records another owner at renewal${grant}`);
+    }
   }
 
   private stop(state: State): void {
@@ -196,13 +209,13 @@ export class HeldLease implements OwnedLease {
   }
 
   private expire(): void {
-    this.lose(
-      this.confirmed
-        ? this.renew
-          ? 'renewal could not be confirmed by Redis before the lease expired'
-          : 'its ttl ran out before it was released (use renew: true or extend())'
-        : 'the grant could not be confirmed before its claim window ended',
-    );
+    if (!this.confirmed) {
+      this.lose('grant-unconfirmed', 'the grant could not be confirmed before its claim window ended');
+    } else if (this.renew) {
+      this.lose('renewal-failed', 'renewal could not be confirmed by Redis before the lease expired');
+    } else {
+      this.lose('ttl-elapsed', 'its ttl ran out before it was released (use renew: true or extend())');
+    }
   }
 
   private scheduleRenewal(delay: number): void {
@@ -216,14 +229,10 @@ export class HeldLease implements OwnedLease {
     if (this.state !== 'held') return;
     const sent = now();
     this.host.store.extend(this.ticket, this.ttl).then(
-      (ok) => {
+      (outcome) => {
         if (this.state !== 'held') return;
-        if (!ok) {
-          this.lose(
-            this.confirmed
-              ? 'Redis no longer records this lease as the owner (expired, deleted or taken over)'
-              : 'the grant expired before it could be confirmed',
-          );
+        if (outcome !== 'extended') {
+          this.loseTo(outcome);
           return;
         }
         this.confirmed = true;

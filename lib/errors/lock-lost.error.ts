@@ -1,15 +1,39 @@
 import { LockError } from './lock.error';
 
 /**
- * A held lease stopped being valid before it was released: renewal failed, the key was deleted or
- * taken over, or Redis could not confirm an extension before the lease's validity ran out.
- * Delivered as `lease.signal.reason`; work still running must stop.
+ * Why a held lease was lost, for code that reacts differently (alert on `key-missing`, which under
+ * `maxmemory` means eviction; retry on `renewal-failed`):
+ * - `key-missing`: a renewal found the lock's key gone from Redis: it expired (the process was frozen
+ *   past its ttl), was evicted (`maxmemory` with an evicting policy), or was deleted;
+ * - `taken-over`: a renewal found another caller owning the lock;
+ * - `renewal-failed`: Redis could not be reached or did not answer before the lease's validity ran out;
+ * - `ttl-elapsed`: the lease was not renewed (`renew: false`) and its ttl ran out before release;
+ * - `grant-unconfirmed`: a grant handed over by the previous holder could not be confirmed within its
+ *   claim window;
+ * - `service-closed`: the lock service closed while the work was still running.
+ */
+export type LockLossReason =
+  | 'key-missing'
+  | 'taken-over'
+  | 'renewal-failed'
+  | 'ttl-elapsed'
+  | 'grant-unconfirmed'
+  | 'service-closed';
+
+/**
+ * A held lease stopped being valid before it was released: its key expired, was evicted or deleted,
+ * another caller took it over, or Redis could not confirm an extension before the lease's validity ran
+ * out. Delivered as `lease.signal.reason`; work still running must stop. `reason` says which.
  */
 export class LockLostError extends LockError {
-  constructor(key: string, reason: string, cause?: unknown) {
-    super('LOCK_LOST', `Lock "${key}" was lost: ${reason}. Work done under it is no longer exclusive.`, {
+  /** Why the lease was lost (see LockLossReason). */
+  readonly reason: LockLossReason;
+
+  constructor(key: string, reason: LockLossReason, detail: string, cause?: unknown) {
+    super('LOCK_LOST', `Lock "${key}" was lost: ${detail}. Work done under it is no longer exclusive.`, {
       key,
       cause,
     });
+    this.reason = reason;
   }
 }

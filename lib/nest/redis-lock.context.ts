@@ -55,6 +55,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
     /** The connections this configuration opened itself, closed on shutdown. */
     private readonly owned: readonly RedisClient[],
     options: RedisLockModuleOptions,
+    name: string | undefined,
   ) {
     const {
       client: _c,
@@ -65,6 +66,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
       clients: _cs,
       shutdownGracePeriod,
       retryAfterSeconds,
+      onWarning,
       ...serviceOptions
     } = options;
     this.gracePeriod = boundedInteger(
@@ -79,7 +81,21 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
       MAX_RETRY_AFTER,
       'seconds',
     );
-    this.service = new LockService(store, serviceOptions);
+    if (onWarning !== undefined && typeof onWarning !== 'function') {
+      throw new LockOptionsError(
+        `onWarning must be a function such as (warning) => alert(warning.message), got ${describeValue(onWarning)}.`,
+      );
+    }
+    // Risks of the lock's Redis (eviction, no persistence, replicas) go to the application's log, once
+    // per server and kind, and to the application's own handler too if it gave one.
+    const logger = loggerFor(name);
+    this.service = new LockService(store, {
+      ...serviceOptions,
+      onWarning: (warning) => {
+        logger.warn(warning.message);
+        onWarning?.(warning);
+      },
+    });
   }
 
   /**
@@ -123,7 +139,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
             `got ${describeValue(backend)}.`,
         );
       }
-      return new RedisLockContext(backend ?? new MemoryLockBackend(), [], options);
+      return new RedisLockContext(backend ?? new MemoryLockBackend(), [], options, name);
     }
     const connections = ['client', 'url', 'redis', 'backend', 'urls', 'clients'] as const;
     const given = connections.filter((k) => options[k] !== undefined);
@@ -139,7 +155,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
           '.',
       );
     }
-    if (backend !== undefined) return new RedisLockContext(backend, [], options);
+    if (backend !== undefined) return new RedisLockContext(backend, [], options, name);
     if (options.clients !== undefined) {
       if (!Array.isArray(options.clients)) {
         throw new LockOptionsError(
@@ -147,7 +163,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
             `${describeValue(options.clients)}.`,
         );
       }
-      return new RedisLockContext(options.clients, [], options);
+      return new RedisLockContext(options.clients, [], options, name);
     }
     if (options.client !== undefined) {
       if (!isIoredisClient(options.client)) {
@@ -156,7 +172,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
             `${describeValue(options.client)}. To let the module connect, pass url or redis instead.`,
         );
       }
-      return new RedisLockContext(options.client, [], options);
+      return new RedisLockContext(options.client, [], options, name);
     }
     if (redis !== undefined && (redis === null || typeof redis !== 'object' || Array.isArray(redis))) {
       throw new LockOptionsError(
@@ -167,7 +183,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
     const urls = options.urls === undefined ? undefined : checkUrls(options.urls, label);
     const clients = openOwned(urls ?? [url], redis, label, name);
     try {
-      return new RedisLockContext(urls ? clients : clients[0], clients, options);
+      return new RedisLockContext(urls ? clients : clients[0], clients, options, name);
     } catch (error) {
       for (const client of clients) client.disconnect();
       throw error;
@@ -271,9 +287,14 @@ async function settled(promise: Promise<void>, ms: number): Promise<void> {
   clearTimeout(timer);
 }
 
+/** The logger of one configuration: `RedisLock`, or `RedisLock:<name>` for a named one. */
+function loggerFor(name: string | undefined): Logger {
+  return new Logger(name ? `RedisLock:${name}` : 'RedisLock');
+}
+
 /** An owned connection reports its outages once each (not on every reconnect attempt) in the app's log. */
 function watchErrors(client: Redis, name: string | undefined): void {
-  const logger = new Logger(name ? `RedisLock:${name}` : 'RedisLock');
+  const logger = loggerFor(name);
   let reported = false;
   client.on('error', (error: Error) => {
     if (reported) return;

@@ -8,6 +8,7 @@ import { LockService } from '../lock.service';
 import { describeValue } from '../lock-options';
 import type { RedisClient } from '../protocol/lock-scripts';
 import { nodeName } from '../protocol/quorum-node';
+import type { ServerFacts, ServerReport } from '../protocol/server-info';
 
 /** The status of one check, as terminus reports it. */
 export interface RedisLockHealthStatus {
@@ -23,6 +24,17 @@ export interface RedisLockHealthStatus {
    * while a majority of them answer.
    */
   nodes?: Record<string, RedisLockHealthStatus>;
+  /**
+   * What each server the locks live on says about eviction, persistence and replication (INFO), by
+   * `host:port`: each master of a Cluster, each node of a quorum. Absent for locks in memory.
+   */
+  servers?: Record<string, ServerFacts | { unreachable: true } | { error: string }>;
+  /**
+   * The risks found on those servers, one sentence each (the same the application log shows once):
+   * evictable lock keys, no persistence, replicas. The status stays `up`: the locks work, with weaker
+   * guarantees (docs/guarantees.md, "Eviction, persistence and replicas").
+   */
+  warnings?: string[];
 }
 
 export type RedisLockHealthResult = Record<string, RedisLockHealthStatus>;
@@ -69,27 +81,42 @@ export class RedisLockHealthIndicator {
       );
     }
     const quorum = this.locks.quorumClients;
+    const client = this.locks.redisClient;
+    // An in-memory store is in this process: reachable whenever the process answers.
+    if (!quorum && !client) return { [key]: { status: 'up', store: 'memory' } };
+    // INFO beside the PINGs, within the same timeout: the health check answers no later for it.
+    const servers = this.locks.checkServers({ timeout }).then(serverDetails);
     if (quorum) {
       const checks = await Promise.all(quorum.map((node) => ping(node, timeout)));
       const nodes = Object.fromEntries(quorum.map((node, i) => [nodeName(node), checks[i]]));
       const up = checks.filter((check) => check.status === 'up').length;
       const majority = Math.floor(quorum.length / 2) + 1;
-      return {
-        [key]:
-          up >= majority
-            ? { status: 'up', nodes }
-            : {
-                status: 'down',
-                message: `${up} of ${quorum.length} nodes answered, a majority needs ${majority}`,
-                nodes,
-              },
-      };
+      const status: RedisLockHealthStatus =
+        up >= majority
+          ? { status: 'up', nodes }
+          : {
+              status: 'down',
+              message: `${up} of ${quorum.length} nodes answered, a majority needs ${majority}`,
+              nodes,
+            };
+      return { [key]: { ...status, ...(await servers) } };
     }
-    const client = this.locks.redisClient;
-    // An in-memory store is in this process: reachable whenever the process answers.
-    if (!client) return { [key]: { status: 'up', store: 'memory' } };
-    return { [key]: await ping(client, timeout) };
+    const [status, details] = await Promise.all([ping(client as RedisClient, timeout), servers]);
+    // A server that does not answer has no settings to report: `down` says all there is.
+    return { [key]: status.status === 'up' ? { ...status, ...details } : status };
   }
+}
+
+/** The health result's `servers` and `warnings` from the servers' reports. */
+function serverDetails(reports: ServerReport[]): Pick<RedisLockHealthStatus, 'servers' | 'warnings'> {
+  const servers: NonNullable<RedisLockHealthStatus['servers']> = {};
+  const warnings: string[] = [];
+  for (const report of reports) {
+    servers[report.server] =
+      report.facts ?? (report.unreachable ? { unreachable: true } : { error: 'INFO failed' });
+    for (const risk of report.risks) warnings.push(risk.message);
+  }
+  return warnings.length > 0 ? { servers, warnings } : { servers };
 }
 
 /** PINGs one connection within `timeout` ms; never rejects. */

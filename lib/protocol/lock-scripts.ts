@@ -4,7 +4,7 @@
  * connection attempt). This class is the whole single-server Redis protocol seen from Node.
  */
 import type { Cluster, Redis } from 'ioredis';
-import type { AcquireMode, AcquireReply, LockSnapshot } from '../store/lock-store';
+import type { AcquireMode, AcquireReply, ExtendOutcome, LockSnapshot } from '../store/lock-store';
 import type { LockKeys } from './keys';
 import {
   acquireLua,
@@ -18,6 +18,11 @@ import {
   reserveLua,
 } from './lua/scripts.generated';
 import { ScriptRunner, type ScriptSource } from './script-runner';
+
+/** extend.lua's reply (1 held, -1 owner key gone, 0 another owner) as an outcome. */
+export function extendOutcome(reply: unknown): ExtendOutcome {
+  return reply === 1 ? 'extended' : reply === -1 ? 'missing' : 'taken';
+}
 
 export type RedisClient = Redis | Cluster;
 
@@ -105,9 +110,9 @@ export class LockScripts {
     return (await this.run('cancel', ctx.keys.owner, this.argv(ctx, ctx.reserved ?? ''))) === 1;
   }
 
-  /** Resets the lease to `ttl`; returns false when the caller does not hold the lock. */
-  async extend(keys: LockKeys, token: string, ttl: number): Promise<boolean> {
-    return (await this.run('extend', keys.owner, [keys.owner, token, ttl])) === 1;
+  /** Resets the lease to `ttl` if the caller holds the lock; else says whether the key is gone or taken. */
+  async extend(keys: LockKeys, token: string, ttl: number): Promise<ExtendOutcome> {
+    return extendOutcome(await this.run('extend', keys.owner, [keys.owner, token, ttl]));
   }
 
   async inspect(keys: LockKeys): Promise<LockSnapshot> {

@@ -4,9 +4,9 @@
  * Each node keeps a line of waiters, ordered by the arrival time each caller sends to every node alike,
  * and hands the lock to the first of them on release (lib/store/quorum-store.ts).
  */
-import type { LockSnapshot } from '../store/lock-store';
+import type { ExtendOutcome, LockSnapshot } from '../store/lock-store';
 import type { LockKeys } from './keys';
-import type { RedisClient } from './lock-scripts';
+import { extendOutcome, type RedisClient } from './lock-scripts';
 import {
   extendLua,
   quorumCommitLua,
@@ -106,8 +106,8 @@ export class QuorumNode {
   }
 
   /** Resets the lock's expiry here to `ttl` if the caller holds it (renewal, or a shortened hold). */
-  async extend(keys: LockKeys, token: string, ttl: number): Promise<boolean> {
-    return (await this.runner.run('extend', keys.owner, [keys.owner, token, ttl])) === 1;
+  async extend(keys: LockKeys, token: string, ttl: number): Promise<ExtendOutcome> {
+    return extendOutcome(await this.runner.run('extend', keys.owner, [keys.owner, token, ttl]));
   }
 
   async inspect(keys: LockKeys): Promise<LockSnapshot> {

@@ -38,6 +38,13 @@ export type AcquireReply =
   | { granted: true; fence: number; serverMs: number }
   | { granted: false; ownerTtl: number; serverMs: number; isHead: boolean };
 
+/**
+ * What a renewal found. `extended`: the caller holds the lock, now for the ttl asked. `missing`: no owner
+ * at all (its key expired, was evicted under `maxmemory`, or was deleted), so the lease ended without a
+ * successor being granted by its queue. `taken`: another caller owns it.
+ */
+export type ExtendOutcome = 'extended' | 'missing' | 'taken';
+
 /** One lock's state, read in one step. */
 export interface LockSnapshot {
   owner: string | null;
@@ -95,8 +102,11 @@ export interface LockStore {
   releaseLater(ticket: LockTicket, holdMs: number): Promise<boolean>;
   /** A waiter gives up (its reservation, if any, goes too); true when a grant had raced in (it was passed on). */
   cancel(ticket: LockTicket): Promise<boolean>;
-  /** The owner resets its lease to `ttl` (also how a granted waiter confirms); false when not the owner. */
-  extend(ticket: LockTicket, ttl: number): Promise<boolean>;
+  /**
+   * The owner resets its lease to `ttl` (also how a granted waiter confirms). Says what it found when the
+   * caller is not the owner: the owner key gone, or another owner (see ExtendOutcome).
+   */
+  extend(ticket: LockTicket, ttl: number): Promise<ExtendOutcome>;
   /** One lock's state. */
   inspect(key: string): Promise<LockSnapshot>;
   /** True once wake-ups for this service's waiters will be delivered: a waiter may only queue then. */

@@ -14,6 +14,7 @@ import { performance } from 'node:perf_hooks';
 import type {
   AcquireMode,
   AcquireReply,
+  ExtendOutcome,
   LockBackend,
   LockSnapshot,
   LockStore,
@@ -302,12 +303,13 @@ export class MemoryLockBackend implements LockBackend {
     return false;
   }
 
-  /** @internal */ extend(ticket: LockTicket, ttl: number): boolean {
+  /** @internal */ extend(ticket: LockTicket, ttl: number): ExtendOutcome {
     const now = this.now();
     const lock = this.state(ticket.key, now);
-    if (!lock || lock.owner !== ticket.token) return false;
+    if (!lock || lock.owner === null) return 'missing';
+    if (lock.owner !== ticket.token) return 'taken';
     lock.ownerUntil = now + ttl;
-    return true;
+    return 'extended';
   }
 
   /** @internal */ inspect(key: string): LockSnapshot {
@@ -365,7 +367,7 @@ class MemoryLockStore implements LockStore {
     return Promise.resolve().then(() => this.backend.cancel(ticket));
   }
 
-  extend(ticket: LockTicket, ttl: number): Promise<boolean> {
+  extend(ticket: LockTicket, ttl: number): Promise<ExtendOutcome> {
     return Promise.resolve().then(() => this.backend.extend(ticket, ttl));
   }
 

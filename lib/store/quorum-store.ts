@@ -32,6 +32,7 @@ import { nodeName, QuorumNode, type Vote } from '../protocol/quorum-node';
 import type {
   AcquireMode,
   AcquireReply,
+  ExtendOutcome,
   LockSnapshot,
   LockStore,
   LockTicket,
@@ -220,22 +221,28 @@ export class QuorumLockStore implements LockStore {
   }
 
   async releaseLater(ticket: LockTicket, holdMs: number): Promise<boolean> {
-    return this.extend(ticket, holdMs);
+    return (await this.extend(ticket, holdMs)) === 'extended';
   }
 
   async cancel(ticket: LockTicket): Promise<boolean> {
     return (await this.releaseEverywhere(ticket, true)) > 0;
   }
 
-  async extend(ticket: LockTicket, ttl: number): Promise<boolean> {
+  /**
+   * Extended on a majority, or else what most of the other nodes that answered found: the key gone
+   * (restarted, evicted or deleted there) or taken by another caller.
+   */
+  async extend(ticket: LockTicket, ttl: number): Promise<ExtendOutcome> {
     const keys = lockKeys(this.options.prefix, ticket.key);
     const results = await this.gather(
       (node) => node.extend(keys, ticket.token, ttl),
-      (done) => done,
+      (done) => done === 'extended',
     );
-    if (results.filter((r) => r?.ok && r.value).length >= this.majority) return true;
+    const found = (outcome: ExtendOutcome): number =>
+      results.filter((r) => r?.ok && r.value === outcome).length;
+    if (found('extended') >= this.majority) return 'extended';
     this.assertAnswered(results, ticket.key);
-    return false;
+    return found('missing') >= found('taken') ? 'missing' : 'taken';
   }
 
   async inspect(key: string): Promise<LockSnapshot> {

@@ -12,6 +12,7 @@ import { WakeListener } from '../protocol/wake-listener';
 import type {
   AcquireMode,
   AcquireReply,
+  ExtendOutcome,
   LockSnapshot,
   LockStore,
   LockTicket,
@@ -124,7 +125,7 @@ export class RedisLockStore implements LockStore {
     return this.scripts.cancel(ticket as RedisTicket);
   }
 
-  extend(ticket: LockTicket, ttl: number): Promise<boolean> {
+  extend(ticket: LockTicket, ttl: number): Promise<ExtendOutcome> {
     const { keys, token } = ticket as RedisTicket;
     return this.scripts.extend(keys, token, ttl);
   }
