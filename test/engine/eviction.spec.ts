@@ -98,3 +98,44 @@ describe('a lease whose key is gone from Redis', () => {
     }
   }, 40_000);
 });
+
+describe('a full server under noeviction', () => {
+  it('refuses lock calls with a typed error and grants nothing, leaving no partial state', async () => {
+    const full = await startRedis({ args: ['--maxmemory', '2mb', '--maxmemory-policy', 'noeviction'] });
+    try {
+      const locks = lockService(full);
+      const held = await locks.acquire('before-full', { ttl: 10_000 });
+      const writer = full.client();
+      const value = 'x'.repeat(4_096);
+      // Fill until the server refuses writes.
+      await until(
+        async () => {
+          try {
+            const batch = writer.pipeline();
+            for (let i = 0; i < 100; i++) batch.set(`cache:${Math.random()}`, value);
+            const results = (await batch.exec()) ?? [];
+            return results.some(([error]) => error !== null);
+          } catch {
+            return true;
+          }
+        },
+        (refused) => refused,
+        20_000,
+      );
+      const keysBefore = await full.keys('lock:*');
+      const attempt = await locks.tryAcquire('after-full', { ttl: 10_000 }).then(
+        (lease) => ({ lease }),
+        (error: unknown) => ({ error }),
+      );
+      expect(attempt).toEqual({ error: expect.objectContaining({ code: 'LOCK_REDIS_ERROR' }) });
+      expect((attempt as { error: Error }).error.message).toMatch(/OOM command not allowed/);
+      expect(await full.keys('lock:*')).toEqual(keysBefore);
+      // The lock held before the server filled up is still held, and renews (PEXPIRE is allowed when full).
+      await held.extend();
+      await held.release();
+      writer.disconnect();
+    } finally {
+      await full.dispose();
+    }
+  }, 40_000);
+});
