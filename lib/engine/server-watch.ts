@@ -49,7 +49,7 @@ export class ServerWatch {
   private async checkClient(client: RedisClient, timeout = this.timeout): Promise<ServerReport[]> {
     let servers: RedisClient[];
     try {
-      servers = await lockServers(client);
+      servers = await lockServers(client, timeout);
     } catch {
       return [];
     }

@@ -60,15 +60,32 @@ export interface ServerReport {
   error?: string;
 }
 
-/** Connection states in which a command would only wait in ioredis' offline queue. */
-const DOWN = new Set(['wait', 'close', 'reconnecting', 'end']);
+/**
+ * Connection states in which a command would only wait in ioredis' offline queue. Not `wait`: a Cluster
+ * connects to its nodes lazily, on their first command.
+ */
+const DOWN = new Set(['close', 'reconnecting', 'end']);
 
 /** Longest wait for one INFO reply, ms, unless the caller bounds it. */
 const DEFAULT_INFO_TIMEOUT = 5_000;
 
-/** The servers a client's locks live on: each master of a Cluster, else the one server. */
-export async function lockServers(client: RedisClient): Promise<RedisClient[]> {
+/**
+ * The servers a client's locks live on: each master of a Cluster, else the one server. A Cluster that is
+ * still connecting knows its masters only once ready: waited for, `timeout` ms at most.
+ */
+export async function lockServers(client: RedisClient, timeout: number): Promise<RedisClient[]> {
   if (!isCluster(client)) return [client];
+  if (client.status !== 'ready' && !DOWN.has(client.status)) {
+    let timer: NodeJS.Timeout | undefined;
+    let onReady = (): void => {};
+    await new Promise<void>((resolve) => {
+      onReady = resolve;
+      client.once('ready', onReady);
+      timer = setTimeout(resolve, timeout);
+    });
+    clearTimeout(timer);
+    client.off('ready', onReady);
+  }
   // Locks live on masters only (a key's owner is written on the master of its slot).
   return client.nodes('master');
 }

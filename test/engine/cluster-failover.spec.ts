@@ -94,6 +94,23 @@ async function serviceSubscribedTo(
 }
 
 describe('through a Redis Cluster failover', () => {
+  it('checks each master: three reports, each warning about its replica and its lack of persistence, once', async () => {
+    await current().settled();
+    const warned: string[] = [];
+    const locks = service({ onWarning: (warning) => warned.push(`${warning.server} ${warning.code}`) });
+    const reports = await locks.checkServers();
+    await locks.checkServers();
+    expect(reports).toHaveLength(3);
+    for (const report of reports) {
+      expect(report.facts).toMatchObject({ role: 'master', connectedReplicas: 1 });
+      expect(report.risks.map((risk) => risk.code).sort()).toEqual(['async-replication', 'no-persistence']);
+    }
+    // Once per master and kind, whether found by the start-up check or by the calls above.
+    expect(warned.sort()).toEqual(
+      reports.flatMap((r) => [`${r.server} async-replication`, `${r.server} no-persistence`]).sort(),
+    );
+  });
+
   it('a manual failover of the lock’s master: the holder keeps its lease and the queue is served in order', async () => {
     const [a, b] = [service(), service()];
     const key = 'manual';

@@ -12,7 +12,6 @@ import {
   LockService,
   RedisLockHealthIndicator,
   RedisLockModule,
-  type ServerFacts,
   type ServerRisk,
 } from '../../lib';
 import { until } from '../support/lock-fixtures';
@@ -161,7 +160,7 @@ describe('warnings about the lock server', () => {
       const [replicaReport] = await onReplica.checkServers();
       expect(masterReport.risks.map((r) => r.code)).toEqual(['async-replication']);
       expect(replicaReport.risks.map((r) => r.code)).toEqual(['replica']);
-      expect(replicaReport.facts).toMatchObject<Partial<ServerFacts>>({
+      expect(replicaReport.facts).toMatchObject({
         role: 'replica',
         master: `127.0.0.1:${master.port}`,
       });

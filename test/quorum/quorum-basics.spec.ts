@@ -1,8 +1,8 @@
 // The quorum store (Redlock over 5 independent redis-servers): grants on a majority, fences, nodes
 // stopped and lost, quorum errors that name the nodes.
 import { describe, expect, it } from '@jest/globals';
-import { LockQuorumError, LockTimeoutError } from '../../lib';
-import { elapsedSince, outcome, until } from '../support/lock-fixtures';
+import { type LockLostError, LockQuorumError, LockTimeoutError } from '../../lib';
+import { abortedAt, elapsedSince, outcome, until } from '../support/lock-fixtures';
 import { useQuorum } from './quorum-fixtures';
 
 const quorum = useQuorum();
@@ -80,5 +80,16 @@ describe('quorum store (Redlock over 5 masters)', () => {
     const held = await a.acquire('q:busy');
     expect((await outcome(b.acquire('q:busy', { waitTimeout: 300 }))).error).toBeInstanceOf(LockTimeoutError);
     await held.release();
+  });
+
+  it('a lease whose key is gone from a majority of nodes aborts at its next renewal with reason key-missing', async () => {
+    const ttl = 1_500;
+    const locks = quorum().service();
+    const lease = await locks.acquire('q:gone', { ttl, renew: true });
+    const aborted = abortedAt(lease.signal);
+    const deleted = performance.now();
+    for (const server of quorum().servers.slice(0, 3)) await server.client().del('lock:{q:gone}');
+    expect((await aborted) - deleted).toBeLessThan(ttl / 3 + 300);
+    expect((lease.signal.reason as LockLostError).reason).toBe('key-missing');
   });
 });
