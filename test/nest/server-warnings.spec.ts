@@ -8,12 +8,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
 import type { INestApplication, LoggerService } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import {
-  LockService,
-  RedisLockHealthIndicator,
-  RedisLockModule,
-  type ServerRisk,
-} from '../../lib';
+import { LockService, RedisLockHealthIndicator, RedisLockModule, type ServerRisk } from '../../lib';
 import { until } from '../support/lock-fixtures';
 import { type RedisServer, startRedis } from '../support/redis-server';
 
