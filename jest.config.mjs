@@ -31,6 +31,7 @@ export const NO_REDIS_SUITES = [
     'hangs',
     'key-hygiene',
     'lost-updates',
+    'memory-pressure',
     'sensitivity',
     'validity-windows',
   ].map((checker) => `test/chaos/${checker}.spec.ts`),

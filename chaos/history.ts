@@ -13,6 +13,8 @@ export interface EndMsg {
   tWorkEnd?: number;
   lostAt?: number;
   lostReason?: string;
+  /** The lost lease's LockLostError `reason` (`'key-missing'`, ...), when the library gave one. */
+  lostCode?: string;
   validUntilEnd?: number;
   tEnd: number;
   outcome: string;

@@ -3,6 +3,7 @@
  * every check's figures, the violations, and the calls) and the summary printed at the end.
  */
 import type { Verdicts } from './checks';
+import type { MemoryPressureStats } from './checks/memory-pressure';
 import type { RunSettings } from './config';
 import type { Fault } from './faults/kinds';
 import type { History, Violation } from './history';
@@ -33,7 +34,7 @@ export function buildResult(
   const { now } = facts;
   const all = [...history.ops.values()];
   const faults: Fault[] = history.faults;
-  const { fenced, lostUpdates, windows, hangs, effects, sensitivity } = verdicts;
+  const { fenced, lostUpdates, windows, hangs, effects, sensitivity, memoryPressure } = verdicts;
   return {
     seed,
     mode: quick ? 'quick' : 'full',
@@ -53,6 +54,7 @@ export function buildResult(
       granted: all.filter((r) => r.tGrant !== undefined).length,
       outcomes: verdicts.errors.outcomes,
       lostReasons: verdicts.errors.lostReasons,
+      lostByReason: verdicts.errors.lostCodes,
       fencedAccepted: history.fencedAccepts.length,
       fencedAcceptedReported: fenced.fencedAcceptedReported,
       fencedRefusedStale: fenced.fencedRefused,
@@ -72,6 +74,7 @@ export function buildResult(
       overlaps: windows.overlaps.length,
       overlapsAcrossRestart: windows.restartOverlaps.length,
       overlapsByRestartFault: windows.excusedByFault,
+      overlapsByCause: windows.excusedByCause,
       undeterminedKilledHolder: windows.undetermined.length,
       undetermined: windows.undetermined.slice(0, 20),
       restartOverlaps: windows.restartOverlaps.slice(0, 20),
@@ -91,6 +94,13 @@ export function buildResult(
       stalls: effects.stalls,
       restartOutcomes: effects.restartOutcomes,
       errorContext: effects.errorContext,
+      // What the guarantees became under memory pressure: fenced writes are checked run-wide (the
+      // fault never touches the resource server), the rest inside the faults' spans.
+      memoryPressure: {
+        ...memoryPressure,
+        fencedViolations: fenced.fencedViolations,
+        overlapsExcusedByEviction: windows.excusedByCause.eviction ?? 0,
+      },
       unhandled: history.unhandled.length,
       crashes: facts.crashes,
       hygiene: facts.hygiene,
@@ -121,6 +131,7 @@ interface Summary {
   checks: Record<string, unknown> & {
     longestStall: { ms: number; kind: string; key: string };
     stalls: Record<string, { fromInjectMaxMs: number; fromHealMaxMs: number }>;
+    memoryPressure: MemoryPressureStats & { fencedViolations: number; overlapsExcusedByEviction: number };
   };
   violations: Violation[];
 }
@@ -136,6 +147,7 @@ export function printSummary(result: Record<string, unknown>, file: string): voi
   line('calls / granted', `${o.calls} / ${o.granted}`);
   line('outcomes', o.outcomes);
   line('lost reasons', o.lostReasons);
+  line('LOCK_LOST by reason', o.lostByReason);
   line('fenced writes accepted / refused', `${o.fencedAccepted} / ${o.fencedRefusedStale}`);
   line('writes after the signal aborted', o.writesSkippedAfterLoss);
   line('twin writes', o.twinWrites);
@@ -154,12 +166,33 @@ export function printSummary(result: Record<string, unknown>, file: string): voi
     `${c.unfencedViolations} (lost updates reported by workers: ${c.lostUpdatesReported}; effective pauses: ${c.effectivePauses})`,
   );
   line('overlaps (must be 0)', c.overlaps);
-  if (r.topology === 'single') line('overlaps across Redis restarts', c.overlapsAcrossRestart);
+  if (r.topology === 'single')
+    line(
+      'overlaps after state was lost',
+      `${c.overlapsAcrossRestart} ${JSON.stringify(c.overlapsByCause)} (allowed: restart or eviction)`,
+    );
   else
     line(
       'overlaps after a node lost state',
-      `${c.overlapsAcrossRestart} ${JSON.stringify(c.overlapsByRestartFault)} (allowed: early restart or key deletion)`,
+      `${c.overlapsAcrossRestart} ${JSON.stringify(c.overlapsByRestartFault)} ${JSON.stringify(c.overlapsByCause)}` +
+        ' (allowed: early restart, key deletion or eviction)',
     );
+  const m = c.memoryPressure;
+  if (m.injected > 0) {
+    console.log(
+      `  under memory pressure (${m.injected} faults; spans: injection to heal + ttl + claim window):`,
+    );
+    line('  filler written / keys evicted', `${m.fillerKb} KB / ${m.evictedKeys}`);
+    line('  lock keys evicted', m.lockKeysEvicted);
+    line('  leases lost (LOCK_LOST), by reason', `${m.leasesLost} ${JSON.stringify(m.lostByReason)}`);
+    line('  releases of a lost lock (NOT_HELD)', m.notHeldAtRelease);
+    line('  fenced violations (run-wide)', m.fencedViolations);
+    line(
+      '  unfenced violations / lost updates',
+      `${m.unfencedViolations} / ${m.lostUpdatesReported} (stale twin writes sent in the spans)`,
+    );
+    line('  overlaps excused by eviction', m.overlapsExcusedByEviction);
+  }
   line('undetermined (holder SIGKILLed)', c.undeterminedKilledHolder);
   line('holders believing past validity', c.holdersBelievingPastValidity);
   line('grants past validity (frozen)', c.frozenGrants);

@@ -11,6 +11,7 @@ import { checkFenceOrder } from './fence-order';
 import { checkFencedWrites, type FencedStats } from './fenced-writes';
 import { checkHangs, type HangStats } from './hangs';
 import { checkLostUpdates, type LostUpdateStats } from './lost-updates';
+import { checkMemoryPressure, type MemoryPressureStats } from './memory-pressure';
 import { checkSensitivity, type SensitivityStats } from './sensitivity';
 import { checkValidityWindows, type WindowStats } from './validity-windows';
 
@@ -23,6 +24,7 @@ export interface Verdicts {
   errors: ErrorStats;
   effects: FaultEffectStats;
   sensitivity: SensitivityStats;
+  memoryPressure: MemoryPressureStats;
   violations: Violation[];
 }
 
@@ -35,7 +37,8 @@ export function checkHistory(history: History, ctx: CheckContext): Verdicts {
   const errors = checkErrors(history);
   const effects = checkFaultEffects(history, ctx);
   const sensitivity = checkSensitivity(history, ctx, lostUpdates.stats.unfencedViolations);
-  const all = [fenceOrder, fenced, lostUpdates, windows, hangs, errors, effects, sensitivity];
+  const memoryPressure = checkMemoryPressure(history, ctx);
+  const all = [fenceOrder, fenced, lostUpdates, windows, hangs, errors, effects, sensitivity, memoryPressure];
   return {
     fenceOrderViolations: fenceOrder.stats.fenceOrderViolations,
     fenced: fenced.stats,
@@ -45,6 +48,7 @@ export function checkHistory(history: History, ctx: CheckContext): Verdicts {
     errors: errors.stats,
     effects: effects.stats,
     sensitivity: sensitivity.stats,
+    memoryPressure: memoryPressure.stats,
     violations: all.flatMap((result) => result.violations),
   };
 }

@@ -6,29 +6,33 @@
  * the kill, so a grant in there is "undetermined". A grant whose validity had already ended when its work
  * began must be explained by a pause of its process.
  *
- * Overlaps a restart explains are counted apart (with the restarting fault), never as violations:
+ * Overlaps a loss of the lock's state explains are counted apart (with the fault), never as violations:
  * - one server: the first holder's grant came from the instance that was killed before the second grant
  *   (the restart erased the lock);
  * - a quorum (Redlock): a node lost the lock's state inside the first holder's validity window and before
  *   the second grant: it was restarted early (before the longest ttl had passed), or that lock's key was
  *   deleted on it. The first holder may hold only a bare majority, one node of which then votes for the
  *   second (docs/guarantees.md, "a node that loses its state"). A restart after the longest ttl explains
- *   nothing, nor does any other fault.
+ *   nothing, nor does any other fault;
+ * - either: the server (a node) evicted that lock's owner key under memory pressure, in the same span
+ *   (inside the first holder's window, before the second grant). On one server the lock is then free.
  */
-import type { Fault } from '../faults/kinds';
+import type { Eviction, Fault } from '../faults/kinds';
 import { grantsByKey, type History, type OpRec, pausedOverlap, type Restart, windowOf } from '../history';
-
-/** A fault that erased the lock's state on a node: the restart or key deletion that explains an overlap. */
-type StateLoss = Pick<Restart, 'faultId' | 'node'>;
-
 import { type CheckContext, type CheckResult, Findings } from './check';
+
+/** A fault that erased the lock's state on a node: the restart, deletion or eviction behind an overlap. */
+type StateLoss = Pick<Restart, 'faultId' | 'node'> & { cause: LossCause };
+type LossCause = 'restart' | 'deletion' | 'eviction';
 
 export interface WindowStats {
   overlaps: unknown[];
-  /** Overlaps a restart explains (see above), each naming it. */
+  /** Overlaps a loss of state explains (see above), each naming the fault. */
   restartOverlaps: unknown[];
-  /** How many overlaps each restarting fault explains, by `#<fault id> <node>`. */
+  /** How many overlaps each fault explains, by `#<fault id> <node>`. */
   excusedByFault: Record<string, number>;
+  /** How many overlaps each kind of state loss explains. */
+  excusedByCause: Partial<Record<LossCause, number>>;
   undetermined: unknown[];
   /** Grants made while the previous holder still believed it held the lock (within its validity). */
   beliefOverruns: number;
@@ -39,11 +43,12 @@ export interface WindowStats {
 }
 
 /** One server: the restart that killed the instance `first`'s grant came from before `second`'s grant. */
-function acrossRestart(restarts: readonly Restart[], first: OpRec, second: OpRec): Restart | undefined {
+function acrossRestart(restarts: readonly Restart[], first: OpRec, second: OpRec): StateLoss | undefined {
   // A fence is the server clock in µs at the grant (on the same machine, so the same wall clock).
-  return restarts.find(
+  const x = restarts.find(
     (x) => (first.fence as number) / 1000 <= x.wall1 + 1 && (second.fence as number) / 1000 >= x.wall0 - 1,
   );
+  return x && { faultId: x.faultId, node: x.node, cause: 'restart' };
 }
 
 /**
@@ -58,9 +63,10 @@ function earlyRestartBetween(
   first: OpRec,
   second: OpRec,
   ttl: number,
-): Restart | undefined {
+): StateLoss | undefined {
   const opened = windowOpened(first, ttl);
-  return restarts.find((x) => x.early && x.t0 > opened && x.t0 < (second.tGrant as number));
+  const x = restarts.find((x) => x.early && x.t0 > opened && x.t0 < (second.tGrant as number));
+  return x && { faultId: x.faultId, node: x.node, cause: 'restart' };
 }
 
 /** When `first`'s validity window opened (see earlyRestartBetween). */
@@ -83,7 +89,27 @@ function keyDeletedBetween(
       f.t0 > opened &&
       f.t0 < (second.tGrant as number),
   );
-  return fault && { faultId: fault.id, node: String(fault.detail.node) };
+  return fault && { faultId: fault.id, node: String(fault.detail.node), cause: 'deletion' };
+}
+
+/**
+ * The eviction of `key`'s owner key on some node (the one server), in the same span as
+ * earlyRestartBetween. An eviction is only known to lie between its `after` and `by` times (see
+ * Eviction), so it explains the overlap when that interval meets the span: one that surely came before
+ * the window opened, or surely after the second grant, explains nothing.
+ */
+function evictedBetween(
+  faults: readonly Fault[],
+  key: string,
+  first: OpRec,
+  second: OpRec,
+  ttl: number,
+): StateLoss | undefined {
+  const opened = windowOpened(first, ttl);
+  const inSpan = (e: Eviction): boolean =>
+    e.part === 'owner' && e.lock === key && e.by > opened && e.after < (second.tGrant as number);
+  const fault = faults.find((f) => f.kind === 'memory-pressure' && f.evictions?.some(inSpan));
+  return fault && { faultId: fault.id, node: String(fault.detail.node), cause: 'eviction' };
 }
 
 function timeline(r: OpRec, origin: number): Record<string, unknown> {
@@ -119,16 +145,19 @@ export function checkValidityWindows(history: History, ctx: CheckContext): Check
     closest: { gapMs: Infinity },
     unknownWindows: 0,
     excusedByFault: {},
+    excusedByCause: {},
   };
   const explain = (key: string, first: OpRec, second: OpRec): StateLoss | undefined =>
-    ctx.nodes > 1
+    (ctx.nodes > 1
       ? (earlyRestartBetween(history.restarts, first, second, ctx.ttl) ??
         keyDeletedBetween(history.faults, key, first, second, ctx.ttl))
-      : acrossRestart(history.restarts, first, second);
+      : acrossRestart(history.restarts, first, second)) ??
+    evictedBetween(history.faults, key, first, second, ctx.ttl);
   const excuse = (x: StateLoss, overlap: Record<string, unknown>): void => {
     const label = `#${x.faultId} ${x.node}`;
-    stats.restartOverlaps.push({ ...overlap, restart: label });
+    stats.restartOverlaps.push({ ...overlap, restart: label, cause: x.cause });
     stats.excusedByFault[label] = (stats.excusedByFault[label] ?? 0) + 1;
+    stats.excusedByCause[x.cause] = (stats.excusedByCause[x.cause] ?? 0) + 1;
   };
   for (const [key, list] of grantsByKey(history)) {
     let prev: OpRec | undefined;

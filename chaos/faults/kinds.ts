@@ -1,8 +1,8 @@
 /**
  * The fault kinds the nemesis knows, how often the random schedule picks each, which kinds each
  * topology uses, the plan quick mode follows, and what the nemesis needs from the run (NemesisHost). A
- * fault kind is implemented in one of process-faults.ts, server-faults.ts, node-faults.ts or
- * network-faults.ts, and registered in nemesis.ts.
+ * fault kind is implemented in one of process-faults.ts, server-faults.ts, node-faults.ts,
+ * network-faults.ts or memory-pressure.ts, and registered in nemesis.ts.
  */
 import { hr, type Prng, sleep } from '../common';
 import type { LockNode } from '../topologies/topology';
@@ -24,6 +24,8 @@ export const FAULT_KINDS = [
   'redis-restart-late', // SIGKILL a node, start it again only after the longest ttl (the restart rule)
   'redis-sigstop', // SIGSTOP a node's redis-server for a while, then SIGCONT
   'delete-lock-keys', // DEL every lock owner key on a node (its state for those locks is lost)
+  // Both topologies; last, so that the kinds above keep their places in every list:
+  'memory-pressure', // small maxmemory, allkeys-lru, a writer fills the server: lock keys get evicted
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -44,6 +46,7 @@ const WEIGHTS: Record<FaultKind, number> = {
   'redis-restart-late': 1,
   'redis-sigstop': 2,
   'delete-lock-keys': 1,
+  'memory-pressure': 1,
 };
 
 /** The kinds that hit one lock server (`node`: with several, the nemesis picks one per fault). */
@@ -59,12 +62,16 @@ const NODE_KINDS: ReadonlySet<FaultKind> = new Set<FaultKind>([
   'redis-restart-late',
   'redis-sigstop',
   'delete-lock-keys',
+  'memory-pressure',
 ]);
 
 export const hitsNode = (kind: FaultKind): boolean => NODE_KINDS.has(kind);
 
-/** One server: the first twelve kinds, in this order (its seeded draws, so its seeds, depend on it). */
-export const SINGLE_SERVER_FAULTS: readonly FaultKind[] = FAULT_KINDS.slice(0, 12);
+/**
+ * One server: the first twelve kinds, then memory-pressure, in this order (its seeded draws, so its
+ * seeds, depend on it: a kind added here goes at the end).
+ */
+export const SINGLE_SERVER_FAULTS: readonly FaultKind[] = [...FAULT_KINDS.slice(0, 12), 'memory-pressure'];
 /** A quorum: every kind; `redis-restart` is then the early restart the restart rule forbids. */
 export const QUORUM_FAULTS: readonly FaultKind[] = FAULT_KINDS;
 
@@ -80,6 +87,24 @@ export interface Fault {
   detail: Record<string, unknown>;
   /** Why nothing was injected (no holder at the time, ...). */
   skipped?: string;
+  /** memory-pressure: the lock keys the server evicted, in the order its notifications came. */
+  evictions?: Eviction[];
+}
+
+/**
+ * A lock key a server evicted, from its keyspace notification. The notification carries no time, so the
+ * eviction is only known to lie between `after` (when a PING went out whose answer arrived before the
+ * notification: the server evicted after answering it) and `by` (when the notification arrived), both on
+ * the shared monotonic clock.
+ */
+export interface Eviction {
+  key: string;
+  /** The lock the key belongs to. */
+  lock: string;
+  /** Which of the lock's keys: its owner key `<prefix>{<lock>}`, its waiters' line, its fence counter. */
+  part: 'owner' | 'queue' | 'fence';
+  after: number;
+  by: number;
 }
 
 export interface Holder {

@@ -10,6 +10,7 @@
  */
 import { hr, type Prng } from '../common';
 import { type Fault, type FaultAction, type FaultKind, hitsNode, type NemesisHost } from './kinds';
+import { memoryPressure } from './memory-pressure';
 import { proxyDrop, proxyFreeze, proxyLatency } from './network-faults';
 import { deleteLockKeys, redisRestartLate, redisSigstop } from './node-faults';
 import { gcPause, killWorker, pauseAny } from './process-faults';
@@ -31,6 +32,7 @@ const ACTIONS: Record<FaultKind, FaultAction> = {
   'redis-restart-late': redisRestartLate,
   'redis-sigstop': redisSigstop,
   'delete-lock-keys': deleteLockKeys,
+  'memory-pressure': memoryPressure,
 };
 
 export class Nemesis {

@@ -15,7 +15,7 @@
  * Everything the coordinator checks is reported over IPC, with times on the system-wide monotonic clock.
  */
 import Redis from 'ioredis';
-import { FencedStore, type Lease, LockError, LockService } from '../../lib';
+import { FencedStore, type Lease, LockError, LockLostError, LockService } from '../../lib';
 import {
   childArgs,
   describeError,
@@ -98,6 +98,11 @@ function validUntil(lease: Lease): number | undefined {
   return typeof raw === 'number' ? perfToHr(raw) : undefined;
 }
 
+/** The `reason` a LockLostError names (`'key-missing'`: a renewal found the owner key gone, ...). */
+function lossCode(error: unknown): string | undefined {
+  return error instanceof LockLostError ? error.reason : undefined;
+}
+
 let draining = false;
 let sequence = 0;
 
@@ -114,6 +119,7 @@ async function agent(index: number): Promise<void> {
       tWorkEnd?: number;
       lostAt?: number;
       lostReason?: string;
+      lostCode?: string;
       lease?: Lease;
       harnessError?: string;
     } = {};
@@ -131,6 +137,7 @@ async function agent(index: number): Promise<void> {
             rec.lostReason = reason?.message
               .replace(/^Lock ".*" was lost: /, '')
               .replace(/\. Work done.*$/, '');
+            rec.lostCode = lossCode(reason);
           });
           send({
             type: 'grant',
@@ -187,6 +194,7 @@ async function agent(index: number): Promise<void> {
     } catch (error) {
       if (error instanceof LockError) outcome = error.code;
       else outcome = 'UNTYPED';
+      if (outcome === 'LOCK_LOST') rec.lostCode ??= lossCode(error);
       message = error instanceof Error ? error.message : String(error);
     }
     send({
@@ -198,6 +206,7 @@ async function agent(index: number): Promise<void> {
       tWorkEnd: rec.tWorkEnd,
       lostAt: rec.lostAt,
       lostReason: rec.lostReason,
+      lostCode: rec.lostCode,
       validUntilEnd: rec.lease ? validUntil(rec.lease) : undefined,
       tEnd: hr(),
       outcome,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { checkValidityWindows } from '../../chaos/checks/validity-windows';
 import type { Fault } from '../../chaos/faults/kinds';
-import { call, context, historyOf } from './histories';
+import { call, context, fault, historyOf } from './histories';
 
 describe('checker: overlapping validity windows', () => {
   it('passes holders that follow one another', () => {
@@ -117,6 +117,74 @@ describe('checker: overlapping validity windows', () => {
       const history = historyOf(overlapping(), { restarts: [restart(400, true)] });
       expect(checkValidityWindows(history, context()).violations).toEqual([]);
       expect(checkValidityWindows(history, quorum).violations).toHaveLength(1);
+    });
+  });
+
+  describe('after an eviction under memory pressure', () => {
+    // As on a quorum above: the first holder's window opened at 90, it held until 300; the second is
+    // granted at 250.
+    const overlapping = () => [
+      call(
+        '1.a',
+        'k',
+        { t0: 0, tGrant: 100, tEnd: 300, validUntil: 350 },
+        { fence: 1_000_000, validUntilGrant: 590 },
+      ),
+      call('2.a', 'k', { t0: 240, tGrant: 250, tEnd: 400 }, { fence: 3_000_000 }),
+    ];
+    // An eviction is known to lie between `after` and `by`.
+    const pressure = (evictions: Array<{ key: string; after: number; by: number }>): Fault =>
+      fault(12, 'memory-pressure', 150, 280, {
+        detail: { node: 'n4' },
+        evictions: evictions.map((e) => {
+          const [, lock, suffix] = /^lock:\{(.*)\}(:q|:fence)?$/.exec(e.key) as RegExpExecArray;
+          return { ...e, lock, part: suffix === ':q' ? 'queue' : suffix === ':fence' ? 'fence' : 'owner' };
+        }),
+      });
+    const overlapCheck = ['mutual exclusion: two holders with overlapping validity'];
+
+    for (const [topology, ctx] of [
+      ['one server', context()],
+      ['a quorum', context({ nodes: 5 })],
+    ] as const) {
+      it(`counts apart an overlap after the lock's owner key was evicted in the first window (${topology})`, () => {
+        const history = historyOf(overlapping(), {
+          faults: [pressure([{ key: 'lock:{k}', after: 195, by: 200 }])],
+        });
+        const result = checkValidityWindows(history, ctx);
+        expect(result.violations).toEqual([]);
+        expect(result.stats.restartOverlaps).toEqual([
+          expect.objectContaining({ key: 'k', restart: '#12 n4', cause: 'eviction' }),
+        ]);
+        expect(result.stats.excusedByCause).toEqual({ eviction: 1 });
+      });
+
+      it(`excuses nothing by an eviction of another lock, or of the lock's line or fence (${topology})`, () => {
+        for (const key of ['lock:{j}', 'lock:{k}:q', 'lock:{k}:fence']) {
+          const history = historyOf(overlapping(), { faults: [pressure([{ key, after: 195, by: 200 }])] });
+          expect(checkValidityWindows(history, ctx).violations.map((v) => v.check)).toEqual(overlapCheck);
+        }
+      });
+
+      it(`excuses nothing by an eviction after the second grant, or before the window opened (${topology})`, () => {
+        for (const [after, by] of [
+          [251, 255],
+          [60, 80],
+        ]) {
+          const history = historyOf(overlapping(), {
+            faults: [pressure([{ key: 'lock:{k}', after, by }])],
+          });
+          expect(checkValidityWindows(history, ctx).violations.map((v) => v.check)).toEqual(overlapCheck);
+        }
+      });
+    }
+
+    it('counts apart an eviction whose notification came after the second grant, if it may have preceded it', () => {
+      // Sent after 245 and received at 252: it may have come before the grant at 250.
+      const history = historyOf(overlapping(), {
+        faults: [pressure([{ key: 'lock:{k}', after: 245, by: 252 }])],
+      });
+      expect(checkValidityWindows(history, context()).violations).toEqual([]);
     });
   });
 
