@@ -3,6 +3,8 @@
  * of them live in one Cluster slot and one script can touch them together.
  */
 export interface LockKeys {
+  /** The lock key as the caller gave it (what errors name), not a Redis key. */
+  lock: string;
   /** Holds the owner's token; its PX expiry is the lease. */
   owner: string;
   /** FIFO list of waiting tokens. */
@@ -13,7 +15,7 @@ export interface LockKeys {
 
 export function lockKeys(prefix: string, key: string): LockKeys {
   const owner = `${prefix}{${key}}`;
-  return { owner, queue: `${owner}:q`, fence: `${owner}:fence` };
+  return { lock: key, owner, queue: `${owner}:q`, fence: `${owner}:fence` };
 }
 
 /** Channels are per process (per LockService), not per key: one subscription serves every waiter. */

@@ -82,19 +82,19 @@ export class LockScripts {
 
   async acquire(ctx: ScriptContext, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
     const args = this.argv(ctx, mode, queueTtl, ctx.reserved ?? '');
-    const reply = (await this.run('acquire', ctx.keys.owner, args)) as number[];
+    const reply = (await this.run('acquire', ctx.keys.lock, args)) as number[];
     if (reply[0] === 1) return { granted: true, fence: reply[1], serverMs: reply[2] / 1000 };
     return { granted: false, ownerTtl: reply[1], serverMs: reply[2] / 1000, isHead: reply[3] === 1 };
   }
 
   /** Keeps a place in line that the caller claims later; returns the reservation. */
   async reserve(ctx: ScriptContext, queueTtl: number): Promise<string> {
-    return (await this.run('reserve', ctx.keys.owner, this.argv(ctx, queueTtl))) as string;
+    return (await this.run('reserve', ctx.keys.lock, this.argv(ctx, queueTtl))) as string;
   }
 
   /** Returns false when the caller did not hold the lock. */
   async release(ctx: ScriptContext): Promise<boolean> {
-    return (await this.run('release', ctx.keys.owner, this.argv(ctx))) === 1;
+    return (await this.run('release', ctx.keys.lock, this.argv(ctx))) === 1;
   }
 
   /**
@@ -102,21 +102,21 @@ export class LockScripts {
    * to the queue. Returns false when the caller did not hold the lock.
    */
   async releaseLater(ctx: ScriptContext, holdMs: number): Promise<boolean> {
-    return (await this.run('releaseLater', ctx.keys.owner, this.argv(ctx, holdMs))) === 1;
+    return (await this.run('releaseLater', ctx.keys.lock, this.argv(ctx, holdMs))) === 1;
   }
 
   /** Leaves the queue; returns true when a grant had raced in (it was passed on). */
   async cancel(ctx: ScriptContext): Promise<boolean> {
-    return (await this.run('cancel', ctx.keys.owner, this.argv(ctx, ctx.reserved ?? ''))) === 1;
+    return (await this.run('cancel', ctx.keys.lock, this.argv(ctx, ctx.reserved ?? ''))) === 1;
   }
 
   /** Resets the lease to `ttl` if the caller holds the lock; else says whether the key is gone or taken. */
   async extend(keys: LockKeys, token: string, ttl: number): Promise<ExtendOutcome> {
-    return extendOutcome(await this.run('extend', keys.owner, [keys.owner, token, ttl]));
+    return extendOutcome(await this.run('extend', keys.lock, [keys.owner, token, ttl]));
   }
 
   async inspect(keys: LockKeys): Promise<LockSnapshot> {
-    const [owner, ownerTtl, queueLength, fence, reserved] = (await this.run('inspect', keys.owner, [
+    const [owner, ownerTtl, queueLength, fence, reserved] = (await this.run('inspect', keys.lock, [
       keys.owner,
       keys.queue,
       keys.fence,

@@ -63,7 +63,7 @@ export class QuorumNode {
    */
   async vote(keys: LockKeys, token: string, ttl: number, waitFor: number, arrival: number): Promise<Vote> {
     const args = [keys.owner, keys.fence, waitersKey(keys), lineKey(keys), token, ttl, waitFor, arrival];
-    const reply = (await this.runner.run('vote', keys.owner, args)) as [number, number, ...unknown[]];
+    const reply = (await this.runner.run('vote', keys.lock, args)) as [number, number, ...unknown[]];
     if (reply[0] === 1) return { voted: true, floor: reply[1], serverUs: Number(reply[2]) };
     const [, pttl, owner, first, serverUs] = reply as [number, number, string, number, number];
     return { voted: false, pttl, owner, first: first === 1, serverUs };
@@ -81,7 +81,7 @@ export class QuorumNode {
       ...[keys.owner, keys.fence, waitersKey(keys), lineKey(keys)],
       ...[token, String(fence), retention, ttl],
     ];
-    return (await this.runner.run('commit', keys.owner, args)) === 1;
+    return (await this.runner.run('commit', keys.lock, args)) === 1;
   }
 
   /**
@@ -102,16 +102,16 @@ export class QuorumNode {
       ...[keys.owner, waitersKey(keys), lineKey(keys), keys.fence],
       ...[token, channelPrefix, leaving ? '1' : '0', String(fence), retention],
     ];
-    return (await this.runner.run('release', keys.owner, args)) === 1;
+    return (await this.runner.run('release', keys.lock, args)) === 1;
   }
 
   /** Resets the lock's expiry here to `ttl` if the caller holds it (renewal, or a shortened hold). */
   async extend(keys: LockKeys, token: string, ttl: number): Promise<ExtendOutcome> {
-    return extendOutcome(await this.runner.run('extend', keys.owner, [keys.owner, token, ttl]));
+    return extendOutcome(await this.runner.run('extend', keys.lock, [keys.owner, token, ttl]));
   }
 
   async inspect(keys: LockKeys): Promise<LockSnapshot> {
-    const [owner, ownerTtl, waiting, fence] = (await this.runner.run('inspect', keys.owner, [
+    const [owner, ownerTtl, waiting, fence] = (await this.runner.run('inspect', keys.lock, [
       keys.owner,
       keys.fence,
       waitersKey(keys),

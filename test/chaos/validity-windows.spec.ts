@@ -3,6 +3,20 @@ import { checkValidityWindows } from '../../chaos/checks/validity-windows';
 import type { Fault } from '../../chaos/faults/kinds';
 import { call, context, fault, historyOf } from './histories';
 
+/**
+ * Two holders of lock k that overlap: the first waited from 0, its granting attempt began at 90 (validity
+ * 90 + ttl 500 = 590), it held until 300 (validity then 350); the second is granted at 250.
+ */
+const overlapping = () => [
+  call(
+    '1.a',
+    'k',
+    { t0: 0, tGrant: 100, tEnd: 300, validUntil: 350 },
+    { fence: 1_000_000, validUntilGrant: 590 },
+  ),
+  call('2.a', 'k', { t0: 240, tGrant: 250, tEnd: 400 }, { fence: 3_000_000 }),
+];
+
 describe('checker: overlapping validity windows', () => {
   it('passes holders that follow one another', () => {
     const history = historyOf([
@@ -44,17 +58,6 @@ describe('checker: overlapping validity windows', () => {
   });
 
   describe('on a quorum (Redlock)', () => {
-    // The first holder waited from 0, its granting attempt began at 90 (validity 90 + ttl 500 = 590), it
-    // held until 300 (validity then 350); the second is granted at 250.
-    const overlapping = () => [
-      call(
-        '1.a',
-        'k',
-        { t0: 0, tGrant: 100, tEnd: 300, validUntil: 350 },
-        { fence: 1_000_000, validUntilGrant: 590 },
-      ),
-      call('2.a', 'k', { t0: 240, tGrant: 250, tEnd: 400 }, { fence: 3_000_000 }),
-    ];
     const restart = (t0: number, early: boolean) => ({
       t0,
       t1: t0 + 20,
@@ -121,17 +124,6 @@ describe('checker: overlapping validity windows', () => {
   });
 
   describe('after an eviction under memory pressure', () => {
-    // As on a quorum above: the first holder's window opened at 90, it held until 300; the second is
-    // granted at 250.
-    const overlapping = () => [
-      call(
-        '1.a',
-        'k',
-        { t0: 0, tGrant: 100, tEnd: 300, validUntil: 350 },
-        { fence: 1_000_000, validUntilGrant: 590 },
-      ),
-      call('2.a', 'k', { t0: 240, tGrant: 250, tEnd: 400 }, { fence: 3_000_000 }),
-    ];
     // An eviction is known to lie between `after` and `by`.
     const pressure = (evictions: Array<{ key: string; after: number; by: number }>): Fault =>
       fault(12, 'memory-pressure', 150, 280, {

@@ -127,7 +127,10 @@ describe('a full server under noeviction', () => {
         (lease) => ({ lease }),
         (error: unknown) => ({ error }),
       );
-      expect(attempt).toEqual({ error: expect.objectContaining({ code: 'LOCK_REDIS_ERROR' }) });
+      // The error names the lock as the caller did, not the Redis key behind it.
+      expect(attempt).toEqual({
+        error: expect.objectContaining({ code: 'LOCK_REDIS_ERROR', key: 'after-full' }),
+      });
       expect((attempt as { error: Error }).error.message).toMatch(/OOM command not allowed/);
       expect(await full.keys('lock:*')).toEqual(keysBefore);
       // The lock held before the server filled up is still held, and renews (PEXPIRE is allowed when full).
