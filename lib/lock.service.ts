@@ -173,8 +173,9 @@ export class LockService {
    * What the servers the locks live on say about eviction, persistence and replication (INFO only),
    * one report per server (each master of a Cluster, each node of a quorum; none for locks in memory),
    * with the risks found (docs/guarantees.md, "Eviction, persistence and replicas"). Risks not reported
-   * before also go to `onWarning`. Never rejects: a server whose INFO fails (or takes longer than
-   * `timeout` ms, default `commandTimeout`) gets an `unknown` risk.
+   * before also go to `onWarning`. Rejects only for a bad `timeout`: a server that refuses INFO gets an
+   * `unknown` risk; one that does not answer within `timeout` ms (default `commandTimeout`), or is
+   * disconnected, gets an `error` or `unreachable` and no facts.
    */
   checkServers(options?: { timeout?: number }): Promise<ServerReport[]> {
     let timeout: unknown;

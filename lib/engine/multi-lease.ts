@@ -50,7 +50,7 @@ export class MultiLease implements OwnedLease {
 
   /** Extends every key; rejects with the first failure (that key's lease is then lost). */
   extend(ttl?: number): Promise<void> {
-    return everyPart(this.parts.map((part) => part.extend(ttl)));
+    return eachPart(this.parts, (part) => part.extend(ttl));
   }
 
   /**
@@ -58,7 +58,7 @@ export class MultiLease implements OwnedLease {
    * attempted, then the first failure (a key no longer held) is thrown.
    */
   release(): Promise<void> {
-    return everyPart([...this.owned].reverse().map((part) => part.release()));
+    return eachPart([...this.owned].reverse(), (part) => part.release());
   }
 
   [Symbol.asyncDispose](): Promise<void> {
@@ -66,8 +66,34 @@ export class MultiLease implements OwnedLease {
   }
 }
 
-/** Waits for every part's call to settle (none is left running), then rejects with the first failure. */
-async function everyPart(calls: Array<Promise<void>>): Promise<void> {
-  const failed = (await Promise.allSettled(calls)).find((result) => result.status === 'rejected');
-  if (failed) throw (failed as PromiseRejectedResult).reason;
+/**
+ * Most calls of one lease in flight at once. A thousand keys' releases sent together would queue behind
+ * each other on each connection (on every node of a quorum), and each call's timeout would count that
+ * queueing: on a loaded machine the last ones then fail although Redis is fine.
+ */
+const IN_FLIGHT = 64;
+
+/**
+ * Calls `call` for every part, at most IN_FLIGHT at a time, in the parts' order; waits for every call to
+ * settle (none is left running), then rejects with the failure of the first part that failed.
+ */
+async function eachPart(
+  parts: readonly HeldLease[],
+  call: (part: HeldLease) => Promise<void>,
+): Promise<void> {
+  const failures: Array<{ reason: unknown } | undefined> = [];
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < parts.length) {
+      const index = next++;
+      try {
+        await call(parts[index]);
+      } catch (reason) {
+        failures[index] = { reason };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, parts.length) }, worker));
+  const failed = failures.find((failure) => failure !== undefined);
+  if (failed) throw failed.reason;
 }

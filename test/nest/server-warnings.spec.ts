@@ -211,6 +211,29 @@ describe('warnings about the lock server', () => {
     }
   });
 
+  it('INFO refused by an ACL: one `unknown` warning that says how to allow it; locks still work', async () => {
+    const redis = await server();
+    await redis.admin((admin) =>
+      admin.call('ACL', 'SETUSER', 'locker', 'on', 'nopass', '~*', '&*', '+@all', '-info'),
+    );
+    const seen: ServerRisk[] = [];
+    const client = redis.client({ username: 'locker', password: 'x', enableReadyCheck: false });
+    const locks = new LockService(client, { onWarning: (w) => seen.push(w) });
+    try {
+      const [report] = await locks.checkServers();
+      await locks.checkServers();
+      expect(report.facts).toBeUndefined();
+      expect(report.risks.map((r) => r.code)).toEqual(['unknown']);
+      expect(report.risks[0].message).toMatch(
+        /INFO was refused \(NOPERM.*Allow INFO for the lock connection \(ACL \+info\)/,
+      );
+      expect(seen.map((w) => w.code)).toEqual(['unknown']);
+      await (await locks.acquire('acl')).release();
+    } finally {
+      await locks.close();
+    }
+  });
+
   it('without onWarning, a LockService sends no INFO of its own', async () => {
     const redis = await server();
     const client = redis.client();
