@@ -7,10 +7,11 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { now, validFor } from './engine/clock';
 import { HeldLease, type LeaseHost, type LeaseTerms, type OwnedLease } from './engine/held-lease';
+import { type KeyTaker, takeInOrder } from './engine/key-sequence';
 import { MultiLease } from './engine/multi-lease';
 import { ReentrantLease } from './engine/reentrant-lease';
 import { ServerWatch } from './engine/server-watch';
-import { queueLifetime, Waiter, type WaiterHost } from './engine/waiter';
+import { Waiter, type WaiterHost } from './engine/waiter';
 import { LockAbortedError } from './errors/lock-aborted.error';
 import { LockOptionsError } from './errors/lock-options.error';
 import { LockOrderError } from './errors/lock-order.error';
@@ -73,6 +74,7 @@ export class LockService {
 
   private readonly leaseHost: LeaseHost;
   private readonly waiterHost: WaiterHost<HeldLease>;
+  private readonly keyTaker: KeyTaker;
 
   /** The ioredis client, when the locks live in one Redis (single server or Cluster). */
   private readonly redis: RedisClient | undefined;
@@ -127,6 +129,12 @@ export class LockService {
       store,
       forget: (lease) => leases.delete(lease),
       validateTtl: (ttl) => resolveAcquireOptions(this.options, { ttl }, false).ttl,
+    };
+    this.keyTaker = {
+      store,
+      isClosed: () => this.closed,
+      take: (ticket, options, busyIsTimeout, claim, onQueued) =>
+        this.take(ticket, options, busyIsTimeout, claim, onQueued),
     };
     this.waiterHost = {
       store,
@@ -390,13 +398,8 @@ export class LockService {
   }
 
   /**
-   * Several keys, all or none: the ones the call chain does not hold yet are taken one at a time in
-   * canonical order, under one token, each waiting its turn in that key's FIFO line within what is left
-   * of `waitTimeout`. Every caller takes shared keys in the same order, so no two wait for each other.
-   * A waiting call first reserves its place on the later keys (where the store can): it is served there
-   * from that place once it holds the keys before, instead of queueing at the back while it holds them.
-   * On a timeout, abort or error, the keys taken so far are released (handed to their next waiters) and
-   * the reservations left are cancelled.
+   * Several keys, all or none: the keys the call chain already holds are reused, the others taken in
+   * canonical order under one token (takeInOrder), and the whole is one lease.
    */
   private async obtainAll(
     keys: readonly string[],
@@ -419,55 +422,9 @@ export class LockService {
           );
     if (fresh.length === 0) return new ReentrantLease(together([]));
     if (scope) checkOrder(fresh, scope);
-    const started = now();
-    const tickets = this.tickets(fresh, options);
-    // Reservations on the later keys, made once the call queues on some key (an uncontended call makes none).
-    const reservations = new Map<LockTicket, Promise<unknown>>();
-    const { waitTimeout } = options;
-    /** What is left of the call's waitTimeout, counted over all its keys. */
-    const left = (): number =>
-      waitTimeout === Infinity ? Infinity : Math.max(0, waitTimeout - (now() - started));
-    const reserveAfter = (index: number) => () => {
-      const later = tickets.slice(index + 1).filter((ticket) => !reservations.has(ticket));
-      const made = this.reserve(later, left(), options.signal);
-      if (made) for (const ticket of later) reservations.set(ticket, made);
-    };
-    const owned: HeldLease[] = [];
-    try {
-      for (const [index, ticket] of tickets.entries()) {
-        // A reserved key is claimed from its reservation, so the reservation's reply must be in first.
-        const reserved = reservations.get(ticket);
-        if (reserved) await reserved;
-        const lease = await this.take(
-          ticket,
-          { ...options, waitTimeout: left() },
-          busyIsTimeout,
-          reserved !== undefined,
-          index < tickets.length - 1 ? reserveAfter(index) : undefined,
-        );
-        if (lease === null) {
-          await releaseAll(owned);
-          return null;
-        }
-        owned.push(lease);
-        byKey.set(ticket.key, lease);
-      }
-    } catch (error) {
-      // The key that failed left its place (unless it failed before queueing: cancelled again, harmless);
-      // the reservations after it were never claimed.
-      // A reservation still in flight is waited for, so its cancel cannot overtake it.
-      const unclaimed = tickets.slice(owned.length).filter((ticket) => reservations.has(ticket));
-      const cancels = unclaimed.map((ticket) =>
-        reservations.get(ticket)?.then(() => this.store.cancel(ticket)),
-      );
-      await Promise.allSettled([releaseAll(owned), ...cancels]);
-      // Not granted within the call's waitTimeout, counted over all its keys: the error names the key
-      // that was still busy.
-      if (error instanceof LockTimeoutError && error.key !== undefined) {
-        throw new LockTimeoutError(error.key, options.waitTimeout);
-      }
-      throw error;
-    }
+    const owned = await takeInOrder(this.keyTaker, this.tickets(fresh, options), options, busyIsTimeout);
+    if (owned === null) return null;
+    for (const lease of owned) byKey.set(lease.key, lease);
     return together(owned);
   }
 
@@ -476,28 +433,6 @@ export class LockService {
     const first = this.ticket(keys[0], options);
     const later = keys.slice(1).map((key, i) => this.ticket(key, options, { of: first.token, index: i + 1 }));
     return [first, ...later];
-  }
-
-  /**
-   * Reserves the later keys' places for a call that waits `left` ms more at most, if the store keeps
-   * reservations (subscribing to wake-ups first, so no hand-off takes a reservation for a dead caller's).
-   * Settles once every reply is in; a failed reservation only means that key is queued at the back when
-   * the call asks for it.
-   */
-  private reserve(
-    later: readonly LockTicket[],
-    left: number,
-    signal: AbortSignal | undefined,
-  ): Promise<unknown> | undefined {
-    const { store } = this;
-    if (later.length === 0 || !store.reserve || this.closed || signal?.aborted || !(left > 0))
-      return undefined;
-    // A reservation lasts as a place in the queue would.
-    const queueTtl = queueLifetime(left, later[0].claimWindow);
-    const subscribed = store.wakeReady ? Promise.resolve() : store.subscribeWakes();
-    return subscribed
-      .then(() => Promise.allSettled(later.map((ticket) => store.reserve?.(ticket, queueTtl))))
-      .catch(() => undefined);
   }
 
   /**
@@ -632,9 +567,4 @@ function checkOrder(fresh: readonly string[], scope: LeaseScope): void {
   const highest = held.reduce((a, b) => (a > b ? a : b));
   const lowest = fresh.reduce((a, b) => (a < b ? a : b));
   if (lowest < highest) throw new LockOrderError(lowest, held.sort());
-}
-
-/** Releases leases taken for a multi-key call that is giving up; never rejects. */
-async function releaseAll(leases: readonly HeldLease[]): Promise<void> {
-  await Promise.allSettled(leases.map((lease) => lease.release()));
 }
