@@ -10,7 +10,6 @@ import { HeldLease, type LeaseHost, type LeaseTerms, type OwnedLease } from './e
 import { type KeyTaker, takeInOrder } from './engine/key-sequence';
 import { MultiLease } from './engine/multi-lease';
 import { ReentrantLease } from './engine/reentrant-lease';
-import { ServerWatch } from './engine/server-watch';
 import { Waiter, type WaiterHost } from './engine/waiter';
 import { LockAbortedError } from './errors/lock-aborted.error';
 import { LockOptionsError } from './errors/lock-options.error';
@@ -46,6 +45,7 @@ import {
 import { MemoryLockBackend } from './store/memory-store';
 import { checkQuorum, QuorumLockStore } from './store/quorum-store';
 import { isIoredisClient, type RedisClient, RedisLockStore } from './store/redis-store';
+import { ServerWatch } from './store/server-watch';
 
 export { isIoredisClient } from './store/redis-store';
 
