@@ -209,9 +209,12 @@ function optionalBoolean(name: string, value: unknown): boolean | undefined {
   throw new LockOptionsError(`${name} must be true or false, got ${describe(value)}.`);
 }
 
-function optionalFunction<T>(name: string, value: unknown, example: string): T | undefined {
-  if (value === undefined || typeof value === 'function') return value as T | undefined;
-  throw new LockOptionsError(`${name} must be a function such as ${example}, got ${describe(value)}.`);
+/** The `onWarning` option: undefined or a function (the Nest module checks it before wrapping it). */
+export function checkOnWarning(value: unknown): ((warning: ServerRisk) => void) | undefined {
+  if (value === undefined || typeof value === 'function') return value as (warning: ServerRisk) => void;
+  throw new LockOptionsError(
+    `onWarning must be a function such as (warning) => logger.warn(warning.message), got ${describe(value)}.`,
+  );
 }
 
 function plainObject(name: string, value: unknown): Record<string, unknown> {
@@ -256,10 +259,6 @@ export const SERVICE_OPTION_NAMES: readonly string[] = [
 ];
 const DEFAULT_NAMES: readonly string[] = ['ttl', 'waitTimeout', 'renew', 'minHold'];
 
-/**
- * Refuses option names outside `known`, with a hint for a per-call default (ttl, waitTimeout, renew, minHold) put
- * at the top level instead of in `defaults`. Throws LockOptionsError.
- */
 /** The `gracePeriod` of `close()`: a non-negative integer of ms that a Node timer can hold. */
 export function resolveGracePeriod(options: unknown): number {
   if (options === undefined || options === null) return 0;
@@ -275,6 +274,20 @@ export function resolveGracePeriod(options: unknown): number {
   return grace;
 }
 
+/** The `timeout` of `checkServers()`: undefined (the service's commandTimeout) or whole ms from 1. */
+export function resolveCheckTimeout(options: unknown): number | undefined {
+  if (options === undefined || options === null) return undefined;
+  if (typeof options !== 'object') {
+    throw new LockOptionsError(`checkServers() options must be an object, got ${describe(options)}.`);
+  }
+  const timeout = read(options as Record<string, unknown>, 'timeout', 'timeout');
+  return timeout === undefined ? undefined : milliseconds('checkServers() timeout', timeout, 1);
+}
+
+/**
+ * Refuses option names outside `known`, with a hint for a per-call default (ttl, waitTimeout, renew, minHold) put
+ * at the top level instead of in `defaults`. Throws LockOptionsError.
+ */
 export function checkOptionNames(o: object, known: readonly string[], what: string): void {
   for (const name of DEFAULT_NAMES) {
     if (Object.hasOwn(o, name) && !known.includes(name)) {
@@ -323,7 +336,7 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
     fenceRetention: milliseconds('fenceRetention', given('fenceRetention') ?? DEFAULT_FENCE_RETENTION, 1),
     commandTimeout: milliseconds('commandTimeout', given('commandTimeout') ?? DEFAULT_COMMAND_TIMEOUT, 1),
     nodeTimeout: nodeTimeoutBelow(ttl, given('nodeTimeout')),
-    onWarning: optionalFunction('onWarning', given('onWarning'), '(warning) => logger.warn(warning.message)'),
+    onWarning: checkOnWarning(given('onWarning')),
   };
 }
 

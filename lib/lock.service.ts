@@ -21,12 +21,11 @@ import type { Lease, LockInfo } from './lease';
 import {
   type AcquireOptions,
   claimWindowFor,
-  describeValue,
   type LockServiceOptions,
-  MAX_MS,
   type ResolvedAcquireOptions,
   type ResolvedServiceOptions,
   resolveAcquireOptions,
+  resolveCheckTimeout,
   resolveGracePeriod,
   resolveServiceOptions,
   validateKey,
@@ -186,23 +185,13 @@ export class LockService {
    * disconnected, gets an `error` or `unreachable` and no facts.
    */
   checkServers(options?: { timeout?: number }): Promise<ServerReport[]> {
-    let timeout: unknown;
+    let timeout: number | undefined;
     try {
-      timeout = options?.timeout;
-    } catch {
-      timeout = options;
+      timeout = resolveCheckTimeout(options);
+    } catch (error) {
+      return Promise.reject(error);
     }
-    if (
-      timeout !== undefined &&
-      (!Number.isInteger(timeout) || (timeout as number) < 1 || (timeout as number) > MAX_MS)
-    ) {
-      return Promise.reject(
-        new LockOptionsError(
-          `checkServers() timeout must be a positive integer of ms up to ${MAX_MS}, got ${describeValue(timeout)}.`,
-        ),
-      );
-    }
-    return this.watch.check(timeout as number | undefined);
+    return this.watch.check(timeout);
   }
 
   /**

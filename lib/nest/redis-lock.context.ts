@@ -8,7 +8,13 @@ import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/c
 import { Redis } from 'ioredis';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { isIoredisClient, LockService } from '../lock.service';
-import { checkOptionNames, describeValue, SERVICE_OPTION_NAMES, snapshotOptions } from '../lock-options';
+import {
+  checkOnWarning,
+  checkOptionNames,
+  describeValue,
+  SERVICE_OPTION_NAMES,
+  snapshotOptions,
+} from '../lock-options';
 import type { RedisClient } from '../protocol/lock-scripts';
 import { isLockBackend, type LockBackend } from '../store/lock-store';
 import { MemoryLockBackend } from '../store/memory-store';
@@ -81,11 +87,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
       MAX_RETRY_AFTER,
       'seconds',
     );
-    if (onWarning !== undefined && typeof onWarning !== 'function') {
-      throw new LockOptionsError(
-        `onWarning must be a function such as (warning) => alert(warning.message), got ${describeValue(onWarning)}.`,
-      );
-    }
+    const appHandler = checkOnWarning(onWarning);
     // Risks of the lock's Redis (eviction, no persistence, replicas) go to the application's log, once
     // per server and kind, and to the application's own handler too if it gave one.
     const logger = loggerFor(name);
@@ -93,7 +95,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
       ...serviceOptions,
       onWarning: (warning) => {
         logger.warn(warning.message);
-        onWarning?.(warning);
+        appHandler?.(warning);
       },
     });
   }

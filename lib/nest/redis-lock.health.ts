@@ -8,6 +8,7 @@ import { LockService } from '../lock.service';
 import { describeValue } from '../lock-options';
 import type { RedisClient } from '../protocol/lock-scripts';
 import { nodeName } from '../protocol/quorum-node';
+import { replyWithin } from '../protocol/redis-errors';
 import type { ServerFacts, ServerReport } from '../protocol/server-info';
 
 /** The status of one check, as terminus reports it. */
@@ -125,19 +126,11 @@ async function ping(client: RedisClient, timeout: number): Promise<RedisLockHeal
   // A client that is not connected would park the PING in its offline queue: report at once.
   if (client.status !== 'ready') return down(`Redis connection is ${client.status}`);
   const started = performance.now();
-  let timer: NodeJS.Timeout | undefined;
   try {
-    const reply = await Promise.race([
-      client.ping(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no reply to PING within ${timeout} ms`)), timeout);
-      }),
-    ]);
+    const reply = await replyWithin(client.ping(), timeout, 'PING');
     if (reply !== 'PONG') return down(`unexpected reply to PING: ${describeValue(reply)}`);
     return { status: 'up', responseTime: Math.round((performance.now() - started) * 100) / 100 };
   } catch (error) {
     return down(error instanceof Error ? error.message : describeValue(error));
-  } finally {
-    clearTimeout(timer);
   }
 }

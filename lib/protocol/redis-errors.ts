@@ -18,9 +18,30 @@ export function translateRedisError(
   rejected: (message: string) => string,
 ): LockError {
   if (error instanceof LockError) return error;
-  const name = error instanceof Error ? error.name : '';
   const message = error instanceof Error ? error.message : String(error);
-  if (name === 'ReplyError')
-    return new LockError('LOCK_REDIS_ERROR', rejected(message), { key, cause: error });
+  if (isReplyError(error)) return new LockError('LOCK_REDIS_ERROR', rejected(message), { key, cause: error });
   return new RedisUnavailableError(message, key, error);
+}
+
+/** An error reply from Redis itself (ioredis' ReplyError), as opposed to a timeout or a lost connection. */
+export function isReplyError(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ReplyError';
+}
+
+/**
+ * `reply`, or a rejection with "no reply to <command> within <ms> ms" once `ms` have passed: for the
+ * one-off commands (PING, INFO) that do not go through a ScriptRunner's deadlines.
+ */
+export async function replyWithin<T>(reply: Promise<T>, ms: number, command: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      reply,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no reply to ${command} within ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -6,6 +6,7 @@
  */
 import { isCluster, type RedisClient } from './lock-scripts';
 import { nodeName } from './quorum-node';
+import { isReplyError, OFFLINE, replyWithin } from './redis-errors';
 
 /** The facts INFO gives about one server, as far as locks care. */
 export interface ServerFacts {
@@ -60,12 +61,6 @@ export interface ServerReport {
   error?: string;
 }
 
-/**
- * Connection states in which a command would only wait in ioredis' offline queue. Not `wait`: a Cluster
- * connects to its nodes lazily, on their first command.
- */
-const DOWN = new Set(['close', 'reconnecting', 'end']);
-
 /** Longest wait for one INFO reply, ms, unless the caller bounds it. */
 const DEFAULT_INFO_TIMEOUT = 5_000;
 
@@ -75,7 +70,7 @@ const DEFAULT_INFO_TIMEOUT = 5_000;
  */
 export async function lockServers(client: RedisClient, timeout: number): Promise<RedisClient[]> {
   if (!isCluster(client)) return [client];
-  if (client.status !== 'ready' && !DOWN.has(client.status)) {
+  if (client.status !== 'ready' && !OFFLINE.has(client.status)) {
     let timer: NodeJS.Timeout | undefined;
     let onReady = (): void => {};
     await new Promise<void>((resolve) => {
@@ -96,34 +91,23 @@ export async function checkServer(
   { timeout = DEFAULT_INFO_TIMEOUT, quorum = false }: { timeout?: number; quorum?: boolean } = {},
 ): Promise<ServerReport> {
   const server = nodeName(client);
-  if (DOWN.has(client.status)) return { server, risks: [], unreachable: true };
-  let timer: NodeJS.Timeout | undefined;
+  // A down connection would only park INFO in the offline queue. `wait` is not down: a Cluster opens its
+  // node connections lazily, on their first command.
+  if (OFFLINE.has(client.status)) return { server, risks: [], unreachable: true };
   try {
-    const text = await Promise.race([
-      (client as { info(): Promise<string> }).info(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no reply to INFO within ${timeout} ms`)), timeout);
-      }),
-    ]);
+    const text = await replyWithin((client as { info(): Promise<string> }).info(), timeout, 'INFO');
     const facts = parseInfo(server, String(text));
     return { server, facts, risks: risksOf(facts, quorum) };
   } catch (error) {
     const why = (error instanceof Error ? error.message : String(error)).slice(0, 200);
     // Only a refusal (an error reply: ACL, a renamed command) is a risk worth a warning; a timeout or a
     // dropped connection says nothing about the settings, and the next check asks again.
-    if (!isErrorReply(error)) return { server, risks: [], error: why };
+    if (!isReplyError(error)) return { server, risks: [], error: why };
     const message =
       `Redis ${server}: INFO was refused (${why}), so whether it can evict or lose locks is unknown. ` +
       'Allow INFO for the lock connection (ACL +info) to have it checked.';
     return { server, risks: [{ code: 'unknown', server, message }], error: why };
-  } finally {
-    clearTimeout(timer);
   }
-}
-
-/** An error reply from Redis (ioredis' ReplyError), as opposed to a timeout or a connection error. */
-function isErrorReply(error: unknown): boolean {
-  return error instanceof Error && error.name === 'ReplyError';
 }
 
 /** The fields of an INFO reply (`name:value` lines; `#` sections and blank lines skipped). */
