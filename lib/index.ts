@@ -17,6 +17,7 @@ export {
   type LockServiceOptions,
   MAX_KEY_LENGTH,
   MAX_KEYS,
+  type ReplicaOptions,
 } from './lock-options';
 export * from './nest';
 export type { ServerFacts, ServerReport, ServerRisk, ServerRiskCode } from './protocol/server-info';

@@ -69,6 +69,42 @@ export interface LockServiceOptions {
    * throws is ignored).
    */
   onWarning?: (warning: ServerRisk) => void;
+  /**
+   * With a master and replicas (Sentinel, a managed primary with a standby): replicas that must
+   * acknowledge each grant, confirmed hand-off and renewal before it counts (WAIT, on the same
+   * connection and round trip). Replication is asynchronous otherwise, and a failover can promote a
+   * replica that never saw a grant, letting a second holder in. One Redis server or a Sentinel-managed
+   * master only (not a Cluster, a quorum or memory). Off by default.
+   */
+  replicas?: ReplicaOptions;
+}
+
+/** The `replicas` option: acknowledgement of grants and renewals by replicas (docs/guarantees.md). */
+export interface ReplicaOptions {
+  /** Replicas that must acknowledge (WAIT numreplicas), an integer from 1. */
+  count: number;
+  /** How long to wait for them, in ms (an integer from 1, at most a third of defaults.ttl). */
+  timeout: number;
+  /**
+   * A grant not acknowledged in time is released; then `fail` (default) rejects the call with
+   * LockNotReplicatedError, and `wait` keeps the caller in line (at the back) until its waitTimeout, when
+   * it rejects with that error. `tryAcquire` and waitTimeout 0 always fail. A renewal not acknowledged
+   * aborts the lease's signal either way (LockLostError, reason `not-replicated`).
+   */
+  onTimeout?: 'fail' | 'wait';
+  /**
+   * Wait for the writes to be fsynced to the append-only file as well (WAITAOF, Redis 7.2 or later), on
+   * the master and on `count` replicas, rather than only received by the replicas. Default false.
+   */
+  aof?: boolean;
+}
+
+/** `replicas`, validated. */
+export interface ResolvedReplicas {
+  count: number;
+  timeout: number;
+  onTimeout: 'fail' | 'wait';
+  aof: boolean;
 }
 
 export const DEFAULT_TTL = 30_000;
@@ -106,6 +142,7 @@ export interface ResolvedServiceOptions {
   commandTimeout: number;
   nodeTimeout: number;
   onWarning: ((warning: ServerRisk) => void) | undefined;
+  replicas: ResolvedReplicas | undefined;
 }
 
 export interface ResolvedAcquireOptions {
@@ -256,6 +293,7 @@ export const SERVICE_OPTION_NAMES: readonly string[] = [
   'commandTimeout',
   'nodeTimeout',
   'onWarning',
+  'replicas',
 ];
 const DEFAULT_NAMES: readonly string[] = ['ttl', 'waitTimeout', 'renew', 'minHold'];
 
@@ -337,7 +375,40 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
     commandTimeout: milliseconds('commandTimeout', given('commandTimeout') ?? DEFAULT_COMMAND_TIMEOUT, 1),
     nodeTimeout: nodeTimeoutBelow(ttl, given('nodeTimeout')),
     onWarning: checkOnWarning(given('onWarning')),
+    replicas: resolveReplicas(given('replicas'), ttl),
   };
+}
+
+const REPLICA_NAMES: readonly string[] = ['count', 'timeout', 'onTimeout', 'aof'];
+/** More replicas than this is a typo: WAIT would time out on every grant. */
+const MAX_REPLICAS = 100;
+
+function resolveReplicas(value: unknown, ttl: number): ResolvedReplicas | undefined {
+  if (value === undefined) return undefined;
+  const o = plainObject('replicas', value);
+  checkKnownKeys(o, REPLICA_NAMES, 'replicas');
+  const count = read(o, 'count', 'replicas.count');
+  if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > MAX_REPLICAS) {
+    throw new LockOptionsError(
+      `replicas.count must be an integer from 1 to ${MAX_REPLICAS} (how many replicas must acknowledge each ` +
+        `grant), got ${describe(count)}.`,
+    );
+  }
+  const timeout = milliseconds('replicas.timeout', read(o, 'timeout', 'replicas.timeout'), 1);
+  if (timeout * 3 > ttl) {
+    throw new LockOptionsError(
+      `replicas.timeout (${timeout} ms) must be at most a third of defaults.ttl (${ttl} ms): the wait for ` +
+        'replicas comes out of the lease. Lower replicas.timeout or raise defaults.ttl.',
+    );
+  }
+  const onTimeout = read(o, 'onTimeout', 'replicas.onTimeout') ?? 'fail';
+  if (onTimeout !== 'fail' && onTimeout !== 'wait') {
+    throw new LockOptionsError(
+      `replicas.onTimeout must be "fail" (reject the call) or "wait" (go back in line), got ${describe(onTimeout)}.`,
+    );
+  }
+  const aof = optionalBoolean('replicas.aof', read(o, 'aof', 'replicas.aof')) ?? false;
+  return { count, timeout, onTimeout, aof };
 }
 
 /** The per-node timeout of a quorum: whole ms, below the default ttl (a grant must outlast one round). */

@@ -12,6 +12,7 @@ import { MultiLease } from './engine/multi-lease';
 import { ReentrantLease } from './engine/reentrant-lease';
 import { Waiter, type WaiterHost } from './engine/waiter';
 import { LockAbortedError } from './errors/lock-aborted.error';
+import { LockNotReplicatedError } from './errors/lock-not-replicated.error';
 import { LockOptionsError } from './errors/lock-options.error';
 import { LockOrderError } from './errors/lock-order.error';
 import { LockServiceClosedError } from './errors/lock-service-closed.error';
@@ -33,6 +34,7 @@ import {
 } from './lock-options';
 import type { ServerReport } from './protocol/server-info';
 import {
+  type AcquireReply,
   isLockBackend,
   type LockBackend,
   type LockStore,
@@ -109,19 +111,29 @@ export class LockService {
         for (const waiter of [...this.waiters.values()]) waiter.onConnectionEnded();
       },
     };
-    const { prefix, fenceRetention, commandTimeout, nodeTimeout } = this.options;
+    const { prefix, fenceRetention, commandTimeout, nodeTimeout, replicas } = this.options;
+    if (replicas && !redis) {
+      throw new LockOptionsError(
+        `replicas applies to one Redis server or a Sentinel-managed master, not to ${quorum ? 'a quorum of independent masters (each node is its own master: run them without replicas)' : 'a lock backend'}. Leave it unset.`,
+      );
+    }
     this.redis = redis ? (client as RedisClient) : undefined;
     this.quorum = quorum;
     this.store = quorum
       ? new QuorumLockStore(quorum, { prefix, fenceRetention, nodeTimeout }, handlers)
       : redis
-        ? new RedisLockStore(client as RedisClient, { prefix, fenceRetention, commandTimeout }, handlers)
+        ? new RedisLockStore(
+            client as RedisClient,
+            { prefix, fenceRetention, commandTimeout, replicas },
+            handlers,
+          )
         : (client as LockBackend).openStore(handlers);
     this.watch = new ServerWatch(
       quorum ?? (this.redis ? [this.redis] : []),
       quorum !== undefined,
       commandTimeout,
       this.options.onWarning,
+      replicas?.count,
     );
     const { store, leases, waiters } = this;
     this.leaseHost = {
@@ -138,6 +150,9 @@ export class LockService {
     this.waiterHost = {
       store,
       claimWindow: this.options.claimWindow,
+      // With replicas, a pushed grant is confirmed, and acknowledged, before the waiter starts on it.
+      startsOnPush: !replicas,
+      waitsOnUnreplicated: replicas?.onTimeout === 'wait',
       register: (waiter) => waiters.set(waiter.token, waiter),
       unregister: (waiter) => waiters.delete(waiter.token),
       orphan: (ticket, lifetime) => this.adopt(ticket, lifetime),
@@ -460,7 +475,16 @@ export class LockService {
     onQueued?: () => void,
   ): Promise<HeldLease | null> {
     const { key } = ticket;
-    const reply = await this.store.acquire(ticket, 'try', 0);
+    let reply: AcquireReply;
+    try {
+      reply = await this.store.acquire(ticket, 'try', 0);
+    } catch (error) {
+      // A grant the replicas did not acknowledge was given back; with onTimeout 'wait', get in line.
+      if (!(error instanceof LockNotReplicatedError && this.waiterHost.waitsOnUnreplicated)) throw error;
+      if (options.waitTimeout === 0) throw error;
+      await this.subscribe(key);
+      return this.wait(ticket, started, options, 'join', onQueued);
+    }
     if (reply.granted) {
       return this.lease(ticket, reply.fence, started + validFor(this.store, options.ttl), options, true);
     }

@@ -5,6 +5,7 @@
  */
 import { type LockLossReason, LockLostError } from '../errors/lock-lost.error';
 import { LockNotHeldError } from '../errors/lock-not-held.error';
+import { LockNotReplicatedError } from '../errors/lock-not-replicated.error';
 import './dispose-symbol';
 import type { Lease } from '../lease';
 import type { ExtendOutcome, LockStore, LockTicket } from '../store/lock-store';
@@ -121,7 +122,13 @@ export class HeldLease implements OwnedLease {
     const next = ttl === undefined ? this.ttl : this.host.validateTtl(ttl);
     if (this.state !== 'held') throw new LockNotHeldError(this.key, 'extend');
     const sent = now();
-    const outcome = await this.host.store.extend(this.ticket, next);
+    let outcome: ExtendOutcome;
+    try {
+      outcome = await this.host.store.extend(this.ticket, next);
+    } catch (error) {
+      if (error instanceof LockNotReplicatedError) this.loseUnreplicated(error);
+      throw error;
+    }
     if (outcome !== 'extended') {
       this.loseTo(outcome);
       throw new LockNotHeldError(this.key, 'extend');
@@ -168,6 +175,18 @@ export class HeldLease implements OwnedLease {
     } else {
       this.lose('taken-over', `Redis records another owner at renewal${grant}`);
     }
+  }
+
+  /**
+   * A renewal (or confirmation) the replicas did not acknowledge: the lease may not survive a failover,
+   * so it is not trusted. Redis still holds it until it is released or its ttl runs out.
+   */
+  private loseUnreplicated(error: LockNotReplicatedError): void {
+    this.lose(
+      'not-replicated',
+      `${error.acknowledged} of the ${error.required} replicas asked for acknowledged its renewal within ${error.timeout} ms`,
+      error,
+    );
   }
 
   private stop(state: State): void {
@@ -238,9 +257,13 @@ export class HeldLease implements OwnedLease {
         this.confirmed = true;
         this.prolong(sent + validFor(this.host.store, this.ttl));
       },
-      () => {
-        // Redis unreachable or slow: try again soon; the expiry timer decides when hope runs out.
+      (error: unknown) => {
         if (this.state !== 'held') return;
+        if (error instanceof LockNotReplicatedError) {
+          this.loseUnreplicated(error);
+          return;
+        }
+        // Redis unreachable or slow: try again soon; the expiry timer decides when hope runs out.
         this.scheduleRenewal(Math.min(this.ttl / 10, Math.max(0, this.validUntil - now()) / 2));
       },
     );

@@ -12,6 +12,7 @@
 
 import { LockError } from '../errors/lock.error';
 import { LockAbortedError } from '../errors/lock-aborted.error';
+import { LockNotReplicatedError } from '../errors/lock-not-replicated.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
@@ -24,6 +25,13 @@ export interface WaiterHost<T> {
   readonly store: LockStore;
   /** The service's claim window: the longest any grant to another waiter stays unconfirmed. */
   readonly claimWindow: number;
+  /**
+   * Whether a pushed grant may be used before the store confirms it. Not with replicas: the grant must
+   * be acknowledged by them first, and that takes the waiter's own confirming call.
+   */
+  readonly startsOnPush: boolean;
+  /** A grant the replicas did not acknowledge (it was given back) sends the waiter back in line. */
+  readonly waitsOnUnreplicated: boolean;
   register(waiter: Waiter<T>): void;
   unregister(waiter: Waiter<T>): void;
   /** Remembers a waiter whose cancel failed, so a late grant to it can be passed on. */
@@ -124,7 +132,7 @@ export class Waiter<T> {
     // The grant is reserved for this waiter's own claim window (its ticket says how long).
     const window = this.ticket.claimWindow;
     const validUntil = serverMs + window - this.offsetBound - elapsed / 1000 - 1;
-    if (now() < validUntil - safetyMargin(window)) {
+    if (this.host.startsOnPush && now() < validUntil - safetyMargin(window)) {
       this.win({ fence, validUntil, confirmed: false });
     } else {
       // Too late (or no round trip to bound the clocks yet): let Redis confirm it first.
@@ -177,6 +185,14 @@ export class Waiter<T> {
       (error: unknown) => {
         this.checking = false;
         if (this.settled) return;
+        if (error instanceof LockNotReplicatedError) {
+          // The grant was given back. Back in line (at the end), or give up, as the option says; a
+          // retry costs at least the replicas' timeout already spent, so this never spins.
+          if (!this.host.waitsOnUnreplicated) return this.fail(error);
+          this.lastError = error;
+          this.recheck = false;
+          return this.scheduleCheck(1);
+        }
         // The first call fails fast: the caller learns at once that Redis is unreachable.
         if (first) return this.fail(error);
         this.lastError = error;
@@ -187,7 +203,8 @@ export class Waiter<T> {
 
   private checked(reply: AcquireReply, sent: number): void {
     this.checking = false;
-    this.lastError = undefined;
+    // A refused grant stays the reason given at the deadline: the caller should learn of the replicas.
+    if (!(this.lastError instanceof LockNotReplicatedError)) this.lastError = undefined;
     this.offsetBound = Math.min(this.offsetBound, reply.serverMs - sent);
     // If we gave up meanwhile, our cancel was sent after this check and passes any grant on.
     if (this.settled) return;

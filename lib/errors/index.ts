@@ -3,6 +3,7 @@ export * from './lock-aborted.error';
 export * from './lock-key.error';
 export * from './lock-lost.error';
 export * from './lock-not-held.error';
+export * from './lock-not-replicated.error';
 export * from './lock-options.error';
 export * from './lock-order.error';
 export * from './lock-quorum.error';

@@ -10,7 +10,9 @@ import { LockError } from './lock.error';
  * - `ttl-elapsed`: the lease was not renewed (`renew: false`) and its ttl ran out before release;
  * - `grant-unconfirmed`: a grant handed over by the previous holder could not be confirmed within its
  *   claim window;
- * - `service-closed`: the lock service closed while the work was still running.
+ * - `service-closed`: the lock service closed while the work was still running;
+ * - `not-replicated`: with the `replicas` option, fewer replicas than asked acknowledged a renewal in
+ *   time, so a failover could lose the lease (`cause` is the LockNotReplicatedError).
  */
 export type LockLossReason =
   | 'key-missing'
@@ -18,7 +20,8 @@ export type LockLossReason =
   | 'renewal-failed'
   | 'ttl-elapsed'
   | 'grant-unconfirmed'
-  | 'service-closed';
+  | 'service-closed'
+  | 'not-replicated';
 
 /**
  * A held lease stopped being valid before it was released: its key expired, was evicted or deleted,

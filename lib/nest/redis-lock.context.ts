@@ -141,7 +141,9 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
             `got ${describeValue(backend)}.`,
         );
       }
-      return new RedisLockContext(backend ?? new MemoryLockBackend(), [], options, name);
+      // Acknowledgement by replicas is about a Redis deployment, as the connection options are: ignored.
+      const { replicas: _replicas, ...inMemory } = options;
+      return new RedisLockContext(backend ?? new MemoryLockBackend(), [], inMemory, name);
     }
     const connections = ['client', 'url', 'redis', 'backend', 'urls', 'clients'] as const;
     const given = connections.filter((k) => options[k] !== undefined);

@@ -4,6 +4,7 @@
  * connection attempt). This class is the whole single-server Redis protocol seen from Node.
  */
 import type { Cluster, Redis } from 'ioredis';
+import { LockNotReplicatedError, type ReplicatedWrite } from '../errors/lock-not-replicated.error';
 import type { AcquireMode, AcquireReply, ExtendOutcome, LockSnapshot } from '../store/lock-store';
 import type { LockKeys } from './keys';
 import {
@@ -17,7 +18,7 @@ import {
   releaseLua,
   reserveLua,
 } from './lua/scripts.generated';
-import { ScriptRunner, type ScriptSource } from './script-runner';
+import { type Acknowledged, type ReplicaAck, ScriptRunner, type ScriptSource } from './script-runner';
 
 /** extend.lua's reply (1 held, -1 owner key gone, 0 another owner) as an outcome. */
 export function extendOutcome(reply: unknown): ExtendOutcome {
@@ -69,10 +70,23 @@ const SOURCES: Record<ScriptName, ScriptSource> = {
   inspect: { lua: inspectLua, keys: 3 },
 };
 
+function acquireReply(reply: number[]): AcquireReply {
+  if (reply[0] === 1) return { granted: true, fence: reply[1], serverMs: reply[2] / 1000 };
+  return { granted: false, ownerTtl: reply[1], serverMs: reply[2] / 1000, isHead: reply[3] === 1 };
+}
+
 export class LockScripts {
   private readonly runner: ScriptRunner<ScriptName>;
 
-  constructor(client: RedisClient, commandTimeout: number) {
+  /**
+   * @param ack replicas that must acknowledge every grant and renewal (the `replicas` option): each
+   *   acquire and extend is then followed by WAIT (or WAITAOF) in the same round trip.
+   */
+  constructor(
+    client: RedisClient,
+    commandTimeout: number,
+    private readonly ack?: ReplicaAck,
+  ) {
     this.runner = new ScriptRunner(client, commandTimeout, SOURCES);
   }
 
@@ -82,9 +96,24 @@ export class LockScripts {
 
   async acquire(ctx: ScriptContext, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
     const args = this.argv(ctx, mode, queueTtl, ctx.reserved ?? '');
-    const reply = (await this.run('acquire', ctx.keys.lock, args)) as number[];
-    if (reply[0] === 1) return { granted: true, fence: reply[1], serverMs: reply[2] / 1000 };
-    return { granted: false, ownerTtl: reply[1], serverMs: reply[2] / 1000, isHead: reply[3] === 1 };
+    if (!this.ack) return acquireReply((await this.run('acquire', ctx.keys.lock, args)) as number[]);
+    // A waiter's re-check is acknowledged too: it is how a hand-off is confirmed (the PEXPIRE it writes
+    // comes after the hand-off in the replication stream, so acknowledging it covers both).
+    let acked: Acknowledged;
+    try {
+      acked = await this.runner.runAcknowledged('acquire', ctx.keys.lock, args, this.ack);
+    } catch (error) {
+      // The script may have granted before the wait failed (WAITAOF refused, no reply in time): give it
+      // back, or it would stay held by a caller that was told it failed. Harmless if it was not granted.
+      await this.release(ctx).catch(() => {});
+      throw error;
+    }
+    const reply = acquireReply(acked.value as number[]);
+    if (!reply.granted || this.enough(acked)) return reply;
+    // Not acknowledged in time: a failover now could lose the grant, so it is not used. Given back,
+    // it goes to the next in line as any release would.
+    await this.release(ctx).catch(() => {});
+    throw this.refusal(ctx.keys.lock, 'grant', acked);
   }
 
   /** Keeps a place in line that the caller claims later; returns the reservation. */
@@ -112,7 +141,25 @@ export class LockScripts {
 
   /** Resets the lease to `ttl` if the caller holds the lock; else says whether the key is gone or taken. */
   async extend(keys: LockKeys, token: string, ttl: number): Promise<ExtendOutcome> {
-    return extendOutcome(await this.run('extend', keys.lock, [keys.owner, token, ttl]));
+    const args = [keys.owner, token, ttl];
+    if (!this.ack) return extendOutcome(await this.run('extend', keys.lock, args));
+    const acked = await this.runner.runAcknowledged('extend', keys.lock, args, this.ack);
+    const outcome = extendOutcome(acked.value);
+    if (outcome !== 'extended' || this.enough(acked)) return outcome;
+    throw this.refusal(keys.lock, 'renewal', acked);
+  }
+
+  private enough(acked: Acknowledged): boolean {
+    return acked.local && acked.replicas >= (this.ack?.count ?? 0);
+  }
+
+  private refusal(key: string, write: ReplicatedWrite, acked: Acknowledged): LockNotReplicatedError {
+    const { count, timeout } = this.ack as ReplicaAck;
+    const detail = acked.local
+      ? undefined
+      : `the master did not fsync ${write === 'grant' ? 'the grant' : 'the renewal'} of "${key}" to its ` +
+        `append-only file within ${timeout} ms (WAITAOF)${write === 'grant' ? ', so it was released' : ''}`;
+    return new LockNotReplicatedError(key, write, acked.replicas, count, timeout, detail);
   }
 
   async inspect(keys: LockKeys): Promise<LockSnapshot> {

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { CallDeadlines } from './call-deadlines';
 import type { RedisClient } from './lock-scripts';
-import { OFFLINE, translateRedisError } from './redis-errors';
+import { isReplyError, OFFLINE, translateRedisError } from './redis-errors';
 
 export interface ScriptSource {
   lua: string;
@@ -18,15 +18,38 @@ export interface ScriptSource {
 
 type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 
+/** Replicas that must acknowledge a script's writes before its reply counts (WAIT, or WAITAOF). */
+export interface ReplicaAck {
+  /** Replicas that must acknowledge. */
+  readonly count: number;
+  /** How long Redis waits for them, ms. */
+  readonly timeout: number;
+  /** WAITAOF: the master's own AOF fsync too, and the replicas' fsyncs rather than their receipt. */
+  readonly aof: boolean;
+}
+
+/** A script's reply, and how far its writes got before the wait ended. */
+export interface Acknowledged {
+  value: unknown;
+  /** Replicas that acknowledged. */
+  replicas: number;
+  /** With `aof`: whether the master fsynced its AOF; otherwise true. */
+  local: boolean;
+}
+
 /** States on the way to 'ready': a call waits for the outcome of this attempt, not for a reconnect loop. */
 const CONNECTING = new Set(['wait', 'connecting', 'connect']);
 
 export class ScriptRunner<N extends string> {
   private readonly commands: Record<N, string>;
+  /** Each script's source and full SHA1, for the acknowledged path, which sends EVALSHA itself. */
+  private readonly scripts: Record<N, ScriptSource & { sha: string }>;
   /** The connection attempt calls are waiting on, while the client is still connecting. */
   private connecting: Promise<void> | undefined;
   /** Times out calls that get no reply within commandTimeout. */
   private readonly deadlines: CallDeadlines;
+  /** Acknowledged calls wait for replicas as well: their deadline is longer by the WAIT's timeout. */
+  private ackDeadlines: CallDeadlines | undefined;
 
   constructor(
     private readonly client: RedisClient,
@@ -35,44 +58,100 @@ export class ScriptRunner<N extends string> {
   ) {
     // Names carry the script's hash, so two versions of this library can share one client.
     const commands = {} as Record<N, string>;
+    const scripts = {} as Record<N, ScriptSource & { sha: string }>;
     for (const name of Object.keys(sources) as N[]) {
       const { lua, keys } = sources[name];
-      const command = `redisLock_${name}_${createHash('sha1').update(lua).digest('hex').slice(0, 10)}`;
+      const sha = createHash('sha1').update(lua).digest('hex');
+      scripts[name] = { lua, keys, sha };
+      const command = `redisLock_${name}_${sha.slice(0, 10)}`;
       if (typeof (client as unknown as Record<string, unknown>)[command] !== 'function') {
         client.defineCommand(command, { numberOfKeys: keys, lua });
       }
       commands[name] = command;
     }
     this.commands = commands;
+    this.scripts = scripts;
     this.deadlines = new CallDeadlines(commandTimeout);
   }
 
-  /**
-   * Sends one script call. Fails fast with RedisUnavailableError when the connection is down (rather
-   * than parking the call in ioredis' offline queue) or when no reply arrives within commandTimeout.
-   * While the client is still connecting, the call waits for that attempt only: it is sent once the
-   * client is ready and fails as soon as the attempt fails, so a closed port or an unreachable Cluster
-   * answers in milliseconds, and no script reaches Redis after its caller was told it failed to connect.
-   */
+  /** Sends one script call (one EVALSHA), failing fast and typed as `send` says. */
   run(name: N, key: string, args: (string | number)[]): Promise<unknown> {
+    const fn = (this.client as unknown as Record<string, ScriptFn>)[this.commands[name]];
+    return this.send(key, this.deadlines, this.commandTimeout, () => fn.apply(this.client, args));
+  }
+
+  /**
+   * Sends one script call followed by WAIT (or WAITAOF) on the same connection, in the same round trip:
+   * Redis answers the wait once `ack.count` replicas have acknowledged every write this connection made
+   * so far, the script's included, or once `ack.timeout` has passed. Fails as `run` does; a call whose
+   * script ran but whose wait failed rejects too, so the caller must treat its writes as unconfirmed.
+   */
+  runAcknowledged(name: N, key: string, args: (string | number)[], ack: ReplicaAck): Promise<Acknowledged> {
+    const timeout = this.commandTimeout + ack.timeout;
+    this.ackDeadlines ??= new CallDeadlines(timeout);
+    return this.send(key, this.ackDeadlines, timeout, () => this.scriptThenWait(name, args, ack));
+  }
+
+  /**
+   * EVALSHA and the wait, pipelined. Not through the defined command: on NOSCRIPT (a server that never
+   * saw the script, such as a replica just promoted) ioredis would resend the script as EVAL after the
+   * wait had already been answered, and the wait would not cover the script's writes. Here the pair is
+   * sent again, EVAL first.
+   */
+  private async scriptThenWait(name: N, args: (string | number)[], ack: ReplicaAck): Promise<Acknowledged> {
+    const { lua, keys, sha } = this.scripts[name];
+    const wait: [string, ...number[]] = ack.aof
+      ? ['waitaof', 1, ack.count, ack.timeout]
+      : ['wait', ack.count, ack.timeout];
+    const pair = (command: 'evalsha' | 'eval', body: string) =>
+      Promise.all([
+        this.client.call(command, body, keys, ...args),
+        this.client.call(...wait).catch((error: unknown) => {
+          throw ack.aof ? waitAofRefused(error) : error;
+        }),
+      ]);
+    let replies: [unknown, unknown];
+    try {
+      replies = await pair('evalsha', sha);
+    } catch (error) {
+      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
+      replies = await pair('eval', lua);
+    }
+    const [value, acks] = replies;
+    if (Array.isArray(acks)) return { value, local: Number(acks[0]) >= 1, replicas: Number(acks[1]) };
+    return { value, local: true, replicas: Number(acks) };
+  }
+
+  /**
+   * Sends one call. Fails fast with RedisUnavailableError when the connection is down (rather than
+   * parking the call in ioredis' offline queue) or when no reply arrives within `timeout`. While the
+   * client is still connecting, the call waits for that attempt only: it is sent once the client is
+   * ready and fails as soon as the attempt fails, so a closed port or an unreachable Cluster answers in
+   * milliseconds, and no script reaches Redis after its caller was told it failed to connect.
+   */
+  private send<T>(
+    key: string,
+    deadlines: CallDeadlines,
+    timeout: number,
+    call: () => Promise<T>,
+  ): Promise<T> {
     const status = this.client.status;
     if (OFFLINE.has(status)) {
       return Promise.reject(new RedisUnavailableError(`connection is ${status}`, key));
     }
-    const fn = (this.client as unknown as Record<string, ScriptFn>)[this.commands[name]];
     return new Promise((resolve, reject) => {
-      const deadline = this.deadlines.start(() =>
-        reject(new RedisUnavailableError(`no reply within ${this.commandTimeout} ms`, key)),
+      const deadline = deadlines.start(() =>
+        reject(new RedisUnavailableError(`no reply within ${timeout} ms`, key)),
       );
       const send = (): void => {
         // A call that already timed out while the client was connecting is never sent.
-        if (!this.deadlines.pending(deadline)) return;
-        fn.apply(this.client, args).then(
+        if (!deadlines.pending(deadline)) return;
+        call().then(
           (value) => {
-            if (this.deadlines.settle(deadline)) resolve(value);
+            if (deadlines.settle(deadline)) resolve(value);
           },
           (error: unknown) => {
-            if (this.deadlines.settle(deadline)) reject(translateRedisError(error, key, lockRejection(key)));
+            if (deadlines.settle(deadline)) reject(translateRedisError(error, key, lockRejection(key)));
           },
         );
       };
@@ -81,7 +160,7 @@ export class ScriptRunner<N extends string> {
         return;
       }
       this.whenConnected().then(send, () => {
-        if (this.deadlines.settle(deadline)) {
+        if (deadlines.settle(deadline)) {
           reject(new RedisUnavailableError(`could not connect (connection is ${this.client.status})`, key));
         }
       });
@@ -116,6 +195,20 @@ export class ScriptRunner<N extends string> {
     if (client.status === 'wait') client.connect().catch(() => {});
     return attempt;
   }
+}
+
+/**
+ * WAITAOF refused: before Redis 7.2 it is an unknown command, and it refuses a master without AOF. The
+ * reply keeps its type (a Redis error, LOCK_REDIS_ERROR) and says which option asked for it.
+ */
+function waitAofRefused(error: unknown): unknown {
+  if (!(error instanceof Error) || !isReplyError(error)) return error;
+  const hint = /unknown command/i.test(error.message)
+    ? 'WAITAOF needs Redis 7.2 or later: upgrade, or leave replicas.aof unset'
+    : 'the master must run with appendonly yes, or leave replicas.aof unset';
+  const refused = new Error(`replicas.aof: ${error.message} (${hint})`, { cause: error });
+  refused.name = error.name;
+  return refused;
 }
 
 /** The wording of a lock command Redis refused (a wrong type on a lock key, a script error). */

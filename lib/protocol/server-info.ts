@@ -34,10 +34,18 @@ export interface ServerFacts {
  * Kinds of risk. `eviction`: `maxmemory` with an evicting policy (every lock key has a TTL, so
  * `volatile-*` policies evict them as readily as `allkeys-*`). `no-persistence`: no AOF, so a restart
  * frees every lock. `replica`: the connection goes to a replica, not the lock's master.
- * `async-replication`: a master with replicas, which a failover can promote without the latest grants.
+ * `async-replication`: a master with replicas, which a failover can promote without the latest grants
+ * (not reported when the `replicas` option has each grant acknowledged). `replicas-missing`: the
+ * `replicas` option asks for more replicas than the master has connected, so every grant is refused.
  * `unknown`: INFO could not be read, so none of this could be checked.
  */
-export type ServerRiskCode = 'eviction' | 'no-persistence' | 'replica' | 'async-replication' | 'unknown';
+export type ServerRiskCode =
+  | 'eviction'
+  | 'no-persistence'
+  | 'replica'
+  | 'async-replication'
+  | 'replicas-missing'
+  | 'unknown';
 
 /** One risk on one server, with the sentence a log line shows. */
 export interface ServerRisk {
@@ -88,7 +96,11 @@ export async function lockServers(client: RedisClient, timeout: number): Promise
 /** Reads and checks one server; never rejects (a failure is reported as an `unknown` risk). */
 export async function checkServer(
   client: RedisClient,
-  { timeout = DEFAULT_INFO_TIMEOUT, quorum = false }: { timeout?: number; quorum?: boolean } = {},
+  {
+    timeout = DEFAULT_INFO_TIMEOUT,
+    quorum = false,
+    replicas,
+  }: { timeout?: number; quorum?: boolean; replicas?: number } = {},
 ): Promise<ServerReport> {
   const server = nodeName(client);
   // A down connection would only park INFO in the offline queue. `wait` is not down: a Cluster opens its
@@ -97,7 +109,7 @@ export async function checkServer(
   try {
     const text = await replyWithin((client as { info(): Promise<string> }).info(), timeout, 'INFO');
     const facts = parseInfo(server, String(text));
-    return { server, facts, risks: risksOf(facts, quorum) };
+    return { server, facts, risks: risksOf(facts, quorum, replicas) };
   } catch (error) {
     const why = (error instanceof Error ? error.message : String(error)).slice(0, 200);
     // Only a refusal (an error reply: ACL, a renamed command) is a risk worth a warning; a timeout or a
@@ -151,9 +163,10 @@ function bytes(n: number): string {
 /**
  * The risks of one server's settings; none for a safe one (no eviction, AOF on, a master without
  * replicas). `quorum`: the server is one of a Redlock quorum's masters, where a restart without
- * persistence is safe if delayed (docs/guarantees.md), so the advice differs.
+ * persistence is safe if delayed (docs/guarantees.md), so the advice differs. `replicas`: the count the
+ * `replicas` option asks to acknowledge each grant, if set.
  */
-export function risksOf(facts: ServerFacts, quorum = false): ServerRisk[] {
+export function risksOf(facts: ServerFacts, quorum = false, replicas?: number): ServerRisk[] {
   const { server } = facts;
   const risks: ServerRisk[] = [];
   const add = (code: ServerRiskCode, message: string): void => {
@@ -174,11 +187,21 @@ export function risksOf(facts: ServerFacts, quorum = false): ServerRisk[] {
       `is a replica of ${facts.master}: locks must be written on their master. Connect to the master ` +
         '(with Sentinel, give ioredis sentinels and name).',
     );
+  } else if (replicas !== undefined) {
+    if (facts.connectedReplicas < replicas) {
+      add(
+        'replicas-missing',
+        `has ${facts.connectedReplicas} connected replica(s) but replicas.count is ${replicas}: no grant can ` +
+          'be acknowledged, so each one waits replicas.timeout and is refused (LockNotReplicatedError). ' +
+          'Bring the replicas back, or lower replicas.count.',
+      );
+    }
   } else if (facts.connectedReplicas > 0) {
     add(
       'async-replication',
       `replicates to ${facts.connectedReplicas} replica(s) asynchronously: a failover can promote a replica ` +
-        'that missed the latest grants, and a second caller then gets a lock its holder still has.',
+        'that missed the latest grants, and a second caller then gets a lock its holder still has. Set the ' +
+        'replicas option ({ count: 1, timeout: 50 }) to have each grant acknowledged by a replica first.',
     );
   }
   if (!facts.aof) {

@@ -6,8 +6,10 @@
  * reserve it (docs/protocol.md).
  */
 import { randomBytes } from 'node:crypto';
+import { LockOptionsError } from '../errors/lock-options.error';
 import { lockKeys, wakeChannelPrefix } from '../protocol/keys';
 import { isCluster, LockScripts, type RedisClient, type ScriptContext } from '../protocol/lock-scripts';
+import type { ReplicaAck } from '../protocol/script-runner';
 import { WakeListener } from '../protocol/wake-listener';
 import type {
   AcquireMode,
@@ -42,6 +44,8 @@ export interface RedisStoreOptions {
   fenceRetention: number;
   /** Longest wait for one reply, ms. */
   commandTimeout: number;
+  /** Replicas that must acknowledge each grant and renewal (the `replicas` option), if any. */
+  replicas?: ReplicaAck;
 }
 
 /** A ticket carries its scripts' arguments, built once per call, and its reservation once made. */
@@ -76,7 +80,15 @@ export class RedisLockStore implements LockStore {
     private readonly options: RedisStoreOptions,
     private readonly handlers: WakeHandlers,
   ) {
-    this.scripts = new LockScripts(client, options.commandTimeout);
+    if (options.replicas && isCluster(client)) {
+      // WAIT answers for the connection it is sent on; a Cluster client routes a keyless command to any
+      // node, not the one that ran the script.
+      throw new LockOptionsError(
+        'replicas is not supported on a Cluster client: use it with one Redis server or a Sentinel-managed ' +
+          'master (new Redis({ sentinels, name })), or leave it unset.',
+      );
+    }
+    this.scripts = new LockScripts(client, options.commandTimeout, options.replicas);
     this.channelPrefix = wakeChannelPrefix(options.prefix);
     this.trustReceivers = !isCluster(client);
     this.wake = new WakeListener(

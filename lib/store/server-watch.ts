@@ -23,6 +23,8 @@ export class ServerWatch {
     private readonly quorum: boolean,
     private readonly timeout: number,
     private readonly onWarning: WarningHandler | undefined,
+    /** `replicas.count`, when grants are acknowledged by replicas (changes what replication risks). */
+    private readonly replicas?: number,
   ) {
     if (!onWarning) return;
     for (const client of clients) {
@@ -54,7 +56,7 @@ export class ServerWatch {
       return [];
     }
     const reports = await Promise.all(
-      servers.map((server) => checkServer(server, { timeout, quorum: this.quorum })),
+      servers.map((server) => checkServer(server, { timeout, quorum: this.quorum, replicas: this.replicas })),
     );
     for (const report of reports) for (const risk of report.risks) this.report(risk);
     return reports;

@@ -1,0 +1,325 @@
+// The `replicas` option: each grant, confirmed hand-off and renewal is followed by WAIT on the same
+// connection, so it resolves only once a replica has it, and a grant no replica acknowledged in time is
+// given back. Against a real master and a real replica (--replicaof) whose replication link runs through
+// a TCP proxy, so a test can slow replication down (latency) or stop it (SIGSTOP of the replica).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import Redis, { Cluster } from 'ioredis';
+import { ChaosProxy } from '../../chaos/proxy';
+import {
+  LockLostError,
+  LockNotReplicatedError,
+  LockOptionsError,
+  LockService,
+  type LockServiceOptions,
+  MemoryLockBackend,
+  RedisUnavailableError,
+  type ServerRisk,
+} from '../../lib';
+import { abortedAt, lockService, outcome, until } from '../support/lock-fixtures';
+import { type RedisServer, startRedis } from '../support/redis-server';
+
+let master: RedisServer;
+let replica: RedisServer;
+let link: ChaosProxy;
+let dir: string;
+
+/** Replication offsets of the master and the replica agree: everything written so far has arrived. */
+async function caughtUp(): Promise<void> {
+  await until(
+    async () => {
+      const offset = (info: string) =>
+        Number(/(?:master_repl_offset|slave_repl_offset):(\d+)/.exec(info)?.[1]);
+      const [m, r] = await Promise.all([
+        master.admin((a) => a.info('replication')),
+        replica.admin((a) => a.info('replication')),
+      ]);
+      return /master_link_status:up/.test(r) && offset(m) === offset(r);
+    },
+    (done) => done,
+  );
+}
+
+beforeAll(async () => {
+  master = await startRedis();
+  link = new ChaosProxy(master.port);
+  await link.listen();
+  // A replica's full sync writes an RDB file: into a directory of its own, not the working directory.
+  dir = mkdtempSync(join(tmpdir(), 'lock-replica-'));
+  replica = await startRedis({ args: ['--replicaof', '127.0.0.1', String(link.port), '--dir', dir] });
+  await caughtUp();
+});
+
+afterEach(async () => {
+  link.setLatency(0);
+  replica.resume();
+  await caughtUp();
+});
+
+afterAll(async () => {
+  await link.close();
+  await Promise.all([replica.dispose(), master.dispose()]);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const acked = (extra: Partial<NonNullable<LockServiceOptions['replicas']>> = {}): LockServiceOptions => ({
+  replicas: { count: 1, timeout: 1_000, ...extra },
+});
+const onReplica = (redisKey: string) => replica.admin((a) => a.get(redisKey));
+const ownerKey = (key: string) => `lock:{${key}}`;
+
+describe('grants, hand-offs and renewals wait for a replica', () => {
+  it('an acquire resolves only once the replica has the grant (replication slowed to 150 ms)', async () => {
+    link.setLatency(150);
+    const started = performance.now();
+    const lease = await lockService(master, acked()).acquire('acked-grant');
+    const took = performance.now() - started;
+    // Read at once: the replica already holds the owner key with this lease's token.
+    expect(await onReplica(ownerKey('acked-grant'))).toBe(lease.tokens['acked-grant']);
+    expect(took).toBeGreaterThanOrEqual(140);
+    await lease.release();
+  });
+
+  it('without the option the same acquire resolves before the replica has it: the window', async () => {
+    link.setLatency(150);
+    const lease = await lockService(master).acquire('unacked-grant');
+    expect(await onReplica(ownerKey('unacked-grant'))).toBeNull();
+    await lease.release();
+  });
+
+  it('a waiter handed the lock starts only once the replica has its grant', async () => {
+    const first = await lockService(master, acked()).acquire('acked-handoff');
+    const waiting = lockService(master, acked()).acquire('acked-handoff', { waitTimeout: 10_000 });
+    await until(
+      () => master.admin((a) => a.llen(`${ownerKey('acked-handoff')}:q`)),
+      (n) => n === 1,
+    );
+    link.setLatency(150);
+    await first.release();
+    const second = await waiting;
+    expect(await onReplica(ownerKey('acked-handoff'))).toBe(second.tokens['acked-handoff']);
+    expect(second.fence).toBeGreaterThan(first.fence);
+    await second.release();
+  });
+
+  it('extend() resolves only once the replica has the new expiry', async () => {
+    const lease = await lockService(master, acked()).acquire('acked-extend', { ttl: 3_000 });
+    link.setLatency(150);
+    await lease.extend(60_000);
+    // Without the wait the replica would still count down from 3 s.
+    expect(await replica.admin((a) => a.pttl(ownerKey('acked-extend')))).toBeGreaterThan(50_000);
+    await lease.release();
+  });
+
+  it('a script the master lost (SCRIPT FLUSH, as on a promoted replica) is re-sent before the wait', async () => {
+    await master.admin((a) => a.script('FLUSH'));
+    link.setLatency(150);
+    const lease = await lockService(master, acked()).acquire('acked-noscript');
+    expect(await onReplica(ownerKey('acked-noscript'))).toBe(lease.tokens['acked-noscript']);
+    await lease.release();
+  });
+});
+
+describe('a grant no replica acknowledges is given back', () => {
+  it('tryAcquire rejects with LockNotReplicatedError after the timeout and leaves no lock held', async () => {
+    replica.pause();
+    const locks = lockService(master, acked({ timeout: 200 }));
+    const started = performance.now();
+    const result = await outcome(locks.tryAcquire('refused'));
+    expect(performance.now() - started).toBeGreaterThanOrEqual(195);
+    expect(result.error).toBeInstanceOf(LockNotReplicatedError);
+    expect(result.error).toBeInstanceOf(RedisUnavailableError);
+    expect(result.error).toMatchObject({
+      code: 'LOCK_REDIS_UNAVAILABLE',
+      key: 'refused',
+      write: 'grant',
+      acknowledged: 0,
+      required: 1,
+      timeout: 200,
+    });
+    expect((result.error as Error).message).toMatch(
+      /0 of the 1 replicas .* within 200 ms, so it was released/,
+    );
+    expect(await master.admin((a) => a.exists(ownerKey('refused')))).toBe(0);
+    // Free for anyone at once, not after a ttl.
+    const other = await lockService(master).tryAcquire('refused');
+    expect(other).not.toBeNull();
+    await other?.release();
+  });
+
+  it("acquire with onTimeout 'fail' rejects at the first refusal, long before its waitTimeout", async () => {
+    replica.pause();
+    const locks = lockService(master, acked({ timeout: 100 }));
+    const started = performance.now();
+    await expect(locks.acquire('refused-fail', { waitTimeout: 10_000 })).rejects.toBeInstanceOf(
+      LockNotReplicatedError,
+    );
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(await master.admin((a) => a.exists(ownerKey('refused-fail')))).toBe(0);
+  });
+
+  it("a hand-off not acknowledged goes on to the next waiter; onTimeout 'fail' tells the one it skipped", async () => {
+    const holder = await lockService(master).acquire('refused-handoff');
+    const skipped = outcome(lockService(master, acked({ timeout: 100 })).acquire('refused-handoff'));
+    await until(
+      () => master.admin((a) => a.llen(`${ownerKey('refused-handoff')}:q`)),
+      (n) => n === 1,
+    );
+    const next = lockService(master).acquire('refused-handoff', { waitTimeout: 10_000 });
+    await until(
+      () => master.admin((a) => a.llen(`${ownerKey('refused-handoff')}:q`)),
+      (n) => n === 2,
+    );
+    replica.pause();
+    await holder.release();
+    expect((await skipped).error).toMatchObject({ write: 'grant', acknowledged: 0 });
+    // The refused grant was released, so the next in line got the lock without waiting out a ttl.
+    const lease = await next;
+    expect(lease.fence).toBeGreaterThan(holder.fence);
+    await lease.release();
+  });
+
+  it("onTimeout 'wait' goes back in line and is served once the replica is back", async () => {
+    replica.pause();
+    await master.resetStats();
+    const pending = lockService(master, acked({ timeout: 100, onTimeout: 'wait' })).acquire('refused-wait', {
+      waitTimeout: 20_000,
+    });
+    // Two refusals seen by Redis (two WAITs answered after their timeout), then the replica comes back.
+    await until(
+      () => master.commandStats(),
+      (stats) => (stats.get('wait') ?? 0) >= 2,
+    );
+    replica.resume();
+    const lease = await pending;
+    expect(await onReplica(ownerKey('refused-wait'))).toBe(lease.tokens['refused-wait']);
+    await lease.release();
+  });
+
+  it("onTimeout 'wait' rejects with LockNotReplicatedError at its waitTimeout, holding nothing", async () => {
+    replica.pause();
+    const started = performance.now();
+    const result = await outcome(
+      lockService(master, acked({ timeout: 100, onTimeout: 'wait' })).acquire('refused-wait-out', {
+        waitTimeout: 800,
+      }),
+    );
+    expect(result.error).toBeInstanceOf(LockNotReplicatedError);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(795);
+    // Its leaving the queue is sent behind the WAIT still in flight on its connection.
+    await until(
+      () => master.admin((a) => a.exists(ownerKey('refused-wait-out'), `${ownerKey('refused-wait-out')}:q`)),
+      (n) => n === 0,
+      1_000,
+    );
+  });
+
+  it('a renewal no replica acknowledges aborts the signal (LockLostError, not-replicated)', async () => {
+    const lease = await lockService(master, acked({ timeout: 100 })).acquire('refused-renewal', {
+      ttl: 1_500,
+      renew: true,
+    });
+    const aborted = abortedAt(lease.signal);
+    const paused = performance.now();
+    replica.pause();
+    const at = await aborted;
+    // At the next renewal (ttl/3 = 500 ms) and its wait: 100 ms, which Redis times on its own clock tick
+    // (hz 10: up to a few hundred ms more). Well before the lease's own expiry.
+    expect(at - paused).toBeLessThan(500 + 100 + 500);
+    const reason = lease.signal.reason as LockLostError;
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect(reason.reason).toBe('not-replicated');
+    expect(reason.cause).toBeInstanceOf(LockNotReplicatedError);
+    expect(lease.isHeld).toBe(false);
+    // Released in Redis all the same (a release is not waited on).
+    await lease.release();
+    expect(await master.admin((a) => a.exists(ownerKey('refused-renewal')))).toBe(0);
+  });
+
+  it('extend() that no replica acknowledges rejects and aborts the signal', async () => {
+    const lease = await lockService(master, acked({ timeout: 100 })).acquire('refused-extend');
+    replica.pause();
+    const result = await outcome(lease.extend());
+    expect(result.error).toMatchObject({ write: 'renewal', acknowledged: 0, required: 1 });
+    expect(lease.signal.aborted).toBe(true);
+    expect((lease.signal.reason as LockLostError).reason).toBe('not-replicated');
+    await lease.release();
+  });
+});
+
+describe('WAITAOF (replicas.aof)', () => {
+  it('is used when asked; before Redis 7.2 the call rejects saying so, and leaves nothing held', async () => {
+    const version = await master.admin(async (a) =>
+      /redis_version:(\d+)\.(\d+)/.exec(await a.info('server')),
+    );
+    const supported = Number(version?.[1]) > 7 || (Number(version?.[1]) === 7 && Number(version?.[2]) >= 2);
+    const locks = lockService(master, acked({ aof: true }));
+    const result = await outcome(locks.tryAcquire('aof'));
+    if (supported) {
+      // A master without AOF refuses WAITAOF with numlocal 1.
+      expect(result.error).toMatchObject({ code: 'LOCK_REDIS_ERROR' });
+      expect((result.error as Error).message).toMatch(/replicas\.aof: .*appendonly yes/);
+    } else {
+      expect(result.error).toMatchObject({ code: 'LOCK_REDIS_ERROR', key: 'aof' });
+      expect((result.error as Error).message).toMatch(/replicas\.aof: .*WAITAOF needs Redis 7\.2 or later/);
+    }
+    expect(await master.admin((a) => a.exists(ownerKey('aof')))).toBe(0);
+  });
+});
+
+describe('what the server checks say with replicas', () => {
+  it('no async-replication warning when grants are acknowledged; replicas-missing when too few', async () => {
+    const seen: ServerRisk[] = [];
+    const enough = lockService(master, { ...acked(), onWarning: (w) => seen.push(w) });
+    const [report] = await enough.checkServers();
+    expect(report.risks.map((r) => r.code)).not.toContain('async-replication');
+    const tooMany = lockService(master, { ...acked({ count: 2 }), onWarning: (w) => seen.push(w) });
+    const [short] = await tooMany.checkServers();
+    const missing = short.risks.find((r) => r.code === 'replicas-missing');
+    expect(missing?.message).toMatch(/1 connected replica\(s\) but replicas\.count is 2/);
+    const without = lockService(master, { onWarning: (w) => seen.push(w) });
+    const [plain] = await without.checkServers();
+    expect(plain.risks.find((r) => r.code === 'async-replication')?.message).toMatch(/replicas option/);
+  });
+});
+
+describe('replicas: bad input and stores it does not apply to', () => {
+  it('is validated before anything is sent', () => {
+    const client = master.client();
+    const bad: unknown[] = [
+      null,
+      3,
+      {},
+      { count: 0, timeout: 50 },
+      { count: 1.5, timeout: 50 },
+      { count: 1 },
+      { count: 1, timeout: 0 },
+      { count: 1, timeout: 20_000 },
+      { count: 1, timeout: 50, onTimeout: 'retry' },
+      { count: 1, timeout: 50, aof: 'yes' },
+      { count: 1, timeout: 50, timout: 5 },
+    ];
+    for (const replicas of bad) {
+      expect(() => new LockService(client, { replicas } as LockServiceOptions)).toThrow(LockOptionsError);
+    }
+    expect(() => new LockService(client, { replicas: { count: 1, timeout: 20_000 } })).toThrow(
+      /at most a third of defaults.ttl/,
+    );
+    expect(
+      () => new LockService(client, { replicas: { count: 1, timeout: 50, timout: 5 } as never }),
+    ).toThrow(/timeout/);
+    client.disconnect();
+  });
+
+  it('is refused for a Cluster client, a quorum and a lock backend, saying what to use', () => {
+    const cluster = new Cluster([{ host: '127.0.0.1', port: master.port }], { lazyConnect: true });
+    expect(() => new LockService(cluster, acked())).toThrow(/not supported on a Cluster client.*Sentinel/);
+    cluster.disconnect();
+    const nodes = [master, replica].map((s) => new Redis({ port: s.port, lazyConnect: true }));
+    nodes.push(new Redis({ port: link.port, lazyConnect: true }));
+    expect(() => new LockService(nodes, acked())).toThrow(/quorum of independent masters/);
+    expect(() => new LockService(new MemoryLockBackend(), acked())).toThrow(/lock backend/);
+  });
+});
