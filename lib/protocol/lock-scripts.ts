@@ -105,7 +105,9 @@ export class LockScripts {
     } catch (error) {
       // The script may have granted before the wait failed (WAITAOF refused, no reply in time): give it
       // back, or it would stay held by a caller that was told it failed. Harmless if it was not granted.
-      await this.release(ctx).catch(() => {});
+      // Not awaited: on a connection that stopped answering it would double the caller's wait, and on
+      // one that answers it still runs before anything the caller sends next.
+      this.release(ctx).catch(() => {});
       throw error;
     }
     const reply = acquireReply(acked.value as number[]);

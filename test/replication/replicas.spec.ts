@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { Test } from '@nestjs/testing';
 import Redis, { Cluster } from 'ioredis';
 import { ChaosProxy } from '../../chaos/proxy';
 import {
@@ -15,9 +16,11 @@ import {
   LockService,
   type LockServiceOptions,
   MemoryLockBackend,
+  RedisLockModule,
   RedisUnavailableError,
   type ServerRisk,
 } from '../../lib';
+import { RedisLockTestingModule } from '../../lib/testing';
 import { abortedAt, lockService, outcome, until } from '../support/lock-fixtures';
 import { type RedisServer, startRedis } from '../support/redis-server';
 
@@ -321,5 +324,41 @@ describe('replicas: bad input and stores it does not apply to', () => {
     nodes.push(new Redis({ port: link.port, lazyConnect: true }));
     expect(() => new LockService(nodes, acked())).toThrow(/quorum of independent masters/);
     expect(() => new LockService(new MemoryLockBackend(), acked())).toThrow(/lock backend/);
+  });
+});
+
+describe('in a Nest app', () => {
+  it('RedisLockModule.forRoot({ replicas }) gives a LockService whose grants wait for the replica', async () => {
+    const client = master.client();
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedisLockModule.forRoot({ client, replicas: { count: 1, timeout: 1_000 } })],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    try {
+      const locks = app.get(LockService);
+      link.setLatency(150);
+      const lease = await locks.acquire('nest-acked');
+      expect(await onReplica(ownerKey('nest-acked'))).toBe(lease.tokens['nest-acked']);
+      await lease.release();
+      link.setLatency(0);
+      replica.pause();
+      await expect(locks.tryAcquire('nest-refused')).rejects.toBeInstanceOf(LockNotReplicatedError);
+    } finally {
+      await app.close();
+      client.disconnect();
+    }
+  });
+
+  it('the testing module accepts the same options and ignores replicas (locks in memory)', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        RedisLockTestingModule.forRoot({ url: 'redis://unused:6379', replicas: { count: 1, timeout: 50 } }),
+      ],
+    }).compile();
+    const locks = moduleRef.get(LockService);
+    const lease = await locks.acquire('in-memory');
+    await lease.release();
+    await moduleRef.close();
   });
 });
