@@ -100,7 +100,7 @@ export function freePort(): Promise<number> {
   });
 }
 
-class StartError extends Error {
+export class StartError extends Error {
   constructor(
     message: string,
     /** The port was taken: worth trying again (another port, or the same one a bit later). */
@@ -110,11 +110,19 @@ class StartError extends Error {
   }
 }
 
-/** Spawns redis-server on `port` and resolves once it accepts connections. */
-function launch(port: number, args: readonly string[]): Promise<ChildProcess> {
+/** What differs when launch() starts a Sentinel: a config file (it must come first) and its own ready line. */
+export interface LaunchMode {
+  configFile?: string;
+  readyLine?: string;
+}
+
+/** Spawns redis-server on `port` and resolves once it accepts connections (its ready line is logged). */
+export function launch(port: number, args: readonly string[], mode: LaunchMode = {}): Promise<ChildProcess> {
+  const readyLine = mode.readyLine ?? READY_LINE;
   const child = spawn(
     'redis-server',
     [
+      ...(mode.configFile === undefined ? [] : [mode.configFile]),
       ...['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
       ...['--protected-mode', 'no'],
       // Not 'warning': Redis logs the ready line at the notice level. The output is piped, not shown,
@@ -146,7 +154,7 @@ function launch(port: number, args: readonly string[]): Promise<ChildProcess> {
       reject(error);
     };
     const onData = (): void => {
-      if (!output.includes(READY_LINE)) return;
+      if (!output.includes(readyLine)) return;
       cleanup();
       resolve(child);
     };
@@ -167,7 +175,7 @@ function launch(port: number, args: readonly string[]): Promise<ChildProcess> {
       fail(
         new StartError(
           `redis-server on port ${port} was not ready within ${START_TIMEOUT_MS} ms ` +
-            `(no "${READY_LINE}" line). Its output:\n${output}`,
+            `(no "${readyLine}" line). Its output:\n${output}`,
           false,
         ),
       );
