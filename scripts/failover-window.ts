@@ -13,6 +13,9 @@
  * has read its grant, the replica has been sent it over loopback, and a SIGKILL cannot take it back.
  * The window is real across a network (a replica link that lags or drops), which
  * test/replication/sentinel-failover.spec.ts opens on purpose by freezing the replication link.
+ * `--link-latency MS` puts the replication link through a proxy that delays each chunk MS ms each way,
+ * as between two zones, and drops what it still holds when the master dies, as a crashed machine or a
+ * cut link would: the natural race then has a window of about MS ms after each grant.
  */
 import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
@@ -46,6 +49,7 @@ const OPTIONS: Record<Mode, LockServiceOptions> = {
 };
 // Short Sentinel timings, so that a run takes about 3 s (most of it Sentinel's own pacing).
 const GROUP = { replicas: 1, downAfterMs: 200, failoverTimeoutMs: 1_000 };
+let linkLatency = 0;
 
 /** Until `redis` is connected (to the new master, after a failover): a call made before fails fast. */
 const ready = (redis: Redis): Promise<true> =>
@@ -57,6 +61,7 @@ async function race(group: SentinelGroup, mode: Mode): Promise<RunResult> {
   const second = new LockService(group.client());
   try {
     await Promise.all([ready(first.client as Redis), ready(second.client as Redis)]);
+    if (linkLatency > 0) group.replicationProxy().setLatency(linkLatency);
     let lease: Lease | undefined;
     try {
       lease = await first.acquire(KEY, { ttl: 15_000, renew: true, waitTimeout: 0 });
@@ -88,17 +93,22 @@ async function race(group: SentinelGroup, mode: Mode): Promise<RunResult> {
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { runs: { type: 'string', default: '10' } } });
+  const { values } = parseArgs({
+    options: { runs: { type: 'string', default: '10' }, 'link-latency': { type: 'string', default: '0' } },
+  });
   const runs = Number(values.runs);
   if (!Number.isInteger(runs) || runs < 1)
     throw new Error(`--runs must be a positive integer, got ${values.runs}`);
+  linkLatency = Number(values['link-latency']);
+  if (!Number.isInteger(linkLatency) || linkLatency < 0 || linkLatency > 50)
+    throw new Error(`--link-latency must be an integer of ms from 0 to 50, got ${values['link-latency']}`);
 
   const summary: string[] = [];
   let unsafe = false;
   for (const mode of ['without replicas', 'with replicas'] as const) {
     const results: RunResult[] = [];
     for (let i = 1; i <= runs; i++) {
-      const group = await startSentinelGroup(GROUP);
+      const group = await startSentinelGroup({ ...GROUP, replicationProxy: linkLatency > 0 });
       try {
         const result = await race(group, mode);
         results.push(result);
