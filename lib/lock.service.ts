@@ -483,7 +483,7 @@ export class LockService {
       if (!(error instanceof LockNotReplicatedError && this.waiterHost.waitsOnUnreplicated)) throw error;
       if (options.waitTimeout === 0) throw error;
       await this.subscribe(key);
-      return this.wait(ticket, started, options, 'join', onQueued);
+      return this.wait(ticket, started, options, 'join', onQueued, error);
     }
     if (reply.granted) {
       return this.lease(ticket, reply.fence, started + validFor(this.store, options.ttl), options, true);
@@ -522,9 +522,11 @@ export class LockService {
     options: ResolvedAcquireOptions,
     first: 'join' | 'wait',
     onQueued?: () => void,
+    refused?: LockNotReplicatedError,
   ): Promise<HeldLease> {
     const { waitTimeout, signal } = options;
-    return new Waiter(this.waiterHost, ticket, started, waitTimeout, signal, options).run(first, onQueued);
+    const waiter = new Waiter(this.waiterHost, ticket, started, waitTimeout, signal, options);
+    return waiter.run(first, onQueued, refused);
   }
 
   private lease(

@@ -106,10 +106,12 @@ export class Waiter<T> {
   /**
    * Joins the queue and resolves when granted; rejects with a typed error otherwise. `first` is the mode
    * of the first call: `join` for a ticket the store has not seen, `wait` to claim a reservation.
-   * `onQueued` runs once, when a reply first says the caller is in line rather than granted.
+   * `onQueued` runs once, when a reply first says the caller is in line rather than granted. `refused`:
+   * a grant the replicas did not acknowledge before this waiter was made, the reason given at the deadline.
    */
-  run(first: 'join' | 'wait' = 'join', onQueued?: () => void): Promise<T> {
+  run(first: 'join' | 'wait' = 'join', onQueued?: () => void, refused?: LockNotReplicatedError): Promise<T> {
     this.firstMode = first;
+    this.lastError = refused;
     this.onQueued = onQueued;
     this.host.register(this);
     this.arm();
