@@ -3,6 +3,7 @@
 // lost when that replica is promoted, and a second caller is granted the lock while the first still
 // holds it. The `replicas` option closes that window: a grant counts only once a replica has it.
 import { afterEach, describe, expect, it } from '@jest/globals';
+import { Test } from '@nestjs/testing';
 import {
   DEFAULT_PREFIX,
   FencedStore,
@@ -12,6 +13,7 @@ import {
   LockNotReplicatedError,
   LockService,
   type LockServiceOptions,
+  RedisLockModule,
 } from '../../lib';
 import { lockKeys } from '../../lib/protocol/keys';
 import { abortedAt, outcome, until } from '../support/lock-fixtures';
@@ -252,5 +254,34 @@ describe('the window between a grant and its replication', () => {
     await connected(second);
     const secondLease = await second.acquire(key, { ttl: 15_000, waitTimeout: 5_000 });
     expect(await ownerOn(group, promoted.port, key)).toBe(secondLease.token);
+  });
+});
+
+describe('through the Nest module', () => {
+  it('forRoot({ redis: { sentinels, name }, replicas }) follows the master through a failover', async () => {
+    const group = await sentinelGroup({ replicas: 2 });
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        RedisLockModule.forRoot({
+          redis: { ...group.sentinelOptions(), retryStrategy: () => 50 },
+          ...REPLICAS,
+        }),
+      ],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    cleanup.push(() => app.close());
+    const locks = app.get(LockService);
+    const before = await locks.acquire('nest-failover');
+    expect(await ownerOn(group, group.master.port, 'nest-failover')).toBe(before.token);
+    await before.release();
+
+    await group.master.kill();
+    const promoted = await group.waitForFailover(group.master);
+    await connected(locks);
+    const after = await locks.acquire('nest-failover');
+    expect(await ownerOn(group, promoted.port, 'nest-failover')).toBe(after.token);
+    expect(after.fence).toBeGreaterThan(before.fence);
+    await after.release();
   });
 });
