@@ -32,7 +32,7 @@ import { join } from 'node:path';
 import Redis, { type RedisOptions } from 'ioredis';
 import { ChaosProxy } from '../../chaos/proxy';
 import { terminate } from './processes';
-import { freePort, launch, type RedisServer, StartError, startRedis } from './redis-server';
+import { adminOn, freePort, launch, type RedisServer, StartError, startRedis } from './redis-server';
 
 export interface SentinelProcess {
   readonly port: number;
@@ -94,7 +94,6 @@ const MASTER_NAME = 'locks';
 /** Someone else's Redis listens there: never start on it, never connect to it. */
 const FORBIDDEN_PORT = 6379;
 const START_TIMEOUT_MS = 20_000;
-const ADMIN_TIMEOUT_MS = 2_000;
 const POLL_MS = 20;
 
 /** Polls `probe` until it returns a value other than undefined; rejects with `what` after `timeoutMs`. */
@@ -117,28 +116,6 @@ export async function poll<T>(
       throw new Error(`${what} not reached within ${timeoutMs} ms${detail}`);
     }
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-  }
-}
-
-/** Runs `work` on a fresh connection to 127.0.0.1:`port`, closed right after; fails fast, no retries. */
-async function adminOn<T>(port: number, work: (redis: Redis) => Promise<T>): Promise<T> {
-  if (port === FORBIDDEN_PORT) throw new Error('port 6379 belongs to someone else');
-  const redis = new Redis({
-    host: '127.0.0.1',
-    port,
-    lazyConnect: true,
-    enableReadyCheck: false,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-    connectTimeout: ADMIN_TIMEOUT_MS,
-    commandTimeout: ADMIN_TIMEOUT_MS,
-  });
-  redis.on('error', () => {});
-  try {
-    await redis.connect();
-    return await work(redis);
-  } finally {
-    redis.disconnect();
   }
 }
 

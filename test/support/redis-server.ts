@@ -211,33 +211,39 @@ export async function startRedis(options: { args?: string[] } = {}): Promise<Red
   }
 }
 
+/**
+ * Runs `work` on a fresh connection to 127.0.0.1:`port` that is closed right after, so it never skews
+ * the tests' clients (a server's, or a sentinel's).
+ */
+export async function adminOn<T>(port: number, work: (redis: Redis) => Promise<T>): Promise<T> {
+  if (port === FORBIDDEN_PORT) throw new Error('port 6379 belongs to someone else: never connected to');
+  const redis = new Redis({
+    host: '127.0.0.1',
+    port,
+    lazyConnect: true,
+    // No INFO on connect (it would show in commandstats) and no retries: fail fast and clearly.
+    enableReadyCheck: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: ADMIN_TIMEOUT_MS,
+    commandTimeout: ADMIN_TIMEOUT_MS,
+  });
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+    return await work(redis);
+  } finally {
+    redis.disconnect();
+  }
+}
+
 function createHandle(port: number, args: readonly string[], first: ChildProcess): RedisServer {
   let current = first;
   let disposed = false;
   const clients = new Set<Redis>();
   const running = (): boolean => current.exitCode === null && current.signalCode === null;
 
-  /** Runs `work` on a fresh connection that is closed right after, so it never skews the tests' clients. */
-  const admin = async <T>(work: (redis: Redis) => Promise<T>): Promise<T> => {
-    const redis = new Redis({
-      host: '127.0.0.1',
-      port,
-      lazyConnect: true,
-      // No INFO on connect (it would show in commandstats) and no retries: fail fast and clearly.
-      enableReadyCheck: false,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-      connectTimeout: ADMIN_TIMEOUT_MS,
-      commandTimeout: ADMIN_TIMEOUT_MS,
-    });
-    redis.on('error', () => {});
-    try {
-      await redis.connect();
-      return await work(redis);
-    } finally {
-      redis.disconnect();
-    }
-  };
+  const admin = <T>(work: (redis: Redis) => Promise<T>): Promise<T> => adminOn(port, work);
 
   const server: RedisServer = {
     port,
