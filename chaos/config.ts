@@ -2,7 +2,8 @@
  * A fault run's settings, from the command line: `--quick` (CI: under 60 s, every fault kind of the
  * topology at least once), `--seed N` (the nemesis' choices and the workers' keys; the same seed
  * replays the same plan), `--duration S` (the full run's nemesis phase, 600 s by default), `--topology
- * single|redlock` (one lock server, or five holding each lock on a majority; single by default).
+ * single|redlock|sentinel` (one lock server, five holding each lock on a majority, or a master with one
+ * replica and three sentinels; single by default).
  */
 import { type Flags, parseFlags } from './common';
 import type { TopologyName } from './topologies/topology';

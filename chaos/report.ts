@@ -63,6 +63,7 @@ export function buildResult(
       workerRestarts: facts.workerRestarts,
     },
     faults: { counts: effects.faultCounts, total: faults.filter((f) => !f.skipped).length, list: faults },
+    failovers: failoversOf(faults),
     checks: {
       fencedViolations: fenced.fencedViolations,
       fenceOrderViolations: verdicts.fenceOrderViolations,
@@ -119,6 +120,16 @@ export function buildResult(
   };
 }
 
+/** The Sentinel failovers kill-master caused: how long each took, kill to promotion, and to the rejoin. */
+function failoversOf(faults: readonly Fault[]): { count: number; failoverMs: number[]; rejoinMs: number[] } {
+  const done = faults.filter((f) => f.kind === 'kill-master' && typeof f.detail.failoverMs === 'number');
+  return {
+    count: done.length,
+    failoverMs: done.map((f) => f.detail.failoverMs as number),
+    rejoinMs: done.map((f) => f.detail.rejoinMs as number),
+  };
+}
+
 interface Summary {
   seed: number;
   mode: string;
@@ -128,6 +139,7 @@ interface Summary {
   timings: Record<string, number>;
   operations: Record<string, unknown>;
   faults: { counts: Record<string, { injected: number; skipped: number }>; total: number };
+  failovers: ReturnType<typeof failoversOf>;
   checks: Record<string, unknown> & {
     longestStall: { ms: number; kind: string; key: string };
     stalls: Record<string, { fromInjectMaxMs: number; fromHealMaxMs: number }>;
@@ -166,7 +178,17 @@ export function printSummary(result: Record<string, unknown>, file: string): voi
     `${c.unfencedViolations} (lost updates reported by workers: ${c.lostUpdatesReported}; effective pauses: ${c.effectivePauses})`,
   );
   line('overlaps (must be 0)', c.overlaps);
-  if (r.topology === 'single')
+  if (r.topology === 'sentinel') {
+    // Nothing is excused: with every grant acknowledged by the replica, a failover loses none.
+    line('overlaps excused', `${c.overlapsAcrossRestart} (none allowed: a failover explains nothing)`);
+    const { count, failoverMs, rejoinMs } = r.failovers;
+    line(
+      'failovers (kill to promotion, ms)',
+      count > 0
+        ? `${count}: ${failoverMs.join(', ')} (old master back as replica after ${rejoinMs.join(', ')})`
+        : 0,
+    );
+  } else if (r.topology === 'single')
     line(
       'overlaps after state was lost',
       `${c.overlapsAcrossRestart} ${JSON.stringify(c.overlapsByCause)} (allowed: restart or eviction)`,

@@ -1,9 +1,9 @@
 /**
- * Nemesis run: `tsx chaos/run.ts [--quick] [--seed N] [--duration S] [--topology single|redlock]`.
+ * Nemesis run: `tsx chaos/run.ts [--quick] [--seed N] [--duration S] [--topology single|redlock|sentinel]`.
  *
- * Starts a topology (chaos/topologies/: one lock server, or five holding each lock on a majority, each
- * behind a fault-injecting TCP proxy, and a "resource" server reached directly, standing for the
- * application's database), N worker processes
+ * Starts a topology (chaos/topologies/: one lock server, five holding each lock on a majority, or a
+ * Sentinel-managed master and its replica, each behind a fault-injecting TCP proxy, and a "resource"
+ * server reached directly, standing for the application's database), N worker processes
  * that take locks and run the workloads under them (chaos/workloads/), and a seeded nemesis
  * (chaos/faults/). Then the checkers (chaos/checks/) judge the history the run recorded: fenced writes
  * in the resource's own order, lost updates of the unfenced twin (which must occur: the checkers are
@@ -43,6 +43,7 @@ async function main(): Promise<number> {
   const pool = new WorkerPool(history, violations, (slot, generation) => ({
     slot,
     lockPorts: topology.lockPorts(),
+    sentinel: topology.sentinel?.(),
     resourcePort: topology.resource.port,
     keys: cfg.keys,
     agents: cfg.agents,
@@ -82,7 +83,7 @@ async function main(): Promise<number> {
   const tNemesis = hr();
   // Quick mode ends its nemesis 38 s after the start at the latest, whatever the start-up took.
   const deadline = Math.min(tNemesis + cfg.nemesisMs, quick ? started + 38_000 : Infinity);
-  const plan: FaultKind[] = quick ? quickPlan(prng, topology.faults) : [];
+  const plan: FaultKind[] = quick ? (topology.quickPlan?.(prng) ?? quickPlan(prng, topology.faults)) : [];
   let effectivePauseSeen = false;
   while (hr() < deadline) {
     let kind = plan.shift();
@@ -97,7 +98,7 @@ async function main(): Promise<number> {
   const tNemesisEnd = hr();
 
   // --- heal and calm, then drain, probe and close ---------------------------------------------------
-  topology.heal();
+  await topology.heal();
   await pool.heal();
   await Promise.all(topology.nodes.map((node) => node.admin.ping()));
   const tCalm = hr();

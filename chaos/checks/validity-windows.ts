@@ -16,6 +16,8 @@
  *   nothing, nor does any other fault;
  * - either: the server (a node) evicted that lock's owner key under memory pressure, in the same span
  *   (inside the first holder's window, before the second grant). On one server the lock is then free.
+ * A Sentinel failover explains nothing: it is recorded as a fault, never as a restart, since with every
+ * grant acknowledged by the replica (the `replicas` option) the promoted replica has them all.
  */
 import type { Eviction, Fault } from '../faults/kinds';
 import { grantsByKey, type History, type OpRec, pausedOverlap, type Restart, windowOf } from '../history';

@@ -21,6 +21,7 @@ export function nemesisHost(
     claimWindow: lease.claimWindow,
     nodes: topology.nodes,
     lockPrefix: lease.lockPrefix,
+    replication: topology.replication,
     runningSlots: () => runningSlots().map((s) => s.slot),
     holders: () => {
       const pids = runningPids();

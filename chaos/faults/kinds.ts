@@ -2,7 +2,7 @@
  * The fault kinds the nemesis knows, how often the random schedule picks each, which kinds each
  * topology uses, the plan quick mode follows, and what the nemesis needs from the run (NemesisHost). A
  * fault kind is implemented in one of process-faults.ts, server-faults.ts, node-faults.ts,
- * network-faults.ts or memory-pressure.ts, and registered in nemesis.ts.
+ * network-faults.ts, memory-pressure.ts or sentinel-faults.ts, and registered in nemesis.ts.
  */
 import { hr, type Prng, sleep } from '../common';
 import type { LockNode } from '../topologies/topology';
@@ -26,6 +26,9 @@ export const FAULT_KINDS = [
   'delete-lock-keys', // DEL every lock owner key on a node (its state for those locks is lost)
   // Both topologies; last, so that the kinds above keep their places in every list:
   'memory-pressure', // small maxmemory, allkeys-lru, a writer fills the server: lock keys get evicted
+  // Sentinel (a master and its replica) only:
+  'kill-master', // SIGKILL the master, Sentinel promotes the replica, the old master returns as its replica
+  'pause-replica', // SIGSTOP the replica for a while (no grant is acknowledged), then SIGCONT
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -47,6 +50,8 @@ const WEIGHTS: Record<FaultKind, number> = {
   'redis-sigstop': 2,
   'delete-lock-keys': 1,
   'memory-pressure': 1,
+  'kill-master': 2,
+  'pause-replica': 2,
 };
 
 /** The kinds that hit one lock server (`node`: with several, the nemesis picks one per fault). */
@@ -72,8 +77,33 @@ export const hitsNode = (kind: FaultKind): boolean => NODE_KINDS.has(kind);
  * seeds, depend on it: a kind added here goes at the end).
  */
 export const SINGLE_SERVER_FAULTS: readonly FaultKind[] = [...FAULT_KINDS.slice(0, 12), 'memory-pressure'];
-/** A quorum: every kind; `redis-restart` is then the early restart the restart rule forbids. */
-export const QUORUM_FAULTS: readonly FaultKind[] = FAULT_KINDS;
+/**
+ * A quorum: every kind up to memory-pressure (the kinds after it are another topology's, and its seeds
+ * must replay); `redis-restart` is then the early restart the restart rule forbids.
+ */
+export const QUORUM_FAULTS: readonly FaultKind[] = FAULT_KINDS.slice(
+  0,
+  FAULT_KINDS.indexOf('memory-pressure') + 1,
+);
+/**
+ * A Sentinel-managed master and its replica: the workers' processes, their connections to the master
+ * (through its proxy), and the two Sentinel kinds. Not the kinds that would also hit the sentinels'
+ * own links to the master (CLIENT KILL by type, CLIENT PAUSE: a pause past down-after-milliseconds is a
+ * failover of a live master, another test), nor those that erase the master's data in place (a restart
+ * without persistence, key deletion, eviction), whose overlaps the replicas cannot prevent.
+ */
+export const SENTINEL_FAULTS: readonly FaultKind[] = [
+  'gc-pause',
+  'pause-any',
+  'kill-holder',
+  'kill-waiter',
+  'client-kill-addr',
+  'proxy-latency',
+  'proxy-freeze',
+  'proxy-drop',
+  'kill-master',
+  'pause-replica',
+];
 
 export interface Fault {
   id: number;
@@ -140,6 +170,40 @@ export interface NemesisHost {
    * history for `fault`. Resolves with how long the node was away, kill to ready.
    */
   restartNode(node: LockNode, fault: Fault, downMs: number): Promise<{ awayMs: number; early: boolean }>;
+  /** The master and replica a Sentinel topology runs (the sentinel faults act on them), if any. */
+  readonly replication?: ReplicationControl;
+}
+
+/**
+ * A Sentinel-managed master and its one replica, as the sentinel faults drive them. The roles swap at
+ * each failover, so the faults ask for "the master" and "the replica" rather than for a server.
+ */
+export interface ReplicationControl {
+  /**
+   * Waits until the sentinels could promote the replica, SIGKILLs the master, waits for the sentinels to
+   * promote the replica, then starts the old master's process again as the new master's replica and
+   * waits until its link is up. Rejects if the sentinels do not fail over in time.
+   */
+  killMaster(): Promise<Failover>;
+  /** SIGSTOPs the replica; returns its name. */
+  pauseReplica(): string;
+  /** SIGCONTs the replica paused by pauseReplica(). */
+  resumeReplica(): void;
+}
+
+/** One failover, on the shared monotonic clock (ms). */
+export interface Failover {
+  /** The servers' names: the master killed, the replica promoted. */
+  from: string;
+  to: string;
+  /** Before the master was killed, once the sentinels could promote the replica. */
+  killedAt: number;
+  /** Every sentinel named the promoted replica, and it answered ROLE master. */
+  promotedAt: number;
+  /** The old master's process ran again as the new master's replica, its link up. */
+  rejoinedAt: number;
+  /** How long the sentinels took to see the replica as promotable before the kill. */
+  waitedMs: number;
 }
 
 /** A kind of `kinds` (a topology's list), drawn by weight. */
@@ -156,6 +220,17 @@ export function randomKind(prng: Prng, kinds: readonly FaultKind[]): FaultKind {
 /** Quick mode: a GC pause first (it must be seen), then every kind once in a seeded order. */
 export function quickPlan(prng: Prng, kinds: readonly FaultKind[]): FaultKind[] {
   return ['gc-pause', ...prng.shuffle(kinds.filter((kind) => kind !== 'gc-pause')), 'gc-pause'];
+}
+
+/**
+ * Quick mode on Sentinel: the master killed and the replica paused right after the first GC pause, since
+ * a failover is the slowest fault and the plan may not be finished when quick mode's nemesis ends; then
+ * the other kinds, and a second kill that promotes the first master back (it returned as the replica).
+ */
+export function sentinelQuickPlan(prng: Prng, kinds: readonly FaultKind[]): FaultKind[] {
+  const sentinel: FaultKind[] = ['kill-master', 'pause-replica'];
+  const others = kinds.filter((kind) => kind !== 'gc-pause' && !sentinel.includes(kind));
+  return ['gc-pause', ...sentinel, ...prng.shuffle(others), 'kill-master', 'gc-pause'];
 }
 
 /**

@@ -14,6 +14,7 @@ import { memoryPressure } from './memory-pressure';
 import { proxyDrop, proxyFreeze, proxyLatency } from './network-faults';
 import { deleteLockKeys, redisRestartLate, redisSigstop } from './node-faults';
 import { gcPause, killWorker, pauseAny } from './process-faults';
+import { killMaster, pauseReplica } from './sentinel-faults';
 import { clientKillAddr, clientKillType, clientPause, redisRestart } from './server-faults';
 
 const ACTIONS: Record<FaultKind, FaultAction> = {
@@ -33,6 +34,8 @@ const ACTIONS: Record<FaultKind, FaultAction> = {
   'redis-sigstop': redisSigstop,
   'delete-lock-keys': deleteLockKeys,
   'memory-pressure': memoryPressure,
+  'kill-master': killMaster,
+  'pause-replica': pauseReplica,
 };
 
 export class Nemesis {

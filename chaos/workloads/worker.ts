@@ -1,6 +1,7 @@
 /**
  * One chaos worker process: a LockService whose connections go through the nemesis' proxies (one lock
- * server, or one client per node of a quorum), and a few agents that loop: take one of a few locks
+ * server, one client per node of a quorum, or a Sentinel client that finds the master through the
+ * sentinels, with the `replicas` option), and a few agents that loop: take one of a few locks
  * (`using`, short ttl, renewal on), and while holding it run both workloads on the same lock:
  *   (a) an unfenced read-modify-write of a per-lock counter ("twin", GET ... work ... SET: counter.ts),
  *   (b) a fenced write of the same lock's resource with FencedStore (lease.fence: fenced-write.ts).
@@ -27,6 +28,7 @@ import {
   workerLifecycle,
 } from '../common';
 import type { ChaosConfig } from '../config';
+import type { SentinelConnection } from '../topologies/topology';
 import { readCounter, writeCounter } from './counter';
 import { writeFenced } from './fenced-write';
 
@@ -46,6 +48,8 @@ export type WorkerArgs = Pick<
   slot: number;
   /** One port: a single lock server. Several: independent masters holding each lock on a majority. */
   lockPorts: number[];
+  /** A Sentinel-managed master instead (lockPorts is then empty). */
+  sentinel?: SentinelConnection;
   resourcePort: number;
   seed: number;
 };
@@ -59,22 +63,43 @@ process.on('uncaughtException', (error: unknown) => {
 });
 
 const redisErrors: Record<string, number> = {};
+const { sentinel } = args;
 const quorum = args.lockPorts.length > 1;
-const lockClients = args.lockPorts.map((port, i) => {
-  const client = new Redis({
-    host: '127.0.0.1',
-    port,
-    // Named so that CLIENT LIST shows whose each connection is (client-kill-addr picks from it).
-    connectionName: quorum ? `chaos-w${args.slot}-${pid}-n${i + 1}` : `chaos-w${args.slot}-${pid}`,
-    // Reconnect quickly: the nemesis drops connections every few seconds.
-    retryStrategy: (times) => Math.min(times * 50, 500),
-  });
+/** Named so that CLIENT LIST shows whose each connection is (client-kill-addr picks from it). */
+const ownName = `chaos-w${args.slot}-${pid}`;
+/** Counts the client's errors by code, for the worker's report at close. */
+function counted(client: Redis): Redis {
   client.on('error', (error: Error) => {
     const code = (error as { code?: string }).code ?? error.name;
     redisErrors[code] = (redisErrors[code] ?? 0) + 1;
   });
   return client;
-});
+}
+const lockClients = sentinel
+  ? [
+      counted(
+        new Redis({
+          sentinels: sentinel.sentinels,
+          name: sentinel.name,
+          natMap: sentinel.natMap,
+          connectionName: ownName,
+          // Each attempt asks a sentinel for the master: at a flat 50 ms, a client finds the promoted
+          // replica as soon as the sentinels name it, not up to a backed-off delay later.
+          retryStrategy: () => 50,
+        }),
+      ),
+    ]
+  : args.lockPorts.map((port, i) =>
+      counted(
+        new Redis({
+          host: '127.0.0.1',
+          port,
+          connectionName: quorum ? `${ownName}-n${i + 1}` : ownName,
+          // Reconnect quickly: the nemesis drops connections every few seconds.
+          retryStrategy: (times) => Math.min(times * 50, 500),
+        }),
+      ),
+    );
 const resource = new Redis({
   host: '127.0.0.1',
   port: args.resourcePort,
@@ -90,7 +115,7 @@ const options = {
 };
 const locks = quorum
   ? new LockService(lockClients, { ...options, nodeTimeout: args.nodeTimeout })
-  : new LockService(lockClients[0], options);
+  : new LockService(lockClients[0], sentinel ? { ...options, replicas: sentinel.replicas } : options);
 
 /** The lease's own end of validity (HeldLease keeps it in a private field), on the shared clock. */
 function validUntil(lease: Lease): number | undefined {

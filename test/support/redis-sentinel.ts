@@ -86,7 +86,11 @@ export interface SentinelGroupOptions {
   replicationProxy?: boolean;
   /** Sentinel down-after-milliseconds. Default 500. */
   downAfterMs?: number;
-  /** Sentinel failover-timeout. Default 2 000. */
+  /**
+   * Sentinel failover-timeout. Default 2 000; 60 000 with `replicationProxy`, since a sentinel re-points
+   * a replica whose master address is not the master's own (the proxy's) once failover-timeout has
+   * passed (`+fix-slave-config`), and replication would then bypass the proxy.
+   */
   failoverTimeoutMs?: number;
 }
 
@@ -120,7 +124,7 @@ export async function poll<T>(
 }
 
 /** SENTINEL replies list entries as flat [field, value, ...] arrays. */
-function entries(reply: unknown): Record<string, string>[] {
+export function entries(reply: unknown): Record<string, string>[] {
   if (!Array.isArray(reply)) return [];
   return reply.map((flat: string[]) => {
     const entry: Record<string, string> = {};
@@ -275,7 +279,7 @@ export async function startSentinelGroup(options: SentinelGroupOptions = {}): Pr
   const sentinelCount = options.sentinels ?? 3;
   const timing = {
     downAfterMs: options.downAfterMs ?? 500,
-    failoverTimeoutMs: options.failoverTimeoutMs ?? 2_000,
+    failoverTimeoutMs: options.failoverTimeoutMs ?? (options.replicationProxy ? 60_000 : 2_000),
   };
   const dir = await mkdtemp(join(tmpdir(), 'nestjs-redis-lock-sentinel-'));
   const servers: RedisServer[] = [];

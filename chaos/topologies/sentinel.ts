@@ -1,0 +1,340 @@
+/**
+ * A master, one replica and three sentinels (test/support/redis-sentinel.ts), and the resource server.
+ * Workers find the master through the sentinels (ioredis Sentinel clients) and reach each server through
+ * its own proxy (the sentinels report the servers' real ports; the clients' natMap maps each to its
+ * proxy), and run LockService with `replicas: { count: 1, onTimeout: 'wait' }`: every grant, confirmed
+ * hand-off and renewal is acknowledged by the replica before it counts.
+ *
+ * The claim under test: a failover loses no grant a caller was told about, so no overlap is excused here
+ * (chaos/checks/validity-windows.ts has no failover among its explanations). With the master dead and
+ * its one replica promoted, no replica is left to acknowledge anything until the old master's process
+ * returns as the new replica: grants are refused until then (LockNotReplicatedError, a
+ * REDIS_UNAVAILABLE), which is what the option promises, not a failure.
+ *
+ * The sentinels themselves are never faulted, and reach the servers directly.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Redis from 'ioredis';
+import { terminate } from '../../test/support/processes';
+import { entries, poll, type SentinelGroup, startSentinelGroup } from '../../test/support/redis-sentinel';
+import { adminOn, launch, type RedisServer, StartError, startRedis } from '../../test/support/redis-server';
+import type { KeySnapshot } from '../checks/key-hygiene';
+import { hr, type Prng } from '../common';
+import {
+  type Failover,
+  type FaultKind,
+  type ReplicationControl,
+  SENTINEL_FAULTS,
+  sentinelQuickPlan,
+} from '../faults/kinds';
+import type { RestartTimes } from '../history';
+import { ChaosProxy } from '../proxy';
+import { keysWithTtl } from './server-node';
+import type { LockNode, SentinelConnection, Topology } from './topology';
+
+/**
+ * 100 ms: well under a third of the shortest ttl (the library's bound), and long enough for a replica
+ * on loopback under load. A refused grant costs more: Redis times WAIT on its clock tick (hz 10).
+ */
+const REPLICAS = { count: 1, timeout: 100, onTimeout: 'wait' } as const;
+/**
+ * A failover takes ~2 s with the harness' timings; a second one within 2 x failover-timeout (4 s) of
+ * the first is held back by Sentinel itself. Past this bound, something is stuck.
+ */
+const FAILOVER_TIMEOUT_MS = 20_000;
+const LINK_TIMEOUT_MS = 20_000;
+
+/**
+ * One of the two redis-servers. The harness starts it; once killed, it is started again here on the
+ * same port, since it must come back as the new master's replica (`--replicaof`), which the harness'
+ * restart, with the first arguments, cannot do.
+ */
+class ReplicatedServer {
+  private relaunched: ChildProcess | undefined;
+  alive = true;
+  paused = false;
+
+  constructor(
+    readonly name: string,
+    /** The harness' handle: its admin connections and key reads go by port, so they follow a restart. */
+    readonly handle: RedisServer,
+    /** What the workers reach this server through. */
+    readonly proxy: ChaosProxy,
+  ) {}
+
+  get port(): number {
+    return this.handle.port;
+  }
+
+  async kill(): Promise<void> {
+    this.alive = false;
+    this.paused = false;
+    await (this.relaunched ? terminate(this.relaunched, 'SIGKILL') : this.handle.kill());
+  }
+
+  /** Starts the killed server again, empty, as `master`'s replica; resolves once its link is up. */
+  async startAsReplicaOf(master: ReplicatedServer, dir: string): Promise<void> {
+    // A full sync writes the RDB it receives into --dir: the topology's own temp dir.
+    const args = [
+      ...['--dir', dir, '--dbfilename', `${this.name}.rdb`, '--repl-diskless-sync-delay', '0'],
+      ...['--replicaof', '127.0.0.1', String(master.port)],
+    ];
+    // The port is normally free at once (Redis binds with SO_REUSEADDR), but a client may have taken it
+    // as its local port for a moment: try again until the harness' own start deadline.
+    const deadline = hr() + 10_000;
+    for (;;) {
+      try {
+        this.relaunched = await launch(this.port, args);
+        break;
+      } catch (error) {
+        if (!(error instanceof StartError && error.portInUse) || hr() > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+    this.alive = true;
+    await poll(() => this.linkUp(), LINK_TIMEOUT_MS, `${this.name}'s link to ${master.name}`);
+  }
+
+  /** Whether this server is a replica whose link to its master is up (its sync done). */
+  linkUp(): Promise<true | undefined> {
+    return this.handle.admin(async (redis) =>
+      (await redis.info('replication')).includes('master_link_status:up') ? true : undefined,
+    );
+  }
+
+  pause(): void {
+    if (this.relaunched) this.relaunched.kill('SIGSTOP');
+    else this.handle.pause();
+    this.paused = true;
+  }
+
+  resume(): void {
+    if (!this.paused) return;
+    if (this.relaunched) this.relaunched.kill('SIGCONT');
+    else this.handle.resume();
+    this.paused = false;
+  }
+
+  async dispose(): Promise<void> {
+    if (this.relaunched) await terminate(this.relaunched, 'SIGKILL');
+  }
+}
+
+/**
+ * The lock server as the generic faults see it: whichever server is the master now. Its admin connection
+ * is a Sentinel client of its own, so it follows the failovers too.
+ */
+class MasterNode implements LockNode {
+  readonly name = 'master';
+  private stopped: ReplicatedServer | undefined;
+
+  constructor(
+    private readonly current: () => ReplicatedServer,
+    readonly admin: Redis,
+  ) {}
+
+  get proxy(): ChaosProxy {
+    return this.current().proxy;
+  }
+
+  restart(): Promise<RestartTimes> {
+    // An in-place restart without persistence would erase the locks under the replica's nose (it then
+    // resyncs from the empty master): not a fault this topology claims to survive.
+    return Promise.reject(new Error('the sentinel topology restarts its master only through kill-master'));
+  }
+
+  stop(): void {
+    this.stopped = this.current();
+    this.stopped.pause();
+  }
+
+  cont(): void {
+    this.stopped?.resume();
+    this.stopped = undefined;
+  }
+
+  keys(): Promise<Array<{ key: string; ttl: number }>> {
+    return keysWithTtl(this.current().handle);
+  }
+}
+
+export class Sentinel implements Topology {
+  readonly name = 'sentinel';
+  readonly faults = SENTINEL_FAULTS;
+  resource!: RedisServer;
+  private group!: SentinelGroup;
+  private servers: ReplicatedServer[] = [];
+  /** Index in `servers` of the master, as of the last failover this topology saw. */
+  private masterAt = 0;
+  private dir = '';
+  private node!: MasterNode;
+
+  readonly replication: ReplicationControl = {
+    killMaster: () => this.killMaster(),
+    pauseReplica: () => {
+      const replica = this.replica();
+      replica.pause();
+      return replica.name;
+    },
+    resumeReplica: () => {
+      for (const server of this.servers) server.resume();
+    },
+  };
+
+  async start(): Promise<void> {
+    const [group, resource, dir] = await Promise.all([
+      startSentinelGroup({ replicas: 1 }),
+      startRedis(),
+      mkdtemp(join(tmpdir(), 'nestjs-redis-lock-chaos-sentinel-')),
+    ]);
+    this.group = group;
+    this.resource = resource;
+    this.dir = dir;
+    this.servers = await Promise.all(
+      [group.master, group.replicas[0]].map(async (server, i) => {
+        const proxy = new ChaosProxy(server.port);
+        await proxy.listen();
+        return new ReplicatedServer(`s${i + 1}`, server, proxy);
+      }),
+    );
+    const admin = group.client({ connectionName: 'chaos-admin' });
+    await admin.ping();
+    this.node = new MasterNode(() => this.master(), admin);
+  }
+
+  get nodes(): readonly LockNode[] {
+    return [this.node];
+  }
+
+  lockPorts(): number[] {
+    return [];
+  }
+
+  sentinel(): SentinelConnection {
+    const { sentinels, name } = this.group.sentinelOptions();
+    const natMap = Object.fromEntries(
+      this.servers.map((s) => [`127.0.0.1:${s.port}`, { host: '127.0.0.1', port: s.proxy.port }]),
+    );
+    return { sentinels, name, natMap, replicas: { ...REPLICAS } };
+  }
+
+  quickPlan(prng: Prng): FaultKind[] {
+    return sentinelQuickPlan(prng, this.faults);
+  }
+
+  private master(): ReplicatedServer {
+    return this.servers[this.masterAt];
+  }
+
+  private replica(): ReplicatedServer {
+    return this.servers[1 - this.masterAt];
+  }
+
+  /**
+   * Whether every sentinel names `master` and sees `replica` as up (not down, linked to it): a failover
+   * now would promote it. Right after the replica came back, the sentinels still have it down until
+   * their next PING (every 500 ms with down-after 500 ms).
+   */
+  private async promotable(master: ReplicatedServer, replica: ReplicatedServer): Promise<true | undefined> {
+    for (const sentinel of this.group.sentinels) {
+      const seen = await adminOn(sentinel.port, async (redis) => {
+        const named = (await redis.call('SENTINEL', 'get-master-addr-by-name', this.group.masterName)) as
+          | string[]
+          | null;
+        if (Number(named?.[1]) !== master.port) return false;
+        const replicas = entries(await redis.call('SENTINEL', 'replicas', this.group.masterName));
+        return replicas.some(
+          (entry) =>
+            Number(entry.port) === replica.port && !/s_down|o_down|disconnected/.test(entry.flags ?? ''),
+        );
+      });
+      if (!seen) return undefined;
+    }
+    return true;
+  }
+
+  private async killMaster(): Promise<Failover> {
+    const master = this.master();
+    const replica = this.replica();
+    const asked = hr();
+    await poll(
+      () => this.promotable(master, replica),
+      FAILOVER_TIMEOUT_MS,
+      `the sentinels seeing ${replica.name} as promotable`,
+    );
+    const killedAt = hr();
+    await master.kill();
+    const promoted = await this.group.waitForFailover({ port: master.port }, FAILOVER_TIMEOUT_MS);
+    const promotedAt = hr();
+    if (promoted.port !== replica.port) {
+      throw new Error(`the sentinels promoted port ${promoted.port}, not ${replica.name} (${replica.port})`);
+    }
+    this.masterAt = this.servers.indexOf(replica);
+    await master.startAsReplicaOf(replica, this.dir);
+    return {
+      from: master.name,
+      to: replica.name,
+      killedAt,
+      promotedAt,
+      rejoinedAt: hr(),
+      waitedMs: killedAt - asked,
+    };
+  }
+
+  /** The server every sentinel names as the master, once it answers ROLE master. */
+  private async agreedMaster(): Promise<ReplicatedServer | undefined> {
+    const ports = await Promise.all(
+      this.group.sentinels.map((sentinel) =>
+        adminOn(sentinel.port, async (redis) => {
+          const named = (await redis.call('SENTINEL', 'get-master-addr-by-name', this.group.masterName)) as
+            | string[]
+            | null;
+          return Number(named?.[1]);
+        }),
+      ),
+    );
+    const master = this.servers.find((server) => server.port === ports[0]);
+    if (!master?.alive || ports.some((port) => port !== master.port)) return undefined;
+    const [role] = (await master.handle.admin((redis) => redis.role())) as [string];
+    return role === 'master' ? master : undefined;
+  }
+
+  async snapshotKeys(keptPrefixes: readonly string[]): Promise<KeySnapshot> {
+    // The master's keys: the replica's are a copy, and expire with them.
+    return { lock: await this.node.keys(), resource: await keysWithTtl(this.resource), keptPrefixes };
+  }
+
+  /**
+   * Proxies back to pipes and every server running; then one master, named by every sentinel, with its
+   * replica linked. A kill-master that failed half-way (no failover in time) may have left a server down:
+   * it comes back as the master's replica here.
+   */
+  async heal(): Promise<void> {
+    for (const server of this.servers) {
+      server.proxy.heal();
+      server.resume();
+    }
+    const master = await poll(
+      () => this.agreedMaster(),
+      FAILOVER_TIMEOUT_MS,
+      'one master named by every sentinel',
+    );
+    this.masterAt = this.servers.indexOf(master);
+    const replica = this.replica();
+    if (!replica.alive) await replica.startAsReplicaOf(master, this.dir);
+    await poll(() => replica.linkUp(), LINK_TIMEOUT_MS, `${replica.name}'s link to ${master.name}`);
+  }
+
+  async stop(): Promise<void> {
+    // The harness kills the sentinels first (none reconfigures a server being stopped), then the servers
+    // it started; the processes started here go after.
+    await this.group.dispose();
+    await Promise.all(this.servers.map((server) => server.dispose()));
+    await Promise.all(this.servers.map((server) => server.proxy.close()));
+    await this.resource.dispose();
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}
