@@ -3,7 +3,8 @@
  * - latency: every chunk, each way, is held `ms` before it is forwarded (order is kept);
  * - freeze: nothing is forwarded until thaw (bytes are kept, as TCP would retransmit them): a partition
  *   that heals;
- * - drop: every open connection is destroyed at once (clients see a reset and reconnect).
+ * - drop: every open connection is destroyed at once (clients see a reset and reconnect);
+ * - retarget: new connections go to another server, as a client's address does after a failover.
  * When Redis is down, a new client connection is closed as soon as the upstream connect fails.
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
@@ -36,7 +37,7 @@ export class ChaosProxy {
   readonly stats: ProxyStats = { accepted: 0, dropped: 0, upstreamFailures: 0, bytes: 0 };
   port = 0;
 
-  constructor(private readonly upstreamPort: number) {
+  constructor(private upstreamPort: number) {
     this.server = createServer((client) => this.accept(client));
   }
 
@@ -76,6 +77,11 @@ export class ChaosProxy {
   heal(): void {
     this.setLatency(0);
     this.thaw();
+  }
+
+  /** Sends the connections made from now on to `port`; open ones stay where they are. */
+  retarget(port: number): void {
+    this.upstreamPort = port;
   }
 
   /** Destroys every open connection; returns how many. */

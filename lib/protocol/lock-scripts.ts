@@ -157,10 +157,14 @@ export class LockScripts {
 
   private refusal(key: string, write: ReplicatedWrite, acked: Acknowledged): LockNotReplicatedError {
     const { count, timeout } = this.ack as ReplicaAck;
-    const detail = acked.local
-      ? undefined
-      : `the master did not fsync ${write === 'grant' ? 'the grant' : 'the renewal'} of "${key}" to its ` +
-        `append-only file within ${timeout} ms (WAITAOF)${write === 'grant' ? ', so it was released' : ''}`;
+    const what = `${write === 'grant' ? 'the grant' : 'the renewal'} of "${key}"`;
+    const released = write === 'grant' ? ', so it was released' : '';
+    const detail = acked.reconnected
+      ? `the connection to Redis dropped before the replicas acknowledged ${what} (a failover, or a ` +
+        `dropped connection), and the new one cannot tell whether they have it${released}`
+      : acked.local
+        ? undefined
+        : `the master did not fsync ${what} to its append-only file within ${timeout} ms (WAITAOF)${released}`;
     return new LockNotReplicatedError(key, write, acked.replicas, count, timeout, detail);
   }
 

@@ -35,6 +35,18 @@ export interface Acknowledged {
   replicas: number;
   /** With `aof`: whether the master fsynced its AOF; otherwise true. */
   local: boolean;
+  /**
+   * The script's reply and the wait's came over different connections (`replicas` is then 0): the
+   * connection dropped in between and the client sent the wait again on its new one, maybe to another
+   * server, where it says nothing about the script's writes.
+   */
+  reconnected?: true;
+}
+
+/** A reply, and the socket it arrived on. */
+interface Delivered {
+  value: unknown;
+  via: unknown;
 }
 
 /** States on the way to 'ready': a call waits for the outcome of this attempt, not for a reconnect loop. */
@@ -105,21 +117,40 @@ export class ScriptRunner<N extends string> {
       : ['wait', ack.count, ack.timeout];
     const pair = (command: 'evalsha' | 'eval', body: string) =>
       Promise.all([
-        this.client.call(command, body, keys, ...args),
-        this.client.call(...wait).catch((error: unknown) => {
-          throw ack.aof ? waitAofRefused(error) : error;
-        }),
+        this.withConnection(this.client.call(command, body, keys, ...args)),
+        this.withConnection(
+          this.client.call(...wait).catch((error: unknown) => {
+            throw ack.aof ? waitAofRefused(error) : error;
+          }),
+        ),
       ]);
-    let replies: [unknown, unknown];
+    let replies: [Delivered, Delivered];
     try {
       replies = await pair('evalsha', sha);
     } catch (error) {
       if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
       replies = await pair('eval', lua);
     }
-    const [value, acks] = replies;
-    if (Array.isArray(acks)) return { value, local: Number(acks[0]) >= 1, replicas: Number(acks[1]) };
-    return { value, local: true, replicas: Number(acks) };
+    const [script, acks] = replies;
+    const value = script.value;
+    // ioredis resends the commands a dropped connection left unanswered once it has reconnected (its
+    // autoResendUnfulfilledCommands, on by default): the wait alone, if the script's reply had arrived.
+    // A wait on a connection that wrote nothing returns at once with every replica the server has, and
+    // after a failover that server is the new master, which never saw the grant.
+    if (script.via !== acks.via) return { value, local: true, replicas: 0, reconnected: true };
+    if (Array.isArray(acks.value)) {
+      return { value, local: Number(acks.value[0]) >= 1, replicas: Number(acks.value[1]) };
+    }
+    return { value, local: true, replicas: Number(acks.value) };
+  }
+
+  /**
+   * A reply and the connection it came over. The callback runs in the microtasks that follow the
+   * parsing of the reply, before the socket's close can be handled and a new one made, so the client's
+   * current stream is the one that delivered it.
+   */
+  private withConnection(reply: Promise<unknown>): Promise<Delivered> {
+    return reply.then((value) => ({ value, via: (this.client as { stream?: unknown }).stream }));
   }
 
   /**

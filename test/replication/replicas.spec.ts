@@ -252,6 +252,97 @@ describe('a grant no replica acknowledges is given back', () => {
   });
 });
 
+describe('a wait that ioredis resends on a new connection acknowledges nothing', () => {
+  // ioredis sends again what a dropped connection left unanswered, once it has reconnected: the WAIT
+  // alone when the script's reply had arrived. After a failover the new connection is to the new
+  // master, whose replicas acknowledge its own writes at once, not the script the old master ran.
+  // Here the old master is `master` with its replica stopped (so its WAIT blocks) and the new one is
+  // `other`, with a replica of its own that is up to date.
+  let other: RedisServer;
+  let otherReplica: RedisServer;
+  let door: ChaosProxy;
+  let client: Redis;
+  let service: LockService;
+
+  beforeAll(async () => {
+    other = await startRedis();
+    otherReplica = await startRedis({ args: ['--replicaof', '127.0.0.1', String(other.port), '--dir', dir] });
+    await until(
+      () => otherReplica.admin((a) => a.info('replication')),
+      (info) => info.includes('master_link_status:up'),
+    );
+  });
+
+  afterAll(async () => {
+    await Promise.all([otherReplica.dispose(), other.dispose()]);
+  });
+
+  /** A service on `master` whose connection goes through `door`, a proxy that can be re-pointed. */
+  async function throughDoor(): Promise<void> {
+    door = new ChaosProxy(master.port);
+    await door.listen();
+    client = new Redis({ host: '127.0.0.1', port: door.port, retryStrategy: () => 10 });
+    service = new LockService(client, acked({ timeout: 5_000 }));
+  }
+
+  /** The script's reply has arrived and only its WAIT is unanswered, blocked on the server. */
+  const waitPending = () =>
+    until(
+      async () => client.commandQueue.toArray().map((item) => item.command.name),
+      (names) => names.length === 1 && names[0] === 'wait',
+    );
+
+  /** The failover, as the client sees it: its address leads to `other` now, and its connection drops. */
+  function failOver(): void {
+    door.retarget(other.port);
+    door.dropAll();
+  }
+
+  afterEach(async () => {
+    await service.close();
+    client.disconnect();
+    await door.close();
+  });
+
+  it('a grant whose wait was answered by the new master is refused, not used', async () => {
+    await throughDoor();
+    // Scripts loaded while the replica runs, so the one under test is a single EVALSHA and its WAIT.
+    await (await service.acquire('moved-warm')).release();
+    replica.pause();
+    const attempt = outcome(service.acquire('moved-grant'));
+    await until(
+      () => master.admin((a) => a.exists(ownerKey('moved-grant'))),
+      (n) => n === 1,
+    );
+    await waitPending();
+    failOver();
+    const { value, error } = await attempt;
+    expect(value).toBeUndefined();
+    expect(error).toBeInstanceOf(LockNotReplicatedError);
+    expect(error).toMatchObject({ write: 'grant', acknowledged: 0 });
+    expect((error as Error).message).toMatch(/connection to Redis dropped before the replicas acknowledged/);
+    // The new master never had the grant: a caller told it held the lock would share it with the next.
+    expect(await other.admin((a) => a.exists(ownerKey('moved-grant')))).toBe(0);
+  });
+
+  it('a renewal whose wait was answered by the new master aborts the signal', async () => {
+    await throughDoor();
+    const lease = await service.acquire('moved-renewal', { ttl: 5_000 });
+    await lease.extend();
+    replica.pause();
+    const extended = outcome(lease.extend());
+    await waitPending();
+    failOver();
+    const { value, error } = await extended;
+    expect(value).toBeUndefined();
+    expect(error).toBeInstanceOf(LockNotReplicatedError);
+    expect(error).toMatchObject({ write: 'renewal', acknowledged: 0 });
+    expect(lease.signal.aborted).toBe(true);
+    expect((lease.signal.reason as LockLostError).reason).toBe('not-replicated');
+    await outcome(lease.release());
+  });
+});
+
 describe('WAITAOF (replicas.aof)', () => {
   it('is used when asked; before Redis 7.2 the call rejects saying so, and leaves nothing held', async () => {
     const version = await master.admin(async (a) =>
