@@ -171,6 +171,8 @@ export class Sentinel implements Topology {
   private masterAt = 0;
   private dir = '';
   private node!: MasterNode;
+  /** One subscriber per sentinel, following their +switch-master announcements. */
+  private watchers: Redis[] = [];
 
   readonly replication: ReplicationControl = {
     killMaster: () => this.killMaster(),
@@ -203,6 +205,27 @@ export class Sentinel implements Topology {
     const admin = group.client({ connectionName: 'chaos-admin' });
     await admin.ping();
     this.node = new MasterNode(() => this.master(), admin);
+    this.watchers = await Promise.all(group.sentinels.map((sentinel) => this.followSwitches(sentinel.port)));
+  }
+
+  /**
+   * The sentinels also fail over on their own: when they briefly lose sight of a live master (down-after
+   * is 500 ms here, and the machine is loaded), they promote its replica, and some seconds later turn the
+   * old master into its replica. The faults must then see the new roles, or a kill-master would wait for
+   * the sentinels to find a replica promotable that is in fact the master, and a pause-replica would
+   * pause the master.
+   */
+  private async followSwitches(port: number): Promise<Redis> {
+    const watcher = new Redis({ host: '127.0.0.1', port, retryStrategy: () => 100 });
+    watcher.on('error', () => {});
+    watcher.on('message', (_channel: string, message: string) => {
+      // "<name> <old ip> <old port> <new ip> <new port>"
+      const [name, , , , newPort] = message.split(' ');
+      const at = this.servers.findIndex((server) => server.port === Number(newPort));
+      if (name === this.group.masterName && at >= 0) this.masterAt = at;
+    });
+    await watcher.subscribe('+switch-master');
+    return watcher;
   }
 
   get nodes(): readonly LockNode[] {
@@ -257,14 +280,15 @@ export class Sentinel implements Topology {
   }
 
   private async killMaster(): Promise<Failover> {
+    const asked = hr();
+    // The roles as of each try: a failover of the sentinels' own may swap them meanwhile.
+    await poll(
+      () => this.promotable(this.master(), this.replica()),
+      FAILOVER_TIMEOUT_MS,
+      `the sentinels seeing ${this.replica().name} as promotable`,
+    );
     const master = this.master();
     const replica = this.replica();
-    const asked = hr();
-    await poll(
-      () => this.promotable(master, replica),
-      FAILOVER_TIMEOUT_MS,
-      `the sentinels seeing ${replica.name} as promotable`,
-    );
     const killedAt = hr();
     await master.kill();
     const promoted = await this.group.waitForFailover({ port: master.port }, FAILOVER_TIMEOUT_MS);
@@ -331,6 +355,7 @@ export class Sentinel implements Topology {
   async stop(): Promise<void> {
     // The harness kills the sentinels first (none reconfigures a server being stopped), then the servers
     // it started; the processes started here go after.
+    for (const watcher of this.watchers) watcher.disconnect();
     await this.group.dispose();
     await Promise.all(this.servers.map((server) => server.dispose()));
     await Promise.all(this.servers.map((server) => server.proxy.close()));
