@@ -21,6 +21,7 @@ export interface RunFacts {
   crashes: unknown[];
   workerLeftovers: unknown[];
   proxy: unknown;
+  notes: string[];
 }
 
 export function buildResult(
@@ -107,7 +108,7 @@ export function buildResult(
       hygiene: facts.hygiene,
       workerLeftovers: facts.workerLeftovers,
     },
-    notes: [],
+    notes: facts.notes,
     violations,
     restarts: history.restarts,
     pauses: history.pauses,
@@ -140,6 +141,7 @@ interface Summary {
   operations: Record<string, unknown>;
   faults: { counts: Record<string, { injected: number; skipped: number }>; total: number };
   failovers: ReturnType<typeof failoversOf>;
+  notes: string[];
   checks: Record<string, unknown> & {
     longestStall: { ms: number; kind: string; key: string };
     stalls: Record<string, { fromInjectMaxMs: number; fromHealMaxMs: number }>;
@@ -228,6 +230,7 @@ export function printSummary(result: Record<string, unknown>, file: string): voi
   line('slowest call (pauses excluded)', `${c.slowestCallMs} ms (bound ${c.callBoundMs})`);
   line('max hand-off after nemesis stop', `${c.calmHandoffMaxMs} ms (bound ${c.handoffBoundMs})`);
   line('unhandled rejections', c.unhandled);
+  for (const note of r.notes) line('note', note);
   line('key hygiene', c.hygiene);
   console.log(`  result: ${file}`);
   if (r.ok) console.log(`\nPASS (seed ${r.seed})`);

@@ -135,6 +135,7 @@ async function main(): Promise<number> {
       redisErrors: closed?.redisErrors,
     })),
     proxy: Object.fromEntries(topology.nodes.map((node) => [node.name, node.proxy.stats])),
+    notes: topology.notes?.() ?? [],
   });
   const name = `chaos${quick ? '-quick' : ''}${settings.topology === 'single' ? '' : `-${settings.topology}`}`;
   const file = writeResult(name, result);

@@ -173,6 +173,9 @@ export class Sentinel implements Topology {
   private node!: MasterNode;
   /** One subscriber per sentinel, following their +switch-master announcements. */
   private watchers: Redis[] = [];
+  /** Changes of master the sentinels announced, and how many of them kill-master caused. */
+  private switches = 0;
+  private kills = 0;
 
   readonly replication: ReplicationControl = {
     killMaster: () => this.killMaster(),
@@ -222,7 +225,9 @@ export class Sentinel implements Topology {
       // "<name> <old ip> <old port> <new ip> <new port>"
       const [name, , , , newPort] = message.split(' ');
       const at = this.servers.findIndex((server) => server.port === Number(newPort));
-      if (name === this.group.masterName && at >= 0) this.masterAt = at;
+      if (name !== this.group.masterName || at < 0 || at === this.masterAt) return;
+      this.masterAt = at;
+      this.switches++;
     });
     await watcher.subscribe('+switch-master');
     return watcher;
@@ -296,7 +301,9 @@ export class Sentinel implements Topology {
     if (promoted.port !== replica.port) {
       throw new Error(`the sentinels promoted port ${promoted.port}, not ${replica.name} (${replica.port})`);
     }
+    if (this.masterAt !== this.servers.indexOf(replica)) this.switches++;
     this.masterAt = this.servers.indexOf(replica);
+    this.kills++;
     await master.startAsReplicaOf(replica, this.dir);
     return {
       from: master.name,
@@ -350,6 +357,13 @@ export class Sentinel implements Topology {
     const replica = this.replica();
     if (!replica.alive) await replica.startAsReplicaOf(master, this.dir);
     await poll(() => replica.linkUp(), LINK_TIMEOUT_MS, `${replica.name}'s link to ${master.name}`);
+  }
+
+  notes(): string[] {
+    const own = this.switches - this.kills;
+    return [
+      `the sentinels failed over on their own ${own} time(s), besides the ${this.kills} kill-master failovers`,
+    ];
   }
 
   async stop(): Promise<void> {

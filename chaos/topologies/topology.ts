@@ -67,6 +67,8 @@ export interface Topology {
   heal(): void | Promise<void>;
   /** Closes the proxies and stops every server. */
   stop(): Promise<void>;
+  /** What the run did that no check reads, for the report (the sentinels' own failovers). */
+  notes?(): string[];
 }
 
 /** What a worker needs for an ioredis Sentinel client and the `replicas` option. */
