@@ -225,12 +225,17 @@ export class Sentinel implements Topology {
       // "<name> <old ip> <old port> <new ip> <new port>"
       const [name, , , , newPort] = message.split(' ');
       const at = this.servers.findIndex((server) => server.port === Number(newPort));
-      if (name !== this.group.masterName || at < 0 || at === this.masterAt) return;
-      this.masterAt = at;
-      this.switches++;
+      if (name === this.group.masterName && at >= 0) this.switchTo(at);
     });
     await watcher.subscribe('+switch-master');
     return watcher;
+  }
+
+  /** The master is now `servers[at]`: counted once, whether a sentinel or kill-master said it first. */
+  private switchTo(at: number): void {
+    if (at === this.masterAt) return;
+    this.masterAt = at;
+    this.switches++;
   }
 
   get nodes(): readonly LockNode[] {
@@ -301,8 +306,7 @@ export class Sentinel implements Topology {
     if (promoted.port !== replica.port) {
       throw new Error(`the sentinels promoted port ${promoted.port}, not ${replica.name} (${replica.port})`);
     }
-    if (this.masterAt !== this.servers.indexOf(replica)) this.switches++;
-    this.masterAt = this.servers.indexOf(replica);
+    this.switchTo(this.servers.indexOf(replica));
     this.kills++;
     await master.startAsReplicaOf(replica, this.dir);
     return {
