@@ -1,0 +1,267 @@
+/**
+ * What a lock decorator costs a Nest application, per request: one Nest app process per variant (no
+ * lock, the module imported but unused, and each library's decorator), `POST /pay/:id` whose service
+ * method is locked around GET, 2 ms, SET, on a distinct key per request (uncontended), a fixed number of
+ * requests in flight. The app's own CPU time (process.cpuUsage() in the app, read before and after a
+ * batch) divided by the requests served; the lock's share is that minus the unlocked app's. The same
+ * for `POST /plain/:id`, which never locks, shows what importing each module costs a route without a
+ * lock. Redis's CPU per request comes from INFO cpu. Variants run interleaved, in rotated order, each
+ * round on a fresh app process; the figure reported is the median over rounds.
+ *
+ * Usage: npm run bench:nest [-- --rounds 3 --requests 3000 --concurrency 4 --variants ours,murlock]
+ */
+import { type ChildProcess, execFileSync, fork } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { join } from 'node:path';
+import Redis from 'ioredis';
+import { startRedis } from './redis-server';
+import { quantile, sorted } from './stats';
+
+const ROOT = join(__dirname, '..');
+const APP = join(ROOT, 'dist', 'bench-nest', 'app.js');
+const ALL_VARIANTS = ['none', 'module', 'ours', 'nest-redlock', 'murlock'] as const;
+const LOCKS = ['ours', 'nest-redlock', 'murlock'];
+
+function option(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
+}
+
+const ROUNDS = Number(option('rounds', '3'));
+const REQUESTS = Number(option('requests', '3000'));
+const CONCURRENCY = Number(option('concurrency', '4'));
+const WARMUP = Number(option('warmup', '1000'));
+const CHUNKS = 5;
+const VARIANTS = option('variants', ALL_VARIANTS.join(',')).split(',');
+
+interface Batch {
+  /** App CPU (user + system) per request, µs. */
+  cpu: number;
+  /** Redis CPU per request, µs. */
+  redisCpu: number;
+  /** Request latency p50 / p99, ms. */
+  p50: number;
+  p99: number;
+  /** Requests that did not answer 201. */
+  failed: number;
+}
+
+class App {
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly port: number,
+  ) {}
+
+  static start(variant: string, redisPort: number): Promise<App> {
+    const child = fork(APP, [], {
+      env: { ...process.env, BENCH_VARIANT: variant, BENCH_REDIS_PORT: String(redisPort) },
+      execArgv: (process.env.BENCH_APP_ARGS ?? '').split(' ').filter(Boolean),
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    return new Promise((resolve, reject) => {
+      child.once('exit', (code) =>
+        reject(new Error(`the ${variant} app exited (${code}) before it was ready`)),
+      );
+      child.once('message', (message: { type: string; port: number }) => {
+        if (message.type === 'ready') resolve(new App(child, message.port));
+      });
+    });
+  }
+
+  cpu(): Promise<number> {
+    return new Promise((resolve) => {
+      this.child.once('message', (message: { usage: NodeJS.CpuUsage }) =>
+        resolve(message.usage.user + message.usage.system),
+      );
+      this.child.send({ type: 'cpu' });
+    });
+  }
+
+  stop(): Promise<void> {
+    // The start-up's exit listener (a rejection) goes first.
+    this.child.removeAllListeners('exit');
+    const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
+    this.child.send({ type: 'stop' });
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 5_000);
+    return exited.finally(() => clearTimeout(timer));
+  }
+}
+
+let nextId = 0;
+
+/** `count` POSTs to `/route/<distinct id>`, `CONCURRENCY` in flight; latencies in ms and failures. */
+async function load(
+  port: number,
+  route: string,
+  count: number,
+): Promise<{ latencies: number[]; failed: number }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  const latencies: number[] = [];
+  let failed = 0;
+  let sent = 0;
+  const one = () =>
+    new Promise<void>((resolve) => {
+      const started = performance.now();
+      const req = request(
+        { agent, host: '127.0.0.1', port, method: 'POST', path: `/${route}/${++nextId}` },
+        (res) => {
+          res.resume();
+          res.on('end', () => {
+            if (res.statusCode !== 201) failed++;
+            latencies.push(performance.now() - started);
+            resolve();
+          });
+        },
+      );
+      req.on('error', () => {
+        failed++;
+        resolve();
+      });
+      req.end();
+    });
+  const loop = async () => {
+    while (sent < count) {
+      sent++;
+      await one();
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, loop));
+  agent.destroy();
+  return { latencies, failed };
+}
+
+async function redisCpu(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu');
+  const field = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? 0);
+  return (field('used_cpu_sys') + field('used_cpu_user')) * 1e6;
+}
+
+/** Totals of one route over several chunks: app and Redis CPU, latencies, failures. */
+interface Tally {
+  cpu: number;
+  redisCpu: number;
+  latencies: number[];
+  failed: number;
+  requests: number;
+}
+
+const tally = (): Tally => ({ cpu: 0, redisCpu: 0, latencies: [], failed: 0, requests: 0 });
+
+async function chunk(app: App, redis: Redis, route: string, count: number, into: Tally): Promise<void> {
+  const cpu0 = await app.cpu();
+  const redis0 = await redisCpu(redis);
+  const { latencies, failed } = await load(app.port, route, count);
+  into.cpu += (await app.cpu()) - cpu0;
+  into.redisCpu += (await redisCpu(redis)) - redis0;
+  into.latencies.push(...latencies);
+  into.failed += failed;
+  into.requests += count;
+}
+
+function batch(t: Tally): Batch {
+  const s = sorted(t.latencies);
+  return {
+    cpu: t.cpu / t.requests,
+    redisCpu: t.redisCpu / t.requests,
+    p50: quantile(s, 0.5),
+    p99: quantile(s, 0.99),
+    failed: t.failed,
+  };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function main(): Promise<void> {
+  if (!process.argv.includes('--no-build')) {
+    execFileSync('npx', ['tsc', '-p', join(ROOT, 'bench', 'nest', 'tsconfig.json')], {
+      stdio: 'inherit',
+      cwd: ROOT,
+    });
+  }
+  const server = await startRedis();
+  const redis = new Redis(server.port);
+  const results: Record<string, { pay: Batch[]; plain: Batch[] }> = {};
+  for (const variant of VARIANTS) results[variant] = { pay: [], plain: [] };
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = VARIANTS.map((_, i) => VARIANTS[(i + round) % VARIANTS.length]);
+      for (const variant of order) {
+        const app = await App.start(variant, server.port);
+        try {
+          await load(app.port, 'pay', WARMUP);
+          await load(app.port, 'plain', WARMUP);
+          // The two routes alternate in chunks, so drift in the machine's load (and the JIT's late
+          // work) hits both alike.
+          const pay = tally();
+          const plain = tally();
+          for (let i = 0; i < CHUNKS; i++) {
+            await chunk(app, redis, 'pay', REQUESTS / CHUNKS, pay);
+            await chunk(app, redis, 'plain', REQUESTS / CHUNKS, plain);
+          }
+          results[variant].pay.push(batch(pay));
+          results[variant].plain.push(batch(plain));
+        } finally {
+          await app.stop();
+        }
+        const last = results[variant].pay.at(-1) as Batch;
+        console.log(
+          `round ${round + 1} ${variant.padEnd(12)} pay ${last.cpu.toFixed(0)} µs/req, plain ${(results[variant].plain.at(-1) as Batch).cpu.toFixed(0)} µs/req`,
+        );
+      }
+    }
+  } finally {
+    redis.disconnect();
+    await server.stop();
+  }
+  report(results);
+}
+
+function report(results: Record<string, { pay: Batch[]; plain: Batch[] }>): void {
+  const med = (variant: string, route: 'pay' | 'plain', field: keyof Batch) =>
+    median(results[variant][route].map((b) => b[field]));
+  const base = results.none ? med('none', 'pay', 'cpu') : Number.NaN;
+  const basePlain = results.none ? med('none', 'plain', 'cpu') : Number.NaN;
+  const shares: Record<string, number> = {};
+  console.log(
+    `\nNest app CPU per request, median of ${ROUNDS} rounds × ${REQUESTS} requests, ${CONCURRENCY} in flight, distinct keys:\n`,
+  );
+  console.log(
+    '| variant | app CPU / locked request | lock share | app CPU / unlocked route | vs no module | Redis CPU / request | p50 / p99 ms | failed |',
+  );
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
+  for (const variant of VARIANTS) {
+    const cpu = med(variant, 'pay', 'cpu');
+    const plain = med(variant, 'plain', 'cpu');
+    const share = cpu - base;
+    if (LOCKS.includes(variant)) shares[variant] = share;
+    const failed = results[variant].pay.reduce((n, b) => n + b.failed, 0);
+    console.log(
+      `| ${variant} | ${cpu.toFixed(0)} µs | ${LOCKS.includes(variant) ? `${share.toFixed(0)} µs` : '—'} | ${plain.toFixed(0)} µs | ${(plain - basePlain).toFixed(1)} µs | ${med(variant, 'pay', 'redisCpu').toFixed(0)} µs | ${med(variant, 'pay', 'p50').toFixed(2)} / ${med(variant, 'pay', 'p99').toFixed(2)} | ${failed} |`,
+    );
+  }
+  const peers = ['nest-redlock', 'murlock'].filter((p) => shares[p] !== undefined);
+  if (shares.ours !== undefined && peers.length > 0) {
+    const leanest = Math.min(...peers.map((p) => shares[p]));
+    console.log(
+      `\nlock share: ours ${shares.ours.toFixed(0)} µs = ${(shares.ours / leanest).toFixed(2)} × the leanest Nest peer's (${leanest.toFixed(0)} µs); target ≤ 1.0 ×`,
+    );
+  }
+  const dir = join(ROOT, 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  const file = VARIANTS.length === ALL_VARIANTS.length ? 'latest-nest.json' : 'latest-nest-partial.json';
+  const record = {
+    date: new Date().toISOString(),
+    rounds: ROUNDS,
+    requests: REQUESTS,
+    concurrency: CONCURRENCY,
+    results,
+  };
+  writeFileSync(join(dir, file), `${JSON.stringify(record, null, 2)}\n`);
+  console.log(`raw results: bench/results/${file}`);
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

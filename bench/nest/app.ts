@@ -1,0 +1,160 @@
+/**
+ * One Nest application of the Nest benchmark (bench/nest-cpu.ts), forked once per variant with the
+ * variant's lock library. `POST /pay/:id` calls a service method that does GET, 2 ms, SET under the
+ * variant's decorator (no decorator in the `none` and `module` variants); `POST /plain/:id` does the same
+ * work and never locks, to show what importing a module costs a route that takes no lock. Compiled with
+ * tsc (decorator metadata), run as plain Node, as an application runs in production.
+ *
+ * Variants, each configured as its README shows:
+ * - none: no lock module;
+ * - module: RedisLockModule imported, no @Locked anywhere;
+ * - ours: RedisLockModule and `@Locked('order:<0>', { ttl: 5000 })`;
+ * - nest-redlock: RedlockModule.register and `@Redlock((_, id) => \`order:${id}\`, 5000)`;
+ * - murlock: MurLockModule.forRoot and `@MurLock(5000, 'id')`.
+ */
+import 'reflect-metadata';
+import { Redlock as RedlockDecorator, RedlockModule } from '@anchan828/nest-redlock';
+import { Controller, type DynamicModule, Injectable, Module, Param, Post, type Type } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import Redis from 'ioredis';
+import { MurLock, MurLockModule } from 'murlock';
+import { Locked, RedisLockModule } from 'nestjs-redis-lock';
+
+const variant = process.env.BENCH_VARIANT ?? 'none';
+const redisPort = Number(process.env.BENCH_REDIS_PORT);
+const redisUrl = `redis://127.0.0.1:${redisPort}`;
+
+/** The application's own data connection (the same in every variant). */
+const data = new Redis(redisPort, { lazyConnect: false });
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** GET, 2 ms of "work", SET: the critical section of every variant. */
+async function work(id: string): Promise<number> {
+  // Not `order:<id>`: nest-redlock and murlock use the key as given, which would be the lock itself.
+  const key = `balance:${id}`;
+  const seen = Number((await data.get(key)) ?? 0);
+  await sleep(2);
+  await data.set(key, String(seen + 1));
+  return seen + 1;
+}
+
+@Injectable()
+class PlainService {
+  async pay(id: string): Promise<number> {
+    return work(id);
+  }
+}
+
+@Injectable()
+class OursService {
+  @Locked('order:<0>', { ttl: 5000 })
+  async pay(id: string): Promise<number> {
+    return work(id);
+  }
+}
+
+@Injectable()
+class RedlockService {
+  @RedlockDecorator<RedlockService['pay']>((_target, id: string) => `order:${id}`, 5000)
+  async pay(id: string): Promise<number> {
+    return work(id);
+  }
+}
+
+@Injectable()
+class MurlockService {
+  @MurLock(5000, 'id')
+  async pay(id: string): Promise<number> {
+    return work(id);
+  }
+}
+
+/** What a route calls: the service of the variant. */
+abstract class PayService {
+  abstract pay(id: string): Promise<number>;
+}
+
+@Controller()
+class PayController {
+  constructor(
+    private readonly service: PayService,
+    private readonly plain: PlainService,
+  ) {}
+
+  @Post('pay/:id')
+  async pay(@Param('id') id: string): Promise<{ paid: number }> {
+    return { paid: await this.service.pay(id) };
+  }
+
+  @Post('plain/:id')
+  async unlocked(@Param('id') id: string): Promise<{ paid: number }> {
+    return { paid: await this.plain.pay(id) };
+  }
+}
+
+function lockImports(): DynamicModule[] {
+  switch (variant) {
+    case 'module':
+    case 'ours':
+      return [RedisLockModule.forRoot({ url: redisUrl })];
+    case 'nest-redlock':
+      return [RedlockModule.register({ clients: [new Redis(redisPort)], duration: 5000 })];
+    case 'murlock':
+      return [
+        MurLockModule.forRoot({
+          redisOptions: { url: redisUrl },
+          wait: 1000,
+          maxAttempts: 3,
+          logLevel: 'none',
+          ignoreUnlockFail: false,
+          failFastOnRedisError: false,
+          blocking: false,
+        }),
+      ];
+    default:
+      return [];
+  }
+}
+
+const services: Record<string, Type<PayService>> = {
+  ours: OursService,
+  'nest-redlock': RedlockService,
+  murlock: MurlockService,
+};
+
+@Module({})
+class AppModule {
+  static create(): DynamicModule {
+    return {
+      module: AppModule,
+      imports: lockImports(),
+      controllers: [PayController],
+      providers: [PlainService, { provide: PayService, useClass: services[variant] ?? PlainService }],
+    };
+  }
+}
+
+async function main(): Promise<void> {
+  const app = await NestFactory.create(AppModule.create(), { logger: ['error', 'warn'] });
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as { port: number };
+  // The harness reads this process's own CPU time before and after a batch of requests.
+  process.on('message', (message: { type: string }) => {
+    if (message.type === 'cpu') process.send?.({ type: 'cpu', usage: process.cpuUsage() });
+    if (message.type === 'stop') {
+      app.close().then(
+        () => {
+          data.disconnect();
+          process.exit(0);
+        },
+        () => process.exit(1),
+      );
+    }
+  });
+  process.send?.({ type: 'ready', port });
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
