@@ -69,6 +69,14 @@ class App {
     });
   }
 
+  /** The service method called in-process `count` times (no HTTP): CPU per call, µs. */
+  direct(locked: boolean, count: number): Promise<number> {
+    return new Promise((resolve) => {
+      this.child.once('message', (message: { cpu: number }) => resolve(message.cpu));
+      this.child.send({ type: 'direct', locked, count, concurrency: CONCURRENCY });
+    });
+  }
+
   cpu(): Promise<number> {
     return new Promise((resolve) => {
       this.child.once('message', (message: { usage: NodeJS.CpuUsage }) =>
@@ -170,6 +178,12 @@ function batch(t: Tally): Batch {
   };
 }
 
+/** Per variant: the HTTP batches of each route, and the in-process calls (CPU per call, µs). */
+type Results = Record<
+  string,
+  { pay: Batch[]; plain: Batch[]; direct: { locked: number; unlocked: number }[] }
+>;
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main(): Promise<void> {
@@ -181,8 +195,8 @@ async function main(): Promise<void> {
   }
   const server = await startRedis();
   const redis = new Redis(server.port);
-  const results: Record<string, { pay: Batch[]; plain: Batch[] }> = {};
-  for (const variant of VARIANTS) results[variant] = { pay: [], plain: [] };
+  const results: Results = {};
+  for (const variant of VARIANTS) results[variant] = { pay: [], plain: [], direct: [] };
   try {
     for (let round = 0; round < ROUNDS; round++) {
       const order = VARIANTS.map((_, i) => VARIANTS[(i + round) % VARIANTS.length]);
@@ -201,6 +215,14 @@ async function main(): Promise<void> {
           }
           results[variant].pay.push(batch(pay));
           results[variant].plain.push(batch(plain));
+          await app.direct(true, WARMUP);
+          let locked = 0;
+          let unlocked = 0;
+          for (let i = 0; i < CHUNKS; i++) {
+            locked += await app.direct(true, REQUESTS / CHUNKS);
+            unlocked += await app.direct(false, REQUESTS / CHUNKS);
+          }
+          results[variant].direct.push({ locked: locked / CHUNKS, unlocked: unlocked / CHUNKS });
         } finally {
           await app.stop();
         }
@@ -217,7 +239,7 @@ async function main(): Promise<void> {
   report(results);
 }
 
-function report(results: Record<string, { pay: Batch[]; plain: Batch[] }>): void {
+function report(results: Results): void {
   const med = (variant: string, route: 'pay' | 'plain', field: keyof Batch) =>
     median(results[variant][route].map((b) => b[field]));
   const base = results.none ? med('none', 'pay', 'cpu') : Number.NaN;
@@ -238,6 +260,18 @@ function report(results: Record<string, { pay: Batch[]; plain: Batch[] }>): void
     const failed = results[variant].pay.reduce((n, b) => n + b.failed, 0);
     console.log(
       `| ${variant} | ${cpu.toFixed(0)} µs | ${LOCKS.includes(variant) ? `${share.toFixed(0)} µs` : '—'} | ${plain.toFixed(0)} µs | ${(plain - basePlain).toFixed(1)} µs | ${med(variant, 'pay', 'redisCpu').toFixed(0)} µs | ${med(variant, 'pay', 'p50').toFixed(2)} / ${med(variant, 'pay', 'p99').toFixed(2)} | ${failed} |`,
+    );
+  }
+  console.log('\nThe service method called in-process (no HTTP), CPU per call:\n');
+  console.log('| variant | locked call | unlocked call | lock share |');
+  console.log('| --- | --- | --- | --- |');
+  const directShares: Record<string, number> = {};
+  for (const variant of VARIANTS) {
+    const locked = median(results[variant].direct.map((d) => d.locked));
+    const unlocked = median(results[variant].direct.map((d) => d.unlocked));
+    if (LOCKS.includes(variant)) directShares[variant] = locked - unlocked;
+    console.log(
+      `| ${variant} | ${locked.toFixed(0)} µs | ${unlocked.toFixed(0)} µs | ${LOCKS.includes(variant) ? `${(locked - unlocked).toFixed(0)} µs` : '—'} |`,
     );
   }
   const peers = ['nest-redlock', 'murlock'].filter((p) => shares[p] !== undefined);

@@ -96,7 +96,7 @@ function lockImports(): DynamicModule[] {
   switch (variant) {
     case 'module':
     case 'ours':
-      return [RedisLockModule.forRoot({ url: redisUrl })];
+      return [RedisLockModule.forRoot({ url: redisUrl, httpErrors: !process.env.BENCH_NO_HTTP })];
     case 'nest-redlock':
       return [RedlockModule.register({ clients: [new Redis(redisPort)], duration: 5000 })];
     case 'murlock':
@@ -134,13 +134,39 @@ class AppModule {
   }
 }
 
+let directId = 0;
+
+/**
+ * The service method called directly, without HTTP, `count` times with `concurrency` calls in flight:
+ * the process's CPU per call, µs.
+ */
+async function direct(service: PayService, count: number, concurrency: number): Promise<number> {
+  let started = 0;
+  const loop = async () => {
+    while (started < count) {
+      started++;
+      await service.pay(`d${++directId}`);
+    }
+  };
+  const before = process.cpuUsage();
+  await Promise.all(Array.from({ length: concurrency }, loop));
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / count;
+}
+
 async function main(): Promise<void> {
   const app = await NestFactory.create(AppModule.create(), { logger: ['error', 'warn'] });
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as { port: number };
   // The harness reads this process's own CPU time before and after a batch of requests.
-  process.on('message', (message: { type: string }) => {
+  process.on('message', (message: { type: string; count: number; concurrency: number; locked: boolean }) => {
     if (message.type === 'cpu') process.send?.({ type: 'cpu', usage: process.cpuUsage() });
+    if (message.type === 'direct') {
+      const service = message.locked ? app.get(PayService) : app.get(PlainService);
+      direct(service, message.count, message.concurrency).then((cpu) =>
+        process.send?.({ type: 'direct', cpu }),
+      );
+    }
     if (message.type === 'stop') {
       app.close().then(
         () => {

@@ -63,7 +63,7 @@ export function httpExceptionFor(error: unknown): HttpException | undefined {
 }
 
 /** Whether the exception asks the client to retry later (409 and 503 carry `Retry-After`). */
-function retryable(exception: HttpException): boolean {
+export function retryable(exception: HttpException): boolean {
   return exception instanceof ConflictException || exception instanceof ServiceUnavailableException;
 }
 

@@ -16,6 +16,7 @@ import { LockOptionsError } from '../errors/lock-options.error';
 import type { LockService } from '../lock.service';
 import { describeValue } from '../lock-options';
 import { LockInterceptor } from './lock.interceptor';
+import { canConvertWithoutInterceptor, LockHttpErrorsHook } from './lock-http.conversion';
 import { LockHttpErrorsInterceptor } from './lock-http.errors';
 import { LockHttpExceptionFilter } from './lock-http.filter';
 import { LockedMethodsChecker } from './locked-methods.checker';
@@ -164,15 +165,24 @@ function addProviders(
     },
   ];
   if (extras.httpErrors !== false) {
-    // The interceptor converts lock errors to HttpExceptions before any filter (the app's own
-    // catch-all included) sees them; the filter covers errors thrown where no interceptor runs.
+    // Lock errors become HttpExceptions before any filter (the app's own catch-all included) sees them:
+    // where Nest hands the error to its filters, at no cost to requests that succeed; or, on a Nest
+    // where that is not found, by an app-wide interceptor. The filter renders them wherever the
+    // conversion did not happen (a filter of the app consulted before it, on such a Nest).
     providers.push(
-      {
-        provide: APP_INTERCEPTOR,
-        inject: [HttpAdapterHost, RedisLockContext],
-        useFactory: (host: HttpAdapterHost, c: RedisLockContext) =>
-          new LockHttpErrorsInterceptor(host, c.retryAfterSeconds),
-      },
+      canConvertWithoutInterceptor()
+        ? {
+            provide: LockHttpErrorsHook,
+            inject: [HttpAdapterHost, RedisLockContext],
+            useFactory: (host: HttpAdapterHost, c: RedisLockContext) =>
+              new LockHttpErrorsHook(host, c.retryAfterSeconds),
+          }
+        : {
+            provide: APP_INTERCEPTOR,
+            inject: [HttpAdapterHost, RedisLockContext],
+            useFactory: (host: HttpAdapterHost, c: RedisLockContext) =>
+              new LockHttpErrorsInterceptor(host, c.retryAfterSeconds),
+          },
       {
         provide: APP_FILTER,
         inject: [HttpAdapterHost, RedisLockContext],

@@ -6,20 +6,24 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import {
   type ArgumentsHost,
   Body,
+  type CallHandler,
   type CanActivate,
   Catch,
   Controller,
   type ExceptionFilter,
+  type ExecutionContext,
   HttpException,
   type INestApplication,
   Inject,
   Injectable,
   Module,
   Post,
+  UseFilters,
   UseGuards,
 } from '@nestjs/common';
-import { HttpAdapterHost } from '@nestjs/core';
+import { type ApplicationConfig, HttpAdapterHost } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
+import { catchError, throwError } from 'rxjs';
 import request from 'supertest';
 import {
   LockError,
@@ -45,7 +49,7 @@ afterEach(async () => {
 class AllExceptions implements ExceptionFilter {
   readonly seen: unknown[] = [];
 
-  constructor(private readonly adapterHost: HttpAdapterHost) {}
+  constructor(private adapterHost: HttpAdapterHost) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
     this.seen.push(exception);
@@ -167,6 +171,61 @@ describe('lock errors through an application-wide catch-all filter', () => {
   });
 });
 
+describe('where the lock error is thrown, and which filter renders it', () => {
+  it('a lock taken in a guard reaches the application catch-all as a 409 HttpException', async () => {
+    const { app, filter } = await shop(server().url, true);
+    const holder = await lockService(server()).acquire('guarded');
+    const response = await request(app.getHttpServer()).post('/orders/guarded');
+    expect(response.status).toBe(409);
+    expect(response.headers['retry-after']).toBe('1');
+    expect(response.body).toEqual({ status: 409, name: 'ConflictException', cause: 'LOCK_TIMEOUT' });
+    expect((filter.seen[0] as HttpException).cause).toBeInstanceOf(LockTimeoutError);
+    await holder.release();
+  });
+
+  it("a controller's own catch-all filter gets the HttpException too, and the application's interceptors the typed error", async () => {
+    const seenByInterceptor: unknown[] = [];
+    const filter = new AllExceptions({ httpAdapter: undefined } as unknown as HttpAdapterHost);
+
+    @Controller('scoped')
+    @UseFilters(filter)
+    class ScopedController {
+      constructor(@Inject(Orders) private readonly orders: Orders) {}
+
+      @Post('pay')
+      pay(@Body() dto: { id?: number }) {
+        return this.orders.pay(dto);
+      }
+    }
+    @Module({ controllers: [ScopedController], providers: [Orders] })
+    class Scoped {}
+    const ref = await Test.createTestingModule({
+      imports: [RedisLockModule.forRoot({ url: server().url }), Scoped],
+    }).compile();
+    const app = ref.createNestApplication({ logger: false });
+    apps.push(app);
+    Object.assign(filter, { adapterHost: app.get(HttpAdapterHost) });
+    app.useGlobalInterceptors({
+      intercept: (_context: ExecutionContext, next: CallHandler) =>
+        next.handle().pipe(
+          catchError((error: unknown) => {
+            seenByInterceptor.push(error);
+            return throwError(() => error);
+          }),
+        ),
+    });
+    await app.init();
+    const holder = await lockService(server()).acquire('order:9');
+    const response = await request(app.getHttpServer()).post('/scoped/pay').send({ id: 9 });
+    expect(response.status).toBe(409);
+    expect(response.headers['retry-after']).toBe('1');
+    expect(response.body).toEqual({ status: 409, name: 'ConflictException', cause: 'LOCK_TIMEOUT' });
+    expect(seenByInterceptor).toHaveLength(1);
+    expect(seenByInterceptor[0]).toBeInstanceOf(LockTimeoutError);
+    await holder.release();
+  });
+});
+
 describe('without a filter of the application', () => {
   it('the same statuses, with the lock error code in the body', async () => {
     const { app } = await shop(server().url, false);
@@ -181,7 +240,7 @@ describe('without a filter of the application', () => {
     await holder.release();
   });
 
-  it('a lock taken in a guard (before any interceptor) is rendered by the module filter: 409 with Retry-After', async () => {
+  it('a lock taken in a guard (before any interceptor) is 409 with Retry-After', async () => {
     const { app } = await shop(server().url, false);
     const holder = await lockService(server()).acquire('guarded');
     const response = await request(app.getHttpServer()).post('/orders/guarded');
@@ -221,5 +280,14 @@ describe('outside an HTTP request', () => {
     expect(error).toBeInstanceOf(LockTimeoutError);
     expect(error).not.toBeInstanceOf(HttpException);
     await holder.release();
+  });
+});
+
+describe('a route that takes no lock', () => {
+  it('runs no interceptor of the module: nothing of it is on the path of a request that succeeds', async () => {
+    const { app } = await shop(server().url, true);
+    const config = (app as unknown as { config: ApplicationConfig }).config;
+    expect(config.getGlobalInterceptors()).toEqual([]);
+    expect(config.getGlobalRequestInterceptors()).toEqual([]);
   });
 });
