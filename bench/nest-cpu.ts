@@ -9,6 +9,9 @@
  * round on a fresh app process; the figure reported is the median over rounds.
  *
  * Usage: npm run bench:nest [-- --rounds 3 --requests 3000 --concurrency 4 --variants ours,murlock]
+ * To compare with another build of this library in the same run: `--baseline DIR` (a directory inside
+ * the project, built with `npx tsc -p tsconfig.build.json --outDir DIR`) adds the variant ours-baseline.
+ * BENCH_NODE=/path/to/node runs the applications on another Node; BENCH_APP_ARGS passes them flags.
  */
 import { type ChildProcess, execFileSync, fork } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -21,7 +24,7 @@ import { quantile, sorted } from './stats';
 const ROOT = join(__dirname, '..');
 const APP = join(ROOT, 'dist', 'bench-nest', 'app.js');
 const ALL_VARIANTS = ['none', 'module', 'ours', 'nest-redlock', 'murlock'] as const;
-const LOCKS = ['ours', 'nest-redlock', 'murlock'];
+const LOCKS = ['ours', 'nest-redlock', 'murlock', 'ours-baseline'];
 
 function option(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -33,7 +36,11 @@ const REQUESTS = Number(option('requests', '3000'));
 const CONCURRENCY = Number(option('concurrency', '4'));
 const WARMUP = Number(option('warmup', '1000'));
 const CHUNKS = 5;
-const VARIANTS = option('variants', ALL_VARIANTS.join(',')).split(',');
+const BASELINE = option('baseline', '');
+const VARIANTS = [
+  ...option('variants', ALL_VARIANTS.join(',')).split(','),
+  ...(BASELINE ? ['ours-baseline'] : []),
+];
 
 interface Batch {
   /** App CPU (user + system) per request, µs. */
@@ -55,8 +62,15 @@ class App {
 
   static start(variant: string, redisPort: number): Promise<App> {
     const child = fork(APP, [], {
-      env: { ...process.env, BENCH_VARIANT: variant, BENCH_REDIS_PORT: String(redisPort) },
+      env: {
+        ...process.env,
+        BENCH_VARIANT: variant,
+        BENCH_REDIS_PORT: String(redisPort),
+        ...(variant === 'ours-baseline' ? { BENCH_DIST: join(ROOT, BASELINE) } : {}),
+      },
       execArgv: (process.env.BENCH_APP_ARGS ?? '').split(' ').filter(Boolean),
+      // Another Node for the applications (the harness itself stays on this one).
+      execPath: process.env.BENCH_NODE ?? process.execPath,
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     return new Promise((resolve, reject) => {
@@ -283,7 +297,8 @@ function report(results: Results): void {
   }
   const dir = join(ROOT, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
-  const file = VARIANTS.length === ALL_VARIANTS.length ? 'latest-nest.json' : 'latest-nest-partial.json';
+  const file =
+    VARIANTS.length === ALL_VARIANTS.length && !BASELINE ? 'latest-nest.json' : 'latest-nest-partial.json';
   const record = {
     date: new Date().toISOString(),
     rounds: ROUNDS,

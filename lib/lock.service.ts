@@ -268,6 +268,10 @@ export class LockService {
       throw error;
     } finally {
       this.running.delete(run);
+      // While enabled, an AsyncLocalStorage makes Node 20 run a hook for every promise the process
+      // creates, locked or not (tens of µs per HTTP request). With no `using` running there is no
+      // scope to carry: turn it off until the next `using` turns it back on (run() does that).
+      if (this.running.size === 0) this.scope.disable();
     }
     const lost = held.lossReason;
     if (lost) {

@@ -10,7 +10,8 @@
  * - module: RedisLockModule imported, no @Locked anywhere;
  * - ours: RedisLockModule and `@Locked('order:<0>', { ttl: 5000 })`;
  * - nest-redlock: RedlockModule.register and `@Redlock((_, id) => \`order:${id}\`, 5000)`;
- * - murlock: MurLockModule.forRoot and `@MurLock(5000, 'id')`.
+ * - murlock: MurLockModule.forRoot and `@MurLock(5000, 'id')`;
+ * - ours-baseline: `ours` on another build of this library (BENCH_DIST), to compare two builds.
  */
 import 'reflect-metadata';
 import { Redlock as RedlockDecorator, RedlockModule } from '@anchan828/nest-redlock';
@@ -18,9 +19,16 @@ import { Controller, type DynamicModule, Injectable, Module, Param, Post, type T
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { MurLock, MurLockModule } from 'murlock';
-import { Locked, RedisLockModule } from 'nestjs-redis-lock';
+import type * as Library from 'nestjs-redis-lock';
 
-const variant = process.env.BENCH_VARIANT ?? 'none';
+/**
+ * This library as built (`dist/`), or another build of it (`BENCH_DIST`, a directory inside the
+ * project), so that two builds can be compared in one run.
+ */
+const { Locked, RedisLockModule }: typeof Library = require(process.env.BENCH_DIST ?? 'nestjs-redis-lock');
+
+/** `ours-baseline` is `ours` on the build in BENCH_DIST. */
+const variant = (process.env.BENCH_VARIANT ?? 'none').replace(/-baseline$/, '');
 const redisPort = Number(process.env.BENCH_REDIS_PORT);
 const redisUrl = `redis://127.0.0.1:${redisPort}`;
 

@@ -25,6 +25,39 @@ describe('reentrancy', () => {
     expect((stats.get('evalsha') ?? 0) + (stats.get('eval') ?? 0)).toBe(4);
   });
 
+  it('a call that ends while another still runs leaves the other its scope; after both, a new call has its own', async () => {
+    const locks = lockService(server());
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const long = locks.using('re-long', async (outer) => {
+      entered();
+      await gate;
+      // The short call ended meanwhile (and with it every other call of this service but this one).
+      const nested = await locks.using('re-long', async (inner) => inner.fence, { waitTimeout: 0 });
+      return [outer.fence, nested, locks.currentLease('re-long')?.fence];
+    });
+    await inside;
+    await locks.using('re-short', async () => undefined);
+    release();
+    const [outerFence, nestedFence, current] = await long;
+    expect(nestedFence).toBe(outerFence);
+    expect(current).toBe(outerFence);
+    // Nothing running now: a later call starts a scope of its own, and re-enters within it.
+    const [first, again] = await locks.using('re-long', async (lease) => [
+      lease.fence,
+      await locks.using('re-long', async (inner) => inner.fence, { waitTimeout: 0 }),
+    ]);
+    expect(again).toBe(first);
+    expect(first).toBeGreaterThan(outerFence as number);
+    expect(locks.currentLease('re-long')).toBeUndefined();
+  });
+
   it('while the service closes with a grace period, a running call may re-enter its lock; a new call may not', async () => {
     const locks = lockService(server());
     let entered!: () => void;
