@@ -15,6 +15,7 @@ import {
 import { isObservable, Observable, of } from 'rxjs';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { type LockKeys, LockService } from '../lock.service';
+import type { AcquireOptions } from '../lock-options';
 import { LOCKED_ROUTE_METADATA } from './redis-lock.constants';
 import type { LockedSpec } from './redis-lock-options.interface';
 
@@ -34,16 +35,7 @@ export class LockInterceptor implements NestInterceptor {
    */
   run(spec: LockedSpec, self: unknown, args: unknown[], method: (...a: unknown[]) => unknown): unknown {
     if (spec.observable) return this.observe(spec, args, () => method.apply(self, args));
-    if (spec.options.onTimeout === 'skip') return this.callOrSkip(spec, args, () => method.apply(self, args));
-    // The path every request takes: no frame of its own between the caller and `using`, and nothing
-    // built per call that the spec already holds.
-    let key: LockKeys;
-    try {
-      key = spec.key(args);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.locks.using(key, () => settle(method.apply(self, args)), spec.acquire);
+    return this.call(spec, args, () => method.apply(self, args));
   }
 
   /** As a Nest interceptor: the route's @LockedRoute key resolves against the handler's raw arguments. */
@@ -53,7 +45,7 @@ export class LockInterceptor implements NestInterceptor {
     return this.observe(spec, context.getArgs(), () => next.handle());
   }
 
-  private async callOrSkip(spec: LockedSpec, args: unknown[], invoke: () => unknown): Promise<unknown> {
+  private async call(spec: LockedSpec, args: unknown[], invoke: () => unknown): Promise<unknown> {
     const key = spec.key(args);
     // 'skip' is about this lock only: a LockTimeoutError from a lock the method itself takes must reach
     // the caller, not pass for a skip after the method has (partly) run.
@@ -61,11 +53,13 @@ export class LockInterceptor implements NestInterceptor {
     try {
       return await this.locks.using(
         key,
-        () => {
+        async () => {
           started = true;
-          return settle(invoke());
+          const result = invoke();
+          // An Observable the method did not declare: run it to completion under the lock.
+          return isObservable(result) ? lastValue(result) : result;
         },
-        spec.acquire,
+        acquireOptions(spec),
       );
     } catch (error) {
       if (skipped(spec, error, started)) return undefined;
@@ -106,7 +100,7 @@ export class LockInterceptor implements NestInterceptor {
               // synchronously): the teardown ran before `inner` was set, so end the source here.
               if (subscriber.closed) inner.unsubscribe();
             }),
-          { ...spec.acquire, signal: abort.signal },
+          { ...acquireOptions(spec), signal: abort.signal },
         )
         .then(
           () => subscriber.complete(),
@@ -130,9 +124,10 @@ function skipped(spec: LockedSpec, error: unknown, started: boolean): boolean {
   return spec.options.onTimeout === 'skip' && error instanceof LockTimeoutError && !started;
 }
 
-/** A method's result as `using` takes it: an Observable the method did not declare runs to completion. */
-function settle(result: unknown): unknown {
-  return isObservable(result) ? lastValue(result) : result;
+function acquireOptions(spec: LockedSpec): AcquireOptions {
+  const { ttl, waitTimeout, renew, minHold } = spec.options;
+  // renew left unset falls back to the module defaults, then to true (as in `using`).
+  return { ttl, waitTimeout, renew, minHold };
 }
 
 /** The last value of an Observable (undefined if it completes empty), as a Promise. */

@@ -194,13 +194,6 @@ function compileSpec(
     method,
     options: Object.freeze({ ...options }),
     observable: returnType === Observable,
-    // renew left unset falls back to the module defaults, then to true (as in `using`).
-    acquire: Object.freeze({
-      ttl: options.ttl,
-      waitTimeout: options.waitTimeout,
-      renew: options.renew,
-      minHold: options.minHold,
-    }),
   };
 }
 

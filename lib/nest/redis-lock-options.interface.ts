@@ -86,6 +86,4 @@ export interface LockedSpec {
   readonly options: Readonly<LockedOptions>;
   /** The method declares an Observable result: the wrapper then returns an Observable too. */
   readonly observable: boolean;
-  /** What each call passes to `using`: built once, when the method is decorated. */
-  readonly acquire: Readonly<Pick<LockedOptions, 'ttl' | 'waitTimeout' | 'renew' | 'minHold'>>;
 }
