@@ -6,7 +6,8 @@
 //   3. a Nest 11 CommonJS app (`require`), each installed from the tarball in a temp dir, against a
 //      redis-server started here on a free port. Each app runs a @Locked method twice concurrently
 //      (the calls must exclude each other), calls LockService.using, closes, and must then exit by
-//      itself (no timer or socket left open). Then the `nestjs-redis-lock/testing` entry: the same
+//      itself (no timer or socket left open). Over HTTP, a busy lock must reach the app's own catch-all
+//      filter as a 409 with Retry-After. Then the `nestjs-redis-lock/testing` entry: the same
 //      @Locked pair on RedisLockTestingModule (in memory, no connection), and a TypeScript file importing
 //      both entries, type-checked with the leg's module resolution (nodenext for ESM, node10 for CommonJS).
 // Needs `npm run build` first and redis-server on PATH. PACK_SMOKE_KEEP=1 keeps the temp dir.
@@ -32,13 +33,29 @@ const LEGS = [
   {
     name: 'nest12-esm',
     esm: true,
-    deps: ['@nestjs/common@^12', '@nestjs/core@^12', 'reflect-metadata', 'rxjs', 'ioredis@^6', ...TYPES],
+    deps: [
+      '@nestjs/common@^12',
+      '@nestjs/core@^12',
+      '@nestjs/platform-express@^12',
+      'reflect-metadata',
+      'rxjs',
+      'ioredis@^6',
+      ...TYPES,
+    ],
     tsconfig: { module: 'nodenext', moduleResolution: 'nodenext' },
   },
   {
     name: 'nest11-cjs',
     esm: false,
-    deps: ['@nestjs/common@^11', '@nestjs/core@^11', 'reflect-metadata', 'rxjs', 'ioredis@^5', ...TYPES],
+    deps: [
+      '@nestjs/common@^11',
+      '@nestjs/core@^11',
+      '@nestjs/platform-express@^11',
+      'reflect-metadata',
+      'rxjs',
+      'ioredis@^5',
+      ...TYPES,
+    ],
     tsconfig: { module: 'commonjs', moduleResolution: 'node10' },
   },
 ];
@@ -213,14 +230,16 @@ async function startRedis() {
 function appSource(esm, leg) {
   const imports = esm
     ? `import 'reflect-metadata';
-import { Inject, Injectable, Module } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import { request } from 'node:http';
+import { Catch, Controller, HttpException, Inject, Injectable, Module, Post, Req } from '@nestjs/common';
+import { HttpAdapterHost, NestFactory } from '@nestjs/core';
 import { RedisLockModule, LockService, Locked } from 'nestjs-redis-lock';
 import { RedisLockTestingModule, LockService as TestingEntryLockService } from 'nestjs-redis-lock/testing';`
     : `'use strict';
 require('reflect-metadata');
-const { Injectable, Module } = require('@nestjs/common');
-const { NestFactory } = require('@nestjs/core');
+const { request } = require('node:http');
+const { Catch, Controller, HttpException, Inject, Injectable, Module, Post, Req } = require('@nestjs/common');
+const { HttpAdapterHost, NestFactory } = require('@nestjs/core');
 const { RedisLockModule, LockService, Locked } = require('nestjs-redis-lock');
 const { RedisLockTestingModule, LockService: TestingEntryLockService } = require('nestjs-redis-lock/testing');`;
 
@@ -291,6 +310,62 @@ ${esm ? 'class OrderService {' : 'let OrderService = class OrderService {'}
 }${esm ? '' : ';'}
 ${decorate}
 
+// Over HTTP (decorators called by hand in both legs): a lock error must reach the application's own
+// catch-all filter as an HttpException, converted where this Nest hands the error to its filters.
+class HttpOrders {
+  async pay(id) {
+    return { paid: id };
+  }
+}
+Object.defineProperty(
+  HttpOrders.prototype,
+  'pay',
+  Locked('order:<0>', { waitTimeout: 50 })(HttpOrders.prototype, 'pay', Object.getOwnPropertyDescriptor(HttpOrders.prototype, 'pay')),
+);
+Injectable()(HttpOrders);
+class PayController {
+  constructor(orders) {
+    this.orders = orders;
+  }
+  pay(req) {
+    return this.orders.pay(req.params.id);
+  }
+}
+Req()(PayController.prototype, 'pay', 0);
+Post('pay/:id')(PayController.prototype, 'pay', Object.getOwnPropertyDescriptor(PayController.prototype, 'pay'));
+Inject(HttpOrders)(PayController, undefined, 0);
+Controller()(PayController);
+class AllExceptions {
+  constructor(host) {
+    this.host = host;
+  }
+  catch(error, context) {
+    const status = error instanceof HttpException ? error.getStatus() : 500;
+    const code = error instanceof HttpException && error.cause ? error.cause.code : undefined;
+    this.host.httpAdapter.reply(context.switchToHttp().getResponse(), { status, code }, status);
+  }
+}
+Catch()(AllExceptions);
+class HttpAppModule {}
+Module({
+  imports: [RedisLockModule.forRoot({ url: process.env.REDIS_URL })],
+  controllers: [PayController],
+  providers: [HttpOrders],
+})(HttpAppModule);
+
+/** POST without keep-alive (nothing left open after close): status, Retry-After and the JSON body. */
+function post(url) {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', agent: false }, (res) => {
+      let body = '';
+      res.on('data', (chunk) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode, retryAfter: res.headers['retry-after'], body: JSON.parse(body || 'null') }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 async function main() {
   const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] });
   const result = {};
@@ -341,6 +416,24 @@ async function main() {
     result.testingMaxRunning = orders.maxRunning;
   } finally {
     await testApp.close();
+  }
+  const http = await NestFactory.create(HttpAppModule, { logger: false });
+  try {
+    http.useGlobalFilters(new AllExceptions(http.get(HttpAdapterHost)));
+    await http.listen(0, '127.0.0.1');
+    const url = 'http://127.0.0.1:' + http.getHttpServer().address().port + '/pay/' + LEG;
+    const free = await post(url);
+    check(free.status === 201, 'a free lock over HTTP answers 201 (got ' + free.status + ')');
+    const held = await http.get(LockService).acquire('order:' + LEG);
+    const busy = await post(url);
+    await held.release();
+    check(
+      busy.status === 409 && busy.body.code === 'LOCK_TIMEOUT' && busy.retryAfter === '1',
+      'a busy lock reaches the application catch-all filter as a 409 with Retry-After (got ' + busy.status + ' ' + JSON.stringify(busy.body) + ', Retry-After ' + busy.retryAfter + ')',
+    );
+    result.httpBusy = busy.status;
+  } finally {
+    await http.close();
   }
   console.log('PACK_SMOKE_CLOSED ' + JSON.stringify(result));
   // Diagnostics only (read by the parent if the process does not exit): what is still open right now.
