@@ -16,7 +16,7 @@ import type { ArgumentsHost, HttpServer, OnApplicationShutdown, OnModuleInit } f
 import type { HttpAdapterHost } from '@nestjs/core';
 import * as handlerModule from '@nestjs/core/exceptions/exceptions-handler';
 import { LockError } from '../errors/lock.error';
-import { httpExceptionFor, retryable } from './lock-http.errors';
+import { httpExceptionFor, setRetryAfter } from './lock-http.errors';
 
 type Next = (exception: unknown, host: ArgumentsHost) => void;
 
@@ -64,7 +64,7 @@ function hook(): void {
       if (seconds !== undefined && host.getType() === 'http') {
         const http = httpExceptionFor(exception);
         if (http) {
-          if (retryable(http)) adapter?.setHeader(host.getArgByIndex(1), 'Retry-After', String(seconds));
+          setRetryAfter(adapter, host.getArgByIndex(1), http, seconds);
           return next.call(this, http, host);
         }
       }

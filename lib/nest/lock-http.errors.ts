@@ -12,6 +12,7 @@ import {
   ConflictException,
   type ExecutionContext,
   type HttpException,
+  type HttpServer,
   type NestInterceptor,
   ServiceUnavailableException,
 } from '@nestjs/common';
@@ -63,18 +64,17 @@ export function httpExceptionFor(error: unknown): HttpException | undefined {
 }
 
 /** Whether the exception asks the client to retry later (409 and 503 carry `Retry-After`). */
-export function retryable(exception: HttpException): boolean {
+function retryable(exception: HttpException): boolean {
   return exception instanceof ConflictException || exception instanceof ServiceUnavailableException;
 }
 
 /** Sets `Retry-After` on the response the exception will be rendered on, whichever filter renders it. */
 export function setRetryAfter(
-  adapterHost: HttpAdapterHost,
+  adapter: HttpServer | undefined,
   response: unknown,
   exception: HttpException,
   seconds: number,
 ): void {
-  const adapter = adapterHost.httpAdapter;
   if (!adapter || !retryable(exception)) return;
   adapter.setHeader(response, 'Retry-After', String(seconds));
 }
@@ -97,7 +97,7 @@ export class LockHttpErrorsInterceptor implements NestInterceptor {
         const exception = httpExceptionFor(error);
         if (!exception) return throwError(() => error);
         setRetryAfter(
-          this.adapterHost,
+          this.adapterHost.httpAdapter,
           context.switchToHttp().getResponse(),
           exception,
           this.retryAfterSeconds,

@@ -27,7 +27,7 @@ export class LockHttpExceptionFilter implements ExceptionFilter {
     const http = type === 'http' ? httpExceptionFor(exception) : undefined;
     if (!http) throw exception;
     const response = host.switchToHttp().getResponse();
-    setRetryAfter(this.adapterHost, response, http, this.retryAfterSeconds);
+    setRetryAfter(this.adapterHost.httpAdapter, response, http, this.retryAfterSeconds);
     this.adapterHost.httpAdapter.reply(response, http.getResponse(), http.getStatus());
     return undefined;
   }
