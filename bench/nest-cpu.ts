@@ -17,8 +17,7 @@ import { type ChildProcess, execFileSync, fork } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
-import Redis from 'ioredis';
-import { startRedis } from './redis-server';
+import { type Admin, startRedis } from './redis-server';
 import { quantile, sorted } from './stats';
 
 const ROOT = join(__dirname, '..');
@@ -153,12 +152,6 @@ async function load(
   return { latencies, failed };
 }
 
-async function redisCpu(redis: Redis): Promise<number> {
-  const info = await redis.info('cpu');
-  const field = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? 0);
-  return (field('used_cpu_sys') + field('used_cpu_user')) * 1e6;
-}
-
 /** Totals of one route over several chunks: app and Redis CPU, latencies, failures. */
 interface Tally {
   cpu: number;
@@ -170,12 +163,12 @@ interface Tally {
 
 const tally = (): Tally => ({ cpu: 0, redisCpu: 0, latencies: [], failed: 0, requests: 0 });
 
-async function chunk(app: App, redis: Redis, route: string, count: number, into: Tally): Promise<void> {
+async function chunk(app: App, redis: Admin, route: string, count: number, into: Tally): Promise<void> {
   const cpu0 = await app.cpu();
-  const redis0 = await redisCpu(redis);
+  const redis0 = await redis.cpuUs();
   const { latencies, failed } = await load(app.port, route, count);
   into.cpu += (await app.cpu()) - cpu0;
-  into.redisCpu += (await redisCpu(redis)) - redis0;
+  into.redisCpu += (await redis.cpuUs()) - redis0;
   into.latencies.push(...latencies);
   into.failed += failed;
   into.requests += count;
@@ -208,7 +201,6 @@ async function main(): Promise<void> {
     });
   }
   const server = await startRedis();
-  const redis = new Redis(server.port);
   const results: Results = {};
   for (const variant of VARIANTS) results[variant] = { pay: [], plain: [], direct: [] };
   try {
@@ -224,8 +216,8 @@ async function main(): Promise<void> {
           const pay = tally();
           const plain = tally();
           for (let i = 0; i < CHUNKS; i++) {
-            await chunk(app, redis, 'pay', REQUESTS / CHUNKS, pay);
-            await chunk(app, redis, 'plain', REQUESTS / CHUNKS, plain);
+            await chunk(app, server.admin, 'pay', REQUESTS / CHUNKS, pay);
+            await chunk(app, server.admin, 'plain', REQUESTS / CHUNKS, plain);
           }
           results[variant].pay.push(batch(pay));
           results[variant].plain.push(batch(plain));
@@ -247,7 +239,6 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    redis.disconnect();
     await server.stop();
   }
   report(results);
