@@ -10,12 +10,18 @@
  *   `acquire([key], 30_000)`, `lock.release()`; several keys: `acquire([a, b], 30_000)`, one script that
  *   sets all of them or none, retried as configured;
  * - redlock-retry-inf: the same with `retryCount: -1` (retries until it gets the lock);
+ * - redlock-10ms: tuned as a user would for short critical sections: `retryDelay: 10`, `retryJitter: 5`,
+ *   retrying until it gets the lock, or for as long as the call's wait bound where one is given;
  * - redis-semaphore: `new Mutex(client, key)` per acquisition (lockTimeout 10 s, acquireTimeout 10 s,
  *   retryInterval 10 ms), `acquire()`, `release()`; several keys: it has no multi-key mutex (its
  *   MultiSemaphore takes several permits of ONE key), so one Mutex per key, acquired in sorted order (no
  *   deadlock), the ones taken released if a later one times out, all released together at the end;
  * - raw-floor: `SET key token PX 30000 NX` and a Lua compare-and-delete, on the same connection; it
  *   cannot wait, so it is only used uncontended.
+ *
+ * A wait bound (`acquire(key, waitMs)`, the open-loop runs) goes where the library takes one: this
+ * library's `waitTimeout`, redis-semaphore's `acquireTimeout`, redlock-10ms's `retryCount` (waitMs / 10).
+ * redlock keeps its defaults (10 retries about 200 ms apart: it gives up after 2-3 s by itself).
  *
  * Over several masters (scenario 7) each library takes the clients of all of them: this library
  * `new LockService([5 clients])` (nodeTimeout 100 ms), redlock `new Redlock([5 clients], ...)`, and
@@ -45,7 +51,8 @@ export interface Held {
 }
 
 export interface LockAdapter {
-  acquire(key: string): Promise<Held>;
+  /** `waitMs`: give up waiting after about this long, where the library can bound its wait. */
+  acquire(key: string, waitMs?: number): Promise<Held>;
   /** All the keys or none, held until the one release (scenario 6). */
   acquireAll(keys: readonly string[]): Promise<Held>;
   /** Waiters queued in Redis for these keys, if the library keeps a queue (this library only). */
@@ -54,6 +61,8 @@ export interface LockAdapter {
 }
 
 const LEASE_MS = 30_000;
+/** redlock-10ms's retry delay. */
+const REDLOCK_TUNED_DELAY_MS = 10;
 
 const FLOOR_RELEASE =
   "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
@@ -68,7 +77,8 @@ export function createAdapter(lib: LibName, clients: readonly Redis[], counts?: 
       for (const c of clients) counts?.nameDefinedScripts(c);
       return {
         // Plain functions, not async ones: no extra frame per waiter on the heap (scenario 5 measures it).
-        acquire: (key) => locks.acquire(key),
+        acquire: (key, waitMs) =>
+          waitMs === undefined ? locks.acquire(key) : locks.acquire(key, { waitTimeout: waitMs }),
         acquireAll: (keys) => locks.acquire(keys),
         async queued(keys) {
           let sum = 0;
@@ -79,15 +89,27 @@ export function createAdapter(lib: LibName, clients: readonly Redis[], counts?: 
       };
     }
     case 'redlock':
-    case 'redlock-retry-inf': {
-      const redlock = new Redlock([...clients], lib === 'redlock' ? {} : { retryCount: -1 });
+    case 'redlock-retry-inf':
+    case 'redlock-10ms': {
+      const settings =
+        lib === 'redlock'
+          ? {}
+          : lib === 'redlock-10ms'
+            ? { retryCount: -1, retryDelay: REDLOCK_TUNED_DELAY_MS, retryJitter: 5 }
+            : { retryCount: -1 };
+      const redlock = new Redlock([...clients], settings);
+      // Only the tuned one is bounded per call: the others are measured as configured.
+      const bound = (waitMs?: number) =>
+        lib === 'redlock-10ms' && waitMs !== undefined
+          ? { retryCount: Math.ceil(waitMs / REDLOCK_TUNED_DELAY_MS) }
+          : undefined;
       const { acquireScript, extendScript, releaseScript } = redlock.scripts;
       counts?.nameScript(acquireScript.hash, 'acquire');
       counts?.nameScript(extendScript.hash, 'extend');
       counts?.nameScript(releaseScript.hash, 'release');
       return {
-        acquire: (key) =>
-          redlock.acquire([key], LEASE_MS).then((lock) => ({ release: () => lock.release() })),
+        acquire: (key, waitMs) =>
+          redlock.acquire([key], LEASE_MS, bound(waitMs)).then((lock) => ({ release: () => lock.release() })),
         acquireAll: (keys) =>
           redlock.acquire([...keys], LEASE_MS).then((lock) => ({ release: () => lock.release() })),
         close: async () => {},
@@ -105,8 +127,8 @@ export function createAdapter(lib: LibName, clients: readonly Redis[], counts?: 
         };
       }
       return {
-        acquire: (key) => {
-          const mutex = new Mutex(client, key);
+        acquire: (key, waitMs) => {
+          const mutex = new Mutex(client, key, waitMs === undefined ? undefined : { acquireTimeout: waitMs });
           return mutex.acquire().then(() => ({ release: () => mutex.release() }));
         },
         acquireAll: (keys) => acquireSorted(client, keys),

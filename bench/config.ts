@@ -8,10 +8,14 @@ export const PEERS: LibName[] = ['redlock', 'redlock-retry-inf', 'redis-semaphor
  * granted), and redis-semaphore's RedlockMutex. */
 export const REDLOCK_PEERS: LibName[] = ['redlock-retry-inf', 'redis-semaphore'];
 export const CONTENDED_LIBS: LibName[] = ['nestjs-redis-lock', ...PEERS];
+/** Open loop: the peers at their defaults and tuned to a 10 ms retry (redis-semaphore's default already
+ * retries every 10 ms); retrying forever has no place where every request has a deadline. */
+export const OPEN_LIBS: LibName[] = [OURS, 'redlock', 'redlock-10ms', 'redis-semaphore'];
 
 export interface LoadScenario {
   kind: 'load';
-  id: 1 | 2 | 3 | 4 | 6 | 7;
+  /** 8: the shape of one open-loop run of scenario 8 (bench/run.ts openScenario). */
+  id: 1 | 2 | 3 | 4 | 6 | 7 | 8 | 9;
   title: string;
   processes: number;
   workersPerProcess: number;
@@ -24,6 +28,25 @@ export interface LoadScenario {
   /** Independent redis-servers the lock is kept on (Redlock); absent: one. Command counts are summed
    * over them; the counters live on the first. */
   masters?: number;
+  /** The harness stops this process (SIGSTOP) for `stopMs` every `everyMs` while the run lasts, as a
+   * CPU quota or a long pause would, and resumes it (SIGCONT). */
+  slow?: { process: number; stopMs: number; everyMs: number };
+  libs: LibName[];
+}
+
+/**
+ * Requests arrive on their own schedule (bench/open-loop.ts), spread over the processes, at fractions
+ * of the serial capacity (the critical section alone, back to back on one key, measured first in the
+ * same run; times the number of keys), on 1 key and on a few hot keys.
+ */
+export interface OpenScenario {
+  kind: 'open';
+  id: 8;
+  title: string;
+  processes: number;
+  keySets: number[];
+  loads: number[];
+  csMs: number;
   libs: LibName[];
 }
 
@@ -36,7 +59,7 @@ export interface ManyScenario {
   libs: LibName[];
 }
 
-export type Scenario = LoadScenario | ManyScenario;
+export type Scenario = LoadScenario | ManyScenario | OpenScenario;
 
 export const SCENARIOS: Scenario[] = [
   {
@@ -114,6 +137,31 @@ export const SCENARIOS: Scenario[] = [
     masters: 5,
     libs: [OURS, ...REDLOCK_PEERS],
   },
+  {
+    kind: 'open',
+    id: 8,
+    title:
+      'open loop: Poisson arrivals over 4 processes at 50 / 90 / 120 % of serial capacity, 1 key and 4 hot ' +
+      'keys, GET / 2 ms / SET, each request with a deadline',
+    processes: 4,
+    keySets: [1, 4],
+    loads: [0.5, 0.9, 1.2],
+    csMs: 2,
+    libs: OPEN_LIBS,
+  },
+  {
+    kind: 'load',
+    id: 9,
+    title:
+      'a slow instance: scenario 2 (4 processes x 5 workers, 1 key, GET / 2 ms / SET) with process 4 stopped ' +
+      '50 ms every 200 ms',
+    processes: 4,
+    workersPerProcess: 5,
+    keys: 1,
+    csMs: 2,
+    slow: { process: 3, stopMs: 50, everyMs: 200 },
+    libs: CONTENDED_LIBS,
+  },
 ];
 
 export interface LoadTiming {
@@ -136,6 +184,9 @@ export interface Timing {
   /** The hand-off floor probe: pushes sent this many times, after ~3 ms idle (as in scenarios 2 and 4)
    * and after ~50 ms idle (as in scenario 3). */
   probe: { short: number; long: number };
+  /** Scenario 8: per run; `timeoutMs` is every request's deadline (its wait bound where the library
+   * takes one), `capacityMs` how long the serial capacity is measured. */
+  open: { rounds: number; warmMs: number; measureMs: number; timeoutMs: number; capacityMs: number };
 }
 
 /** Idle gaps of the hand-off floor probe, ms: about the critical sections of scenarios 2 and 3. */
@@ -148,6 +199,7 @@ export const TIMING: Record<Mode, Timing> = {
     long: { rounds: 1, warmMs: 400, measureMs: 4_500, graceMs: 300 },
     many: { settleMs: 250, holdMs: 300 },
     probe: { short: 200, long: 30 },
+    open: { rounds: 1, warmMs: 500, measureMs: 1_500, timeoutMs: 1_000, capacityMs: 600 },
   },
   full: {
     uncontended: { rounds: 5, warmMs: 500, measureMs: 4_000, graceMs: 0 },
@@ -155,5 +207,8 @@ export const TIMING: Record<Mode, Timing> = {
     long: { rounds: 2, warmMs: 2_000, measureMs: 12_000, graceMs: 1_000 },
     many: { settleMs: 1_000, holdMs: 1_000 },
     probe: { short: 1_000, long: 150 },
+    // At 120 % a fair queue's wait grows by 0.2 s a second until it reaches the deadline (5 s for 1 s):
+    // the warm-up covers most of that, so the window sees the steady overload, not the build-up.
+    open: { rounds: 2, warmMs: 4_000, measureMs: 8_000, timeoutMs: 1_000, capacityMs: 2_000 },
   },
 };

@@ -8,6 +8,7 @@ export const LIBS = [
   'nestjs-redis-lock',
   'redlock',
   'redlock-retry-inf',
+  'redlock-10ms',
   'redis-semaphore',
   'raw-floor',
 ] as const;
@@ -32,6 +33,13 @@ export const WORKER_CONNECTION = 'bench-worker';
  */
 export const RECORD = { worker: 0, key: 1, call: 2, grant: 3, release: 4, released: 5, push: 6 } as const;
 export const RECORD_STRIDE = 7;
+/**
+ * One request of an open-loop run, whatever became of it: key, its scheduled arrival, when it held the
+ * lock, when the call failed (NaN where that did not happen; both NaN: still open when the worker
+ * reported), and 1 if the failure was the library giving up on waiting (a timeout), else 0.
+ */
+export const REQUEST = { key: 0, arrival: 1, grant: 2, failed: 3, timedOut: 4 } as const;
+export const REQUEST_STRIDE = 5;
 /** A failed acquisition: worker, call of acquire, rejection. */
 export const FAILURE = { worker: 0, call: 1, failed: 2 } as const;
 export const FAILURE_STRIDE = 3;
@@ -51,6 +59,13 @@ export interface LoadSpec {
   /** Scenario 6: every acquisition locks two distinct keys of `keys` (accounts) and moves 1 unit
    * between their balances; the record's key is the pair (see bench/transfer.ts). */
   transfer: boolean;
+  /**
+   * Open loop: requests arrive at this process as a Poisson process of `ratePerS` (its share of the
+   * total), from the start until the stop time, each on a random key of `keys`, whatever the earlier ones
+   * are doing; each call waits at most `timeoutMs` where the library can bound its wait. Absent: a
+   * closed loop of `workers` that acquire again as soon as they released.
+   */
+  open?: { ratePerS: number; seed: number; timeoutMs: number };
 }
 
 export interface LoadWindow {
@@ -69,6 +84,10 @@ export interface LoadResult {
   records: Float64Array;
   /** FAILURE_STRIDE numbers per failed acquisition. */
   failures: Float64Array;
+  /** Open loop only: REQUEST_STRIDE numbers per request that arrived (granted, failed or still open). */
+  requests: Float64Array;
+  /** When the worker stopped looking (open loop: requests still open then are censored there). */
+  reportedAt: number;
   failureKinds: Record<string, number>;
   releaseErrors: Record<string, number>;
   /** Errors that escaped the library as uncaught exceptions or unhandled rejections. */
@@ -147,6 +166,8 @@ export type ToWorker =
   | { type: 'probe-listen'; port: number }
   | { type: 'probe-send'; spec: ProbeSpec }
   | { type: 'probe-collect' }
+  /** The critical section alone (GET, sleep, SET), back to back on one key for `ms`: its rate. */
+  | { type: 'capacity'; port: number; csMs: number; ms: number }
   | ({ type: 'go' } & LoadWindow)
   | { type: 'many'; spec: ManySpec }
   | { type: 'release' };
@@ -155,6 +176,7 @@ export type FromWorker =
   | { type: 'ready' }
   | { type: 'probe-sent'; result: ProbeResult }
   | { type: 'probe-arrivals'; arrivals: Float64Array }
+  | { type: 'capacity'; perS: number }
   | { type: 'result'; result: LoadResult }
   | { type: 'waiting'; waiting: ManyWaiting }
   | { type: 'many-result'; result: ManyResult }

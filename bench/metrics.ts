@@ -4,6 +4,7 @@
  * per-worker fairness takes the worst round.
  */
 import type { LibName } from './ipc';
+import type { OpenLoopWindow, RequestOutcome } from './open-loop';
 import { cdf, type RunAnalysis, type Summary, summarize } from './stats';
 
 export interface RoundOutcome {
@@ -20,6 +21,8 @@ export interface RoundOutcome {
    * sum (see transfer.ts checkBalances); `lost` then replaces critical sections minus `counted`. */
   lost?: number;
   sumDrift?: number;
+  /** Open loop: what became of every request, and the window it is judged in. */
+  requests?: { outcomes: RequestOutcome[]; window: OpenLoopWindow };
   loadavg: number;
   error?: string;
 }
@@ -69,10 +72,25 @@ export interface LoadMetrics {
   sumDrift: number | null;
   overlaps: number;
   handoff: Summary | null;
+  /** Share of the hand-offs that went to a waiter in the releasing process, and the hand-off latency of
+   * those and of the ones that crossed to another process. */
+  handoffSameShare: number;
+  handoffSame: Summary | null;
+  handoffCross: Summary | null;
+  /** A run with a slow process (scenario 9): the healthy processes' figures apart from the slow one's. */
+  groups?: { healthy: GroupMetrics; slow: GroupMetrics };
   handoffPush: Summary | null;
   handoffWake: Summary | null;
   connectionsPerProcess: number;
   errors: string[];
+}
+
+/** Some of a run's processes. */
+export interface GroupMetrics {
+  processes: number[];
+  /** Their grants in the windows per second. */
+  throughput: number;
+  wait: Summary;
 }
 
 /** The hand-off floor of the machine (see ProbeSpec): no lock library involved. */
@@ -125,6 +143,8 @@ export function combineRounds(
   lib: LibName,
   workers: number,
   outcomes: RoundOutcome[],
+  /** The process that was slowed down, if one was: its figures are reported apart. */
+  slowProcess?: number,
 ): LoadMetrics {
   let grants = 0;
   let windowMs = 0;
@@ -139,6 +159,10 @@ export function combineRounds(
   let redisCpuUs = 0;
   const waits: number[] = [];
   const handoffs: number[] = [];
+  const same: number[] = [];
+  const cross: number[] = [];
+  const group = { healthy: { grants: 0, waits: [] as number[] }, slow: { grants: 0, waits: [] as number[] } };
+  let processCount = 0;
   const pushes: number[] = [];
   const wakes: number[] = [];
   const sent: Record<string, number> = {};
@@ -179,6 +203,14 @@ export function combineRounds(
     redisCpuUs += outcome.redisCpuUs ?? 0;
     for (const w of a.waits) waits.push(w);
     for (const h of a.handoffs) handoffs.push(h);
+    for (const h of a.handoffsSame) same.push(h);
+    for (const h of a.handoffsCross) cross.push(h);
+    processCount = a.processes;
+    for (let p = 0; p < a.processes; p++) {
+      const into = p === slowProcess ? group.slow : group.healthy;
+      into.grants += a.grantsByProcess[p];
+      for (const w of a.waitsByProcess[p]) into.waits.push(w);
+    }
     for (const h of a.handoffPush) pushes.push(h);
     for (const h of a.handoffWake) wakes.push(h);
     add(sent, a.sent);
@@ -205,6 +237,22 @@ export function combineRounds(
     });
   }
   const throughput = windowMs ? (grants * 1000) / windowMs : 0;
+  const groupOf = (g: { grants: number; waits: number[] }, processes: number[]): GroupMetrics => ({
+    processes,
+    throughput: windowMs ? (g.grants * 1000) / windowMs : 0,
+    wait: summarize(g.waits),
+  });
+  const all = Array.from({ length: processCount }, (_, p) => p);
+  const groups =
+    slowProcess === undefined
+      ? undefined
+      : {
+          healthy: groupOf(
+            group.healthy,
+            all.filter((p) => p !== slowProcess),
+          ),
+          slow: groupOf(group.slow, [slowProcess]),
+        };
   return {
     scenario,
     lib,
@@ -241,6 +289,10 @@ export function combineRounds(
     sumDrift,
     overlaps,
     handoff: handoffs.length ? summarize(handoffs) : null,
+    handoffSameShare: handoffs.length ? same.length / handoffs.length : Number.NaN,
+    handoffSame: same.length ? summarize(same) : null,
+    handoffCross: cross.length ? summarize(cross) : null,
+    groups,
     handoffPush: pushes.length ? summarize(pushes) : null,
     handoffWake: wakes.length ? summarize(wakes) : null,
     connectionsPerProcess: processes ? connections / processes : 0,

@@ -16,6 +16,21 @@ process.on('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
+/**
+ * The CPU a redis-server has used, µs, from its `INFO cpu` reply: user + system time of the server and of
+ * its children (a fork for a snapshot), cumulative since it started, so the work of a window is a delta.
+ */
+export function cpuUsFromInfo(info: string): number {
+  let seconds = 0;
+  let found = 0;
+  for (const match of info.matchAll(/^used_cpu_(?:sys|user)(?:_children)?:([\d.]+)\r?$/gm)) {
+    seconds += Number(match[1]);
+    found++;
+  }
+  if (found === 0) throw new Error('INFO cpu has no used_cpu_* fields');
+  return seconds * 1e6;
+}
+
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
@@ -142,11 +157,7 @@ export class Admin {
 
   /** CPU time the server used so far (user + system, main thread and children), µs. */
   async cpuUs(): Promise<number> {
-    const info = await this.redis.info('cpu');
-    let sum = 0;
-    for (const match of info.matchAll(/^used_cpu_(?:sys|user)(?:_children)?:([\d.]+)/gm))
-      sum += Number(match[1]);
-    return sum * 1e6;
+    return cpuUsFromInfo(await this.redis.info('cpu'));
   }
 
   /** Connections other than the harness' own (admin and the scenario-5 holder). */

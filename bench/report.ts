@@ -1,12 +1,15 @@
 /** The tables printed on stdout and the targets, each checked within one run and printed PASS/FAIL. */
 import { PEERS, PROBE_GAPS, REDLOCK_PEERS, SCENARIOS } from './config';
+import { kinds, ms, num, pct, table } from './format';
 import { type LibName, OURS } from './ipc';
 import type { FloorMetrics, LoadMetrics, ManyMetrics } from './metrics';
+import { formatOpen, formatSlow, type OpenMetrics, openTargets } from './report-open';
 
 export interface Results {
   load: LoadMetrics[];
   many: ManyMetrics[];
   floors: FloorMetrics[];
+  open: OpenMetrics[];
 }
 
 export interface Target {
@@ -21,29 +24,8 @@ export interface Target {
 // ---------------------------------------------------------------------------------------------------
 // Formatting
 
-function num(value: number, digits?: number): string {
-  if (!Number.isFinite(value)) return Number.isNaN(value) ? '-' : '∞';
-  const abs = Math.abs(value);
-  const d = digits ?? (abs >= 100 ? 0 : abs >= 10 ? 1 : abs >= 1 ? 2 : 3);
-  return value.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
-}
-
-const ms = (value: number | undefined): string => (value === undefined ? '-' : num(value));
-
-function table(headers: string[], rows: string[][]): string {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]) =>
-    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
-  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
-}
-
 const cpu = (m: LoadMetrics): string =>
   `${num(m.clientCpuUsPerAcquisition, 0)}+${num(m.redisCpuUsPerAcquisition, 0)}`;
-
-const kinds = (map: Record<string, number>): string =>
-  Object.entries(map)
-    .map(([k, v]) => `${k} ${v}`)
-    .join(', ');
 
 export function formatTables(results: Results): string {
   const out: string[] = [];
@@ -66,6 +48,20 @@ export function formatTables(results: Results): string {
     );
   }
   for (const scenario of SCENARIOS) {
+    if (scenario.kind === 'open') {
+      const rows = results.open.filter((m) => m.scenario === scenario.id);
+      if (rows.length) out.push(formatOpen(scenario.title, rows));
+      continue;
+    }
+    if (scenario.kind === 'load' && scenario.slow) {
+      out.push(
+        formatSlow(
+          scenario.title,
+          results.load.filter((m) => m.scenario === scenario.id),
+        ),
+      );
+      continue;
+    }
     if (scenario.kind === 'load') {
       const rows = results.load.filter((m) => m.scenario === scenario.id);
       if (rows.length === 0) continue;
@@ -120,6 +116,8 @@ export function formatTables(results: Results): string {
               'lost',
               'overlap',
               'handoff p50/p99 ms',
+              'same-proc',
+              'p50 same/cross',
             ],
             rows.map((m) => [
               m.lib,
@@ -136,6 +134,8 @@ export function formatTables(results: Results): string {
               String(m.lostUpdates),
               String(m.overlaps),
               m.handoff ? `${ms(m.handoff.p50)}/${ms(m.handoff.p99)}` : '-',
+              pct(m.handoffSameShare),
+              `${m.handoffSame ? num(m.handoffSame.p50, 2) : '-'}/${m.handoffCross ? num(m.handoffCross.p50, 2) : '-'}`,
             ]),
           ),
         );
@@ -484,6 +484,12 @@ export function evaluateTargets(results: Results): Target[] {
       true,
     );
   }
+  targets.push(
+    ...openTargets(
+      results.open,
+      results.load.filter((m) => m.groups !== undefined),
+    ),
+  );
   return targets;
 }
 

@@ -14,116 +14,33 @@
  * more than 4 commands sent per contended acquisition (scenarios 2-4); speed targets are reported, never
  * fatal.
  */
-import { type ChildProcess, fork } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { renderWaitChart, writeAtomically } from './chart';
 import { hr, sleepUntil } from './clock';
-import { type LoadScenario, type ManyScenario, type Mode, PROBE_GAPS, SCENARIOS, TIMING } from './config';
-import { counterKey, type FromWorker, LIBS, type LibName, type ToWorker } from './ipc';
+import {
+  type LoadScenario,
+  type LoadTiming,
+  type ManyScenario,
+  type Mode,
+  type OpenScenario,
+  PROBE_GAPS,
+  SCENARIOS,
+  TIMING,
+  type Timing,
+} from './config';
+import { counterKey, LIBS, type LibName, REQUEST, REQUEST_STRIDE } from './ipc';
 import { combineRounds, type FloorMetrics, type ManyMetrics, type RoundOutcome } from './metrics';
+import type { RequestOutcome } from './open-loop';
+import { Pool, WorkerProcess } from './processes';
 import { type BenchRedis, startRedis } from './redis-server';
 import { evaluateTargets, formatTables, formatTargets, type Results } from './report';
+import { combineOpenRounds, type OpenMetrics } from './report-open';
 import { analyzeRun, summarize } from './stats';
 import { balanceKey, checkBalances, INITIAL_BALANCE, pairOf } from './transfer';
 
 const ROOT = resolve(__dirname, '..');
-const WORKER = resolve(__dirname, 'worker.ts');
-
-// ---------------------------------------------------------------------------------------------------
-// Worker processes
-
-type Reply<T extends FromWorker['type']> = Extract<FromWorker, { type: T }>;
-
-const WORKER_ARGS = (process.env.BENCH_WORKER_ARGS ?? '').split(' ').filter(Boolean);
-
-class WorkerProcess {
-  private readonly child: ChildProcess;
-  private pending:
-    | { expect: FromWorker['type']; resolve: (m: FromWorker) => void; reject: (e: Error) => void }
-    | undefined;
-  private exited = false;
-
-  constructor(exposeGc: boolean) {
-    this.child = fork(WORKER, [], {
-      cwd: ROOT,
-      // BENCH_WORKER_ARGS adds flags to every worker, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
-      execArgv: ['--import', 'tsx', ...(exposeGc ? ['--expose-gc'] : []), ...WORKER_ARGS],
-      serialization: 'advanced',
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    this.child.on('message', (message: FromWorker) => {
-      const pending = this.pending;
-      if (!pending) return;
-      if (message.type === 'error') {
-        this.pending = undefined;
-        pending.reject(new Error(`worker: ${message.error}`));
-      } else if (message.type === pending.expect) {
-        this.pending = undefined;
-        pending.resolve(message);
-      }
-    });
-    this.child.on('exit', (code, signal) => {
-      this.exited = true;
-      this.pending?.reject(new Error(`worker process exited (code ${code}, signal ${signal})`));
-      this.pending = undefined;
-    });
-  }
-
-  get alive(): boolean {
-    return !this.exited;
-  }
-
-  request<T extends FromWorker['type']>(message: ToWorker, expect: T, timeoutMs: number): Promise<Reply<T>> {
-    if (this.exited) return Promise.reject(new Error('worker process is gone'));
-    return new Promise<Reply<T>>((resolvePromise, reject) => {
-      const timer = setTimeout(() => {
-        this.pending = undefined;
-        reject(new Error(`worker did not answer '${message.type}' with '${expect}' within ${timeoutMs} ms`));
-      }, timeoutMs);
-      this.pending = {
-        expect,
-        resolve: (m) => {
-          clearTimeout(timer);
-          resolvePromise(m as Reply<T>);
-        },
-        reject: (e) => {
-          clearTimeout(timer);
-          reject(e);
-        },
-      };
-      this.child.send(message);
-    });
-  }
-
-  kill(): void {
-    // With extra worker flags (a profiler), let the worker exit by itself so it can write its output.
-    if (!this.exited) this.child.kill(WORKER_ARGS.length > 0 ? 'SIGTERM' : 'SIGKILL');
-  }
-}
-
-/** The load scenarios' worker processes, reused from run to run (each run gets fresh clients and library instances). */
-class Pool {
-  private workers: WorkerProcess[] = [];
-
-  take(n: number): WorkerProcess[] {
-    for (let i = 0; i < n; i++) {
-      if (!this.workers[i]?.alive) this.workers[i] = new WorkerProcess(false);
-    }
-    return this.workers.slice(0, n);
-  }
-
-  /** After a failed run the workers' state is unknown: start over. */
-  reset(): void {
-    for (const worker of this.workers) worker.kill();
-    this.workers = [];
-  }
-
-  close(): void {
-    this.reset();
-  }
-}
 
 // ---------------------------------------------------------------------------------------------------
 // Runs
@@ -132,8 +49,11 @@ async function loadRound(
   pool: Pool,
   scenario: LoadScenario,
   lib: LibName,
-  timing: (typeof TIMING)[Mode]['contended'],
+  timing: LoadTiming,
   dump: string | undefined,
+  /** Open loop: the total arrival rate (spread evenly over the processes), each request's deadline, and
+   * the seed of the arrival schedule (the same for every library in a round). */
+  open?: { ratePerS: number; timeoutMs: number; seed: number },
 ): Promise<RoundOutcome> {
   // One server, or every master of a quorum (scenario 7): the counters live on the first.
   const servers = await Promise.all(Array.from({ length: scenario.masters ?? 1 }, () => startRedis()));
@@ -141,6 +61,7 @@ async function loadRound(
   const load = loadavg()[0];
   const transfer = scenario.transfer === true;
   const balances = Array.from({ length: scenario.keys }, (_, i) => balanceKey(i));
+  let slowing: { stop(): Promise<void> } | undefined;
   try {
     if (transfer) await redis.admin.setAll(balances, INITIAL_BALANCE);
     const processes = pool.take(scenario.processes);
@@ -158,6 +79,11 @@ async function loadRound(
               keys: scenario.keys,
               csMs: scenario.csMs,
               transfer,
+              open: open && {
+                ratePerS: open.ratePerS / scenario.processes,
+                seed: open.seed * 1_000 + process,
+                timeoutMs: open.timeoutMs,
+              },
             },
           },
           'ready',
@@ -177,6 +103,7 @@ async function loadRound(
     });
     const statsFrom = sleepUntil(measureFrom).then(snapshot);
     const statsTo = sleepUntil(measureTo).then(snapshot);
+    if (scenario.slow) slowing = slowDown(processes[scenario.slow.process], scenario.slow, startAt, stopAt);
     const replies = await Promise.all(
       processes.map((worker) =>
         worker.request(
@@ -227,13 +154,156 @@ async function loadRound(
       scenario.csMs !== null,
       transfer ? (key) => pairOf(key, scenario.keys) : undefined,
     );
-    return { analysis, executed, executedTotal, redisCpuUs, counted, ...balanceCheck, loadavg: load };
+    const requests = open
+      ? {
+          outcomes: replies.flatMap((r) => requestOutcomes(r.result.requests)),
+          window: {
+            from: measureFrom,
+            to: measureTo,
+            timeoutMs: open.timeoutMs,
+            observedUntil: Math.min(...replies.map((r) => r.result.reportedAt)),
+          },
+        }
+      : undefined;
+    return {
+      analysis,
+      executed,
+      executedTotal,
+      redisCpuUs,
+      counted,
+      ...balanceCheck,
+      requests,
+      loadavg: load,
+    };
   } catch (error) {
     pool.reset();
     return { loadavg: load, error: error instanceof Error ? error.message : String(error) };
   } finally {
+    await slowing?.stop();
     await Promise.all(servers.map((server) => server.stop()));
   }
+}
+
+function requestOutcomes(column: Float64Array): RequestOutcome[] {
+  const out: RequestOutcome[] = [];
+  for (let i = 0; i < column.length; i += REQUEST_STRIDE) {
+    out.push({
+      arrival: column[i + REQUEST.arrival],
+      granted: column[i + REQUEST.grant],
+      failed: column[i + REQUEST.failed],
+      timedOut: column[i + REQUEST.timedOut] === 1,
+    });
+  }
+  return out;
+}
+
+/**
+ * Stops `worker` for `stopMs` every `everyMs` from `from` until `until` (SIGSTOP, then SIGCONT), as a
+ * CPU quota or a stop-the-world pause would. `stop()` ends it and leaves the process running.
+ */
+function slowDown(
+  worker: WorkerProcess,
+  slow: NonNullable<LoadScenario['slow']>,
+  from: number,
+  until: number,
+): { stop(): Promise<void> } {
+  let ended = false;
+  const cycle = (async () => {
+    for (let at = from; at < until && !ended; at += slow.everyMs) {
+      await sleepUntil(at);
+      if (ended) break;
+      worker.pause(true);
+      try {
+        await sleepUntil(at + slow.stopMs);
+      } finally {
+        worker.pause(false);
+      }
+    }
+  })();
+  return {
+    async stop() {
+      ended = true;
+      await cycle.catch(() => {});
+      worker.pause(false);
+    },
+  };
+}
+
+/** The critical section alone, back to back on one key, no lock: how many per second one key can serve. */
+async function serialCapacity(pool: Pool, csMs: number, ms: number): Promise<number> {
+  const redis = await startRedis();
+  try {
+    const [worker] = pool.take(1);
+    const { perS } = await worker.request(
+      { type: 'capacity', port: redis.port, csMs, ms },
+      'capacity',
+      ms + 30_000,
+    );
+    return perS;
+  } finally {
+    await redis.stop();
+  }
+}
+
+/**
+ * Scenario 8: the serial capacity first, then every key set at every load for every library, rounds
+ * interleaved in rotated order; in a round every library gets the same arrival schedule (seed).
+ */
+async function openScenario(
+  pool: Pool,
+  scenario: OpenScenario,
+  libs: LibName[],
+  timing: Timing['open'],
+  dump: string | undefined,
+  log: (line: string) => void,
+): Promise<OpenMetrics[]> {
+  const capacity = await serialCapacity(pool, scenario.csMs, timing.capacityMs);
+  log(`scenario 8: serial capacity of one key ${capacity.toFixed(0)}/s`);
+  const run: LoadTiming = {
+    rounds: timing.rounds,
+    warmMs: timing.warmMs,
+    measureMs: timing.measureMs,
+    // Arrivals go on while the window's last requests may still wait, so they wait under the same load.
+    graceMs: timing.timeoutMs,
+  };
+  const metrics: OpenMetrics[] = [];
+  for (const keys of scenario.keySets) {
+    const shape: LoadScenario = {
+      kind: 'load',
+      id: 8,
+      title: scenario.title,
+      processes: scenario.processes,
+      workersPerProcess: 1,
+      keys,
+      csMs: scenario.csMs,
+      libs,
+    };
+    for (const load of scenario.loads) {
+      const ratePerS = load * capacity * keys;
+      const outcomes = new Map<LibName, RoundOutcome[]>(libs.map((lib) => [lib, []]));
+      for (let round = 0; round < timing.rounds; round++) {
+        for (const lib of rotate(libs, round)) {
+          log(
+            `scenario 8, ${keys} key(s) at ${Math.round(load * 100)} %, round ${round + 1}/${timing.rounds}: ${lib}`,
+          );
+          const seed = keys * 1_000 + Math.round(load * 100) * 10 + round;
+          const outcome = await loadRound(pool, shape, lib, run, dump, {
+            ratePerS,
+            timeoutMs: timing.timeoutMs,
+            seed,
+          });
+          if (outcome.error) log(`  failed: ${outcome.error}`);
+          outcomes.get(lib)?.push(outcome);
+        }
+      }
+      for (const lib of libs) {
+        metrics.push(
+          combineOpenRounds(lib, keys, load, ratePerS, capacity, timing.timeoutMs, outcomes.get(lib) ?? []),
+        );
+      }
+    }
+  }
+  return metrics;
 }
 
 /** INFO commandstats of every server, summed per command. */
@@ -391,7 +461,7 @@ async function main(): Promise<void> {
   const timing = TIMING[mode];
   const started = new Date();
   const t0 = hr();
-  const results: Results = { load: [], many: [], floors: [] };
+  const results: Results = { load: [], many: [], floors: [], open: [] };
   const pool = new Pool();
   const log = (line: string) =>
     process.stderr.write(`[${((hr() - t0) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
@@ -426,8 +496,12 @@ async function main(): Promise<void> {
         }
         for (const lib of scenarioLibs) {
           const workers = scenario.processes * scenario.workersPerProcess;
-          results.load.push(combineRounds(scenario.id, lib, workers, outcomes.get(lib) ?? []));
+          results.load.push(
+            combineRounds(scenario.id, lib, workers, outcomes.get(lib) ?? [], scenario.slow?.process),
+          );
         }
+      } else if (scenario.kind === 'open') {
+        results.open.push(...(await openScenario(pool, scenario, scenarioLibs, timing.open, dump, log)));
       } else {
         pool.close();
         for (const variant of scenario.variants) {
@@ -474,6 +548,7 @@ async function main(): Promise<void> {
     floors: results.floors,
     load: results.load,
     many: results.many,
+    open: results.open,
     targets,
   };
   const json = `${JSON.stringify(report, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v), 2)}\n`;

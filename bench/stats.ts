@@ -66,6 +66,12 @@ export interface RunAnalysis {
   waits: number[];
   /** release() called → the next holder (already waiting) starts, for releases in the window. */
   handoffs: number[];
+  /** The same, split by whether the next holder is in the releasing process or another one. */
+  handoffsSame: number[];
+  handoffsCross: number[];
+  /** Grants in the window and waits (as `waits`), per worker process. */
+  grantsByProcess: number[];
+  waitsByProcess: number[][];
   /** release() called → the grant's push reaches the next holder's process (this library). */
   handoffPush: number[];
   /** Push arrival → acquire resolved in the next holder (this library). */
@@ -110,6 +116,10 @@ export function analyzeRun(
     perWorker: new Array(results.length * workersPerProcess).fill(0),
     waits: [],
     handoffs: [],
+    handoffsSame: [],
+    handoffsCross: [],
+    grantsByProcess: results.map(() => 0),
+    waitsByProcess: results.map(() => []),
     handoffPush: [],
     handoffWake: [],
     overlaps: 0,
@@ -127,9 +137,9 @@ export function analyzeRun(
     dataGets: 0,
     dataSets: 0,
   };
-  type Acq = { call: number; grant: number; release: number; push: number };
+  type Acq = { call: number; grant: number; release: number; push: number; process: number };
   const byKey = new Map<number, Acq[]>();
-  for (const result of results) {
+  for (const [index, result] of results.entries()) {
     const r = result.records;
     const offset = result.process * workersPerProcess;
     for (let i = 0; i < r.length; i += RECORD_STRIDE) {
@@ -138,13 +148,18 @@ export function analyzeRun(
         grant: r[i + RECORD.grant],
         release: r[i + RECORD.release],
         push: r[i + RECORD.push],
+        process: result.process,
       };
       analysis.successes++;
       if (inWindow(acq.grant)) {
         analysis.grantsInWindow++;
+        analysis.grantsByProcess[index]++;
         analysis.perWorker[offset + r[i + RECORD.worker]]++;
       }
-      if (inWindow(acq.call)) analysis.waits.push(acq.grant - acq.call);
+      if (inWindow(acq.call)) {
+        analysis.waits.push(acq.grant - acq.call);
+        analysis.waitsByProcess[index].push(acq.grant - acq.call);
+      }
       const column = r[i + RECORD.key];
       for (const key of keysOf ? keysOf(column) : [column]) {
         const list = byKey.get(key);
@@ -178,6 +193,9 @@ export function analyzeRun(
       // A hand-off: the next holder was already waiting when the previous one called release().
       if (!keysOf && next.call < prev.release && inWindow(prev.release)) {
         analysis.handoffs.push(next.grant - prev.release);
+        (next.process === prev.process ? analysis.handoffsSame : analysis.handoffsCross).push(
+          next.grant - prev.release,
+        );
         if (!Number.isNaN(next.push) && next.push >= prev.release) {
           analysis.handoffPush.push(next.push - prev.release);
           analysis.handoffWake.push(next.grant - next.push);

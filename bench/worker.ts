@@ -29,6 +29,7 @@ import {
   type ToWorker,
   WORKER_CONNECTION,
 } from './ipc';
+import { poissonArrivals, seededRandom } from './open-loop';
 import { accountKey, pairCode, pickPair, transfer } from './transfer';
 
 const uncaught: string[] = [];
@@ -93,9 +94,18 @@ class Column {
   }
 }
 
+/** Failures that are the library giving up on waiting, as each names it. */
+const TIMEOUT_KINDS = new Set(['LockTimeoutError', 'TimeoutError', 'ExecutionError']);
+
+/** Open loop: how long after the stop time still-open calls are given to settle before the report. */
+const OPEN_DRAIN_MS = 3_000;
+
 class LoadRun {
   private readonly records = new Column();
   private readonly failures = new Column();
+  private readonly requests = new Column();
+  /** Open loop: requests not settled yet, by arrival time. */
+  private readonly open = new Map<number, number>();
   private readonly failureKinds: Record<string, number> = {};
   private readonly releaseErrors: Record<string, number> = {};
   /** Arrival time of this library's grant pushes, by waiter token. */
@@ -138,9 +148,15 @@ class LoadRun {
     const from = sleepUntil(window.measureFrom).then(snapshot);
     const to = sleepUntil(window.measureTo).then(snapshot);
     await sleepUntil(window.startAt);
-    const loops = [];
-    for (let w = 0; w < this.spec.workers; w++) loops.push(this.loop(w, window.stopAt));
-    await Promise.all(loops);
+    if (this.spec.open) await this.openLoop(window, this.spec.open);
+    else {
+      const loops = [];
+      for (let w = 0; w < this.spec.workers; w++) loops.push(this.loop(w, window.stopAt));
+      await Promise.all(loops);
+    }
+    const reportedAt = hr();
+    // Still open: arrived, neither granted nor failed yet (censored by the harness at reportedAt).
+    for (const [arrival, key] of this.open) this.requests.push(key, arrival, Number.NaN, Number.NaN, 0);
     const sent = diff(await to, await from);
     const dataGets = sent.dataGets ?? 0;
     const dataSets = sent.dataSets ?? 0;
@@ -152,6 +168,8 @@ class LoadRun {
       process: this.spec.process,
       records: this.records.toArray(),
       failures: this.failures.toArray(),
+      requests: this.requests.toArray(),
+      reportedAt,
       failureKinds: this.failureKinds,
       releaseErrors: this.releaseErrors,
       uncaught: [...uncaught],
@@ -162,6 +180,78 @@ class LoadRun {
       connections: this.counts.connections,
       cpuUs,
     };
+  }
+
+  /**
+   * Requests arrive on their own schedule (a Poisson process, the same for every library given the
+   * seed) from the start until the stop time; each is started at its arrival, however many are still
+   * waiting, and its times count from the scheduled arrival, not from when the event loop got to it.
+   */
+  private async openLoop(window: LoadWindow, open: NonNullable<LoadSpec['open']>): Promise<void> {
+    const random = seededRandom(open.seed);
+    const arrivals = poissonArrivals(open.ratePerS, window.startAt, window.stopAt, random);
+    const keys = arrivals.map(() => (this.spec.keys === 1 ? 0 : Math.floor(random() * this.spec.keys)));
+    const calls: Promise<void>[] = [];
+    for (let i = 0; i < arrivals.length; i++) {
+      if (arrivals[i] > hr()) await sleepUntil(arrivals[i]);
+      calls.push(this.request(keys[i], arrivals[i], open.timeoutMs));
+    }
+    // Every call settles within its wait bound; one that does not (a library that ignores it) is left
+    // open and reported as such.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(calls),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, open.timeoutMs + OPEN_DRAIN_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
+  private async request(key: number, arrival: number, timeoutMs: number): Promise<void> {
+    this.open.set(arrival, key);
+    let held: Held;
+    try {
+      held = await this.adapter.acquire(lockKey(key), timeoutMs);
+    } catch (error) {
+      const failed = hr();
+      this.open.delete(arrival);
+      const kind = kindOf(error);
+      this.failures.push(0, arrival, failed);
+      bump(this.failureKinds, kind);
+      this.requests.push(key, arrival, Number.NaN, failed, TIMEOUT_KINDS.has(kind) ? 1 : 0);
+      return;
+    }
+    const grant = hr();
+    this.open.delete(arrival);
+    this.requests.push(key, arrival, grant, Number.NaN, 0);
+    await this.criticalSection(key);
+    await this.finish(held, 0, key, arrival, grant);
+  }
+
+  private async criticalSection(key: number): Promise<void> {
+    const { csMs } = this.spec;
+    if (csMs === null) return;
+    const value = await this.client.get(counterKey(key));
+    await sleep(csMs);
+    await this.client.set(counterKey(key), String(Number(value ?? 0) + 1));
+  }
+
+  /** Releases, and records the acquisition (its `call` is the open loop's arrival). */
+  private async finish(held: Held, worker: number, key: number, call: number, grant: number): Promise<void> {
+    const release = hr();
+    try {
+      await held.release();
+    } catch (error) {
+      bump(this.releaseErrors, kindOf(error));
+    }
+    const released = hr();
+    let push = Number.NaN;
+    if (held.token !== undefined) {
+      push = this.pushes.get(held.token) ?? Number.NaN;
+      this.pushes.delete(held.token);
+    }
+    this.records.push(worker, key, call, grant, release, released, push);
   }
 
   private async loop(worker: number, stopAt: number): Promise<void> {
@@ -189,24 +279,8 @@ class LoadRun {
       }
       const grant = hr();
       if (pairs && csMs !== null) await transfer(client, from, to, csMs);
-      else if (csMs !== null) {
-        const value = await client.get(counterKey(key));
-        await sleep(csMs);
-        await client.set(counterKey(key), String(Number(value ?? 0) + 1));
-      }
-      const release = hr();
-      try {
-        await held.release();
-      } catch (error) {
-        bump(this.releaseErrors, kindOf(error));
-      }
-      const released = hr();
-      let push = Number.NaN;
-      if (held.token !== undefined) {
-        push = this.pushes.get(held.token) ?? Number.NaN;
-        this.pushes.delete(held.token);
-      }
-      this.records.push(worker, key, call, grant, release, released, push);
+      else await this.criticalSection(key);
+      await this.finish(held, worker, key, call, grant);
     }
   }
 
@@ -397,6 +471,27 @@ async function probeSend(spec: ProbeSpec): Promise<ProbeResult> {
   return { sent, replyMs };
 }
 
+// ---------------------------------------------------------------------------------------------------
+// Serial capacity: the critical section alone, back to back on one key, no lock.
+
+async function capacity(port: number, csMs: number, ms: number): Promise<number> {
+  const client = await connect(port, WORKER_CONNECTION);
+  const key = counterKey(0);
+  try {
+    const started = hr();
+    let n = 0;
+    while (hr() - started < ms) {
+      const value = await client.get(key);
+      await sleep(csMs);
+      await client.set(key, String(Number(value ?? 0) + 1));
+      n++;
+    }
+    return (n * 1000) / (hr() - started);
+  } finally {
+    client.disconnect();
+  }
+}
+
 let current: LoadRun | undefined;
 
 async function handle(message: ToWorker): Promise<void> {
@@ -427,6 +522,9 @@ async function handle(message: ToWorker): Promise<void> {
       return;
     case 'probe-send':
       send({ type: 'probe-sent', result: await probeSend(message.spec) });
+      return;
+    case 'capacity':
+      send({ type: 'capacity', perS: await capacity(message.port, message.csMs, message.ms) });
       return;
     case 'probe-collect': {
       const listener = probeListener;
