@@ -137,6 +137,8 @@ export interface ManyResult {
   idleCommandsPerWaiterPerS: number;
   /** Commands sent by the waiters' connections from their first call until all were done, per waiter. */
   sentPerWaiter: number;
+  /** This process's CPU from the waiters' first call until all were done, per waiter, µs. */
+  cpuUsPerWaiter: number;
   /** From the holder's release until every waiter had its turn (or failed), ms. */
   drainMs: number;
   /** From the holder's release until each waiter held the lock, ms. */

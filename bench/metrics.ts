@@ -117,6 +117,10 @@ export interface ManyMetrics {
   queued: number | null;
   idleCommandsPerWaiterPerS: number;
   sentPerWaiter: number;
+  /** CPU per waiter (each granted once), µs: the waiters' process from their first call to the end of
+   * the drain, and redis-server over the whole run (the holder's few commands included). */
+  clientCpuUsPerWaiter: number;
+  redisCpuUsPerWaiter: number;
   drainMs: number;
   afterRelease: Summary;
   granted: number;

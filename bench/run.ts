@@ -377,6 +377,8 @@ async function manyRun(
     queued: null,
     idleCommandsPerWaiterPerS: Number.NaN,
     sentPerWaiter: Number.NaN,
+    clientCpuUsPerWaiter: Number.NaN,
+    redisCpuUsPerWaiter: Number.NaN,
     drainMs: Number.NaN,
     afterRelease: summarize([]),
     granted: 0,
@@ -386,6 +388,7 @@ async function manyRun(
     errors: [],
   };
   try {
+    const redisCpuFrom = await redis.admin.cpuUs();
     const { waiting } = await worker.request(
       {
         type: 'many',
@@ -413,6 +416,8 @@ async function manyRun(
       queued: waiting.queued,
       idleCommandsPerWaiterPerS: result.idleCommandsPerWaiterPerS,
       sentPerWaiter: result.sentPerWaiter,
+      clientCpuUsPerWaiter: result.cpuUsPerWaiter,
+      redisCpuUsPerWaiter: ((await redis.admin.cpuUs()) - redisCpuFrom) / scenario.waiters,
       drainMs: result.drainMs,
       afterRelease: summarize(result.afterRelease),
       granted: result.granted,
