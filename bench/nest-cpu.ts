@@ -13,15 +13,13 @@
  * the project, built with `npx tsc -p tsconfig.build.json --outDir DIR`) adds the variant ours-baseline.
  * BENCH_NODE=/path/to/node runs the applications on another Node; BENCH_APP_ARGS passes them flags.
  */
-import { type ChildProcess, execFileSync, fork } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
+import { App, buildApp, ROOT } from './nest/apps';
 import { type Admin, startRedis } from './redis-server';
 import { quantile, sorted } from './stats';
 
-const ROOT = join(__dirname, '..');
-const APP = join(ROOT, 'dist', 'bench-nest', 'app.js');
 const ALL_VARIANTS = ['none', 'module', 'ours', 'nest-redlock', 'murlock'] as const;
 const LOCKS = ['ours', 'nest-redlock', 'murlock', 'ours-baseline'];
 
@@ -53,61 +51,9 @@ interface Batch {
   failed: number;
 }
 
-class App {
-  private constructor(
-    private readonly child: ChildProcess,
-    readonly port: number,
-  ) {}
-
-  static start(variant: string, redisPort: number): Promise<App> {
-    const child = fork(APP, [], {
-      env: {
-        ...process.env,
-        BENCH_VARIANT: variant,
-        BENCH_REDIS_PORT: String(redisPort),
-        ...(variant === 'ours-baseline' ? { BENCH_DIST: join(ROOT, BASELINE) } : {}),
-      },
-      execArgv: (process.env.BENCH_APP_ARGS ?? '').split(' ').filter(Boolean),
-      // Another Node for the applications (the harness itself stays on this one).
-      execPath: process.env.BENCH_NODE ?? process.execPath,
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    return new Promise((resolve, reject) => {
-      child.once('exit', (code) =>
-        reject(new Error(`the ${variant} app exited (${code}) before it was ready`)),
-      );
-      child.once('message', (message: { type: string; port: number }) => {
-        if (message.type === 'ready') resolve(new App(child, message.port));
-      });
-    });
-  }
-
-  /** The service method called in-process `count` times (no HTTP): CPU per call, µs. */
-  direct(locked: boolean, count: number): Promise<number> {
-    return new Promise((resolve) => {
-      this.child.once('message', (message: { cpu: number }) => resolve(message.cpu));
-      this.child.send({ type: 'direct', locked, count, concurrency: CONCURRENCY });
-    });
-  }
-
-  cpu(): Promise<number> {
-    return new Promise((resolve) => {
-      this.child.once('message', (message: { usage: NodeJS.CpuUsage }) =>
-        resolve(message.usage.user + message.usage.system),
-      );
-      this.child.send({ type: 'cpu' });
-    });
-  }
-
-  stop(): Promise<void> {
-    // The start-up's exit listener (a rejection) goes first.
-    this.child.removeAllListeners('exit');
-    const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
-    this.child.send({ type: 'stop' });
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), 5_000);
-    return exited.finally(() => clearTimeout(timer));
-  }
-}
+/** The application of `variant`; `ours-baseline` runs on the build in BASELINE. */
+const startApp = (variant: string, redisPort: number) =>
+  App.start(variant, redisPort, variant === 'ours-baseline' ? { BENCH_DIST: join(ROOT, BASELINE) } : {});
 
 let nextId = 0;
 
@@ -194,12 +140,7 @@ type Results = Record<
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main(): Promise<void> {
-  if (!process.argv.includes('--no-build')) {
-    execFileSync('npx', ['tsc', '-p', join(ROOT, 'bench', 'nest', 'tsconfig.json')], {
-      stdio: 'inherit',
-      cwd: ROOT,
-    });
-  }
+  if (!process.argv.includes('--no-build')) buildApp();
   const server = await startRedis();
   const results: Results = {};
   for (const variant of VARIANTS) results[variant] = { pay: [], plain: [], direct: [] };
@@ -207,7 +148,7 @@ async function main(): Promise<void> {
     for (let round = 0; round < ROUNDS; round++) {
       const order = VARIANTS.map((_, i) => VARIANTS[(i + round) % VARIANTS.length]);
       for (const variant of order) {
-        const app = await App.start(variant, server.port);
+        const app = await startApp(variant, server.port);
         try {
           await load(app.port, 'pay', WARMUP);
           await load(app.port, 'plain', WARMUP);
@@ -221,12 +162,12 @@ async function main(): Promise<void> {
           }
           results[variant].pay.push(batch(pay));
           results[variant].plain.push(batch(plain));
-          await app.direct(true, WARMUP);
+          await app.direct(true, WARMUP, CONCURRENCY);
           let locked = 0;
           let unlocked = 0;
           for (let i = 0; i < CHUNKS; i++) {
-            locked += await app.direct(true, REQUESTS / CHUNKS);
-            unlocked += await app.direct(false, REQUESTS / CHUNKS);
+            locked += await app.direct(true, REQUESTS / CHUNKS, CONCURRENCY);
+            unlocked += await app.direct(false, REQUESTS / CHUNKS, CONCURRENCY);
           }
           results[variant].direct.push({ locked: locked / CHUNKS, unlocked: unlocked / CHUNKS });
         } finally {

@@ -1,7 +1,7 @@
 /**
- * One Nest application of the Nest benchmark (bench/nest-cpu.ts), forked once per variant with the
- * variant's lock library. `POST /pay/:id` calls a service method that does GET, 2 ms, SET under the
- * variant's decorator (no decorator in the `none` and `module` variants); `POST /plain/:id` does the same
+ * One Nest application of the Nest benchmarks (bench/nest-cpu.ts, bench/nest-load.ts), forked once per
+ * variant with the variant's lock library. `POST /pay/:id` calls a service method that does GET, 2 ms,
+ * SET under the variant's decorator (no decorator in the `none` and `module` variants); `POST /plain/:id` does the same
  * work and never locks, to show what importing a module costs a route that takes no lock. Compiled with
  * tsc (decorator metadata), run as plain Node, as an application runs in production.
  *
@@ -12,6 +12,14 @@
  * - nest-redlock: RedlockModule.register and `@Redlock((_, id) => \`order:${id}\`, 5000)`;
  * - murlock: MurLockModule.forRoot and `@MurLock(5000, 'id')`;
  * - ours-baseline: `ours` on another build of this library (BENCH_DIST), to compare two builds.
+ *
+ * How long a call may wait for a busy lock, for the load benchmark (unset: each library's defaults):
+ * - BENCH_WAIT_TIMEOUT (ms): `ours` gets it as `waitTimeout`, its own bound on the wait;
+ * - BENCH_RETRY_MS (ms): nest-redlock and murlock retry at this fixed interval instead of their
+ *   defaults, as many times as fit in BENCH_WAIT_TIMEOUT (they have a retry count, not a deadline).
+ * BENCH_SECTIONS=1 counts requests in the `/pay` handler and completed critical sections per id, which
+ * the harness reads over IPC to tell lost updates from work done for a client that stopped waiting.
+ * BENCH_QUIET=1 turns Nest's logger off.
  */
 import 'reflect-metadata';
 import { Redlock as RedlockDecorator, RedlockModule } from '@anchan828/nest-redlock';
@@ -31,6 +39,13 @@ const { Locked, RedisLockModule }: typeof Library = require(process.env.BENCH_DI
 const variant = (process.env.BENCH_VARIANT ?? 'none').replace(/-baseline$/, '');
 const redisPort = Number(process.env.BENCH_REDIS_PORT);
 const redisUrl = `redis://127.0.0.1:${redisPort}`;
+const waitTimeout = process.env.BENCH_WAIT_TIMEOUT ? Number(process.env.BENCH_WAIT_TIMEOUT) : undefined;
+const retryMs = process.env.BENCH_RETRY_MS ? Number(process.env.BENCH_RETRY_MS) : undefined;
+/** Retries at `retryMs` that cover the wait bound (10 s, our default, when none is given). */
+const retries = retryMs ? Math.ceil((waitTimeout ?? 10_000) / retryMs) : 0;
+
+/** Requests inside the `/pay` handler, and critical sections completed (SET done) per id. */
+const sections = process.env.BENCH_SECTIONS ? { inflight: 0, done: new Map<string, number>() } : undefined;
 
 /** The application's own data connection (the same in every variant). */
 const data = new Redis(redisPort, { lazyConnect: false });
@@ -43,6 +58,7 @@ async function work(id: string): Promise<number> {
   const seen = Number((await data.get(key)) ?? 0);
   await sleep(2);
   await data.set(key, String(seen + 1));
+  sections?.done.set(id, (sections.done.get(id) ?? 0) + 1);
   return seen + 1;
 }
 
@@ -55,7 +71,7 @@ class PlainService {
 
 @Injectable()
 class OursService {
-  @Locked('order:<0>', { ttl: 5000 })
+  @Locked('order:<0>', waitTimeout === undefined ? { ttl: 5000 } : { ttl: 5000, waitTimeout })
   async pay(id: string): Promise<number> {
     return work(id);
   }
@@ -77,6 +93,19 @@ class MurlockService {
   }
 }
 
+/**
+ * murlock with a fixed retry interval: the decorator's own `wait` (its README's "fixed wait strategy per
+ * method"). The module's `wait` alone would not do: without a decorator `wait`, murlock sleeps
+ * `wait × attempt`, a linear back-off.
+ */
+@Injectable()
+class MurlockFixedRetryService {
+  @MurLock(5000, retryMs ?? 0, 'id')
+  async pay(id: string): Promise<number> {
+    return work(id);
+  }
+}
+
 /** What a route calls: the service of the variant. */
 abstract class PayService {
   abstract pay(id: string): Promise<number>;
@@ -91,7 +120,14 @@ class PayController {
 
   @Post('pay/:id')
   async pay(@Param('id') id: string): Promise<{ paid: number }> {
-    return { paid: await this.service.pay(id) };
+    if (!sections) return { paid: await this.service.pay(id) };
+    // Counted here rather than per socket: a handler goes on after its client has hung up.
+    sections.inflight++;
+    try {
+      return { paid: await this.service.pay(id) };
+    } finally {
+      sections.inflight--;
+    }
   }
 
   @Post('plain/:id')
@@ -106,13 +142,22 @@ function lockImports(): DynamicModule[] {
     case 'ours':
       return [RedisLockModule.forRoot({ url: redisUrl, httpErrors: !process.env.BENCH_NO_HTTP })];
     case 'nest-redlock':
-      return [RedlockModule.register({ clients: [new Redis(redisPort)], duration: 5000 })];
+      return [
+        RedlockModule.register({
+          clients: [new Redis(redisPort)],
+          duration: 5000,
+          // redlock's defaults otherwise: 10 retries, 200 ms ± 100 ms apart.
+          ...(retryMs
+            ? { settings: { retryDelay: retryMs, retryJitter: retryMs / 2, retryCount: retries } }
+            : {}),
+        }),
+      ];
     case 'murlock':
       return [
         MurLockModule.forRoot({
           redisOptions: { url: redisUrl },
-          wait: 1000,
-          maxAttempts: 3,
+          wait: retryMs ?? 1000,
+          maxAttempts: retryMs ? retries : 3,
           logLevel: 'none',
           ignoreUnlockFail: false,
           failFastOnRedisError: false,
@@ -127,7 +172,7 @@ function lockImports(): DynamicModule[] {
 const services: Record<string, Type<PayService>> = {
   ours: OursService,
   'nest-redlock': RedlockService,
-  murlock: MurlockService,
+  murlock: retryMs ? MurlockFixedRetryService : MurlockService,
 };
 
 @Module({})
@@ -162,13 +207,51 @@ async function direct(service: PayService, count: number, concurrency: number): 
   return (used.user + used.system) / count;
 }
 
+/**
+ * The unlocked service method called back to back on one id for `ms`: how fast one hot id can go when
+ * nothing but the critical section itself stands between two calls.
+ */
+async function serial(service: PlainService, ms: number): Promise<{ count: number; ms: number }> {
+  const start = performance.now();
+  let count = 0;
+  while (performance.now() - start < ms) {
+    await service.pay('serial');
+    count++;
+  }
+  return { count, ms: performance.now() - start };
+}
+
+interface Message {
+  type: 'cpu' | 'direct' | 'serial' | 'sections' | 'stop';
+  count: number;
+  concurrency: number;
+  locked: boolean;
+  ms: number;
+}
+
 async function main(): Promise<void> {
-  const app = await NestFactory.create(AppModule.create(), { logger: ['error', 'warn'] });
+  // BENCH_QUIET: no Nest logging at all. Under overload the peers log a stack trace per failed request
+  // (redlock's with every attempt's client in it), and the logging would be what the run measures.
+  const app = await NestFactory.create(AppModule.create(), {
+    logger: process.env.BENCH_QUIET ? false : ['error', 'warn'],
+  });
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as { port: number };
   // The harness reads this process's own CPU time before and after a batch of requests.
-  process.on('message', (message: { type: string; count: number; concurrency: number; locked: boolean }) => {
+  process.on('message', (message: Message) => {
     if (message.type === 'cpu') process.send?.({ type: 'cpu', usage: process.cpuUsage() });
+    if (message.type === 'serial') {
+      serial(app.get(PlainService), message.ms).then((result) =>
+        process.send?.({ type: 'serial', ...result }),
+      );
+    }
+    if (message.type === 'sections') {
+      process.send?.({
+        type: 'sections',
+        inflight: sections?.inflight ?? 0,
+        done: Object.fromEntries(sections?.done ?? []),
+      });
+    }
     if (message.type === 'direct') {
       const service = message.locked ? app.get(PayService) : app.get(PlainService);
       direct(service, message.count, message.concurrency).then((cpu) =>
