@@ -1,4 +1,5 @@
 /** Number and table formatting shared by the benchmark's reports. */
+import type { LoadMetrics } from './metrics';
 
 export function num(value: number, digits?: number): string {
   if (!Number.isFinite(value)) return Number.isNaN(value) ? '-' : '∞';
@@ -23,3 +24,14 @@ export const kinds = (map: Record<string, number>): string =>
   Object.entries(map)
     .map(([k, v]) => `${k} ${v}`)
     .join(', ');
+
+/** What went wrong in a library's runs, for the line under its table: failures, release errors,
+ * exceptions that escaped it, runs that did not complete. */
+export function runNotes(m: LoadMetrics): string[] {
+  const notes: string[] = [];
+  if (m.failures) notes.push(`failures: ${kinds(m.failureKinds)}`);
+  if (Object.keys(m.releaseErrors).length) notes.push(`release errors: ${kinds(m.releaseErrors)}`);
+  if (m.uncaught) notes.push(`${m.uncaught} uncaught: ${m.uncaughtSamples.join(' | ')}`);
+  if (m.errors.length) notes.push(`RUN ERRORS: ${m.errors.join(' | ')}`);
+  return notes;
+}

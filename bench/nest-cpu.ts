@@ -16,17 +16,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
-import { App, buildApp, ROOT } from './nest/apps';
+import { App, buildApp, option, ROOT } from './nest/apps';
 import { type Admin, startRedis } from './redis-server';
-import { quantile, sorted } from './stats';
+import { median, quantile, sorted } from './stats';
 
 const ALL_VARIANTS = ['none', 'module', 'ours', 'nest-redlock', 'murlock'] as const;
 const LOCKS = ['ours', 'nest-redlock', 'murlock', 'ours-baseline'];
-
-function option(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
-}
 
 const ROUNDS = Number(option('rounds', '3'));
 const REQUESTS = Number(option('requests', '3000'));
@@ -136,8 +131,6 @@ type Results = Record<
   string,
   { pay: Batch[]; plain: Batch[]; direct: { locked: number; unlocked: number }[] }
 >;
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main(): Promise<void> {
   if (!process.argv.includes('--no-build')) buildApp();

@@ -14,7 +14,8 @@ import { Agent, request } from 'node:http';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { hr, sleepUntil } from './clock';
-import { App, buildApp, ROOT } from './nest/apps';
+import { pct } from './format';
+import { App, buildApp, option, ROOT } from './nest/apps';
 import {
   cpuPerGrant,
   type OpenLoopSummary,
@@ -24,11 +25,7 @@ import {
   summarizeOpenLoop,
 } from './open-loop';
 import { type BenchRedis, startRedis } from './redis-server';
-
-function option(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
-}
+import { median } from './stats';
 
 const QUICK = process.argv.includes('--quick');
 const MODE = QUICK ? 'quick' : 'full';
@@ -337,13 +334,8 @@ async function measureCapacity(): Promise<{ serialPerS: number; capacityPerS: nu
   }
 }
 
-const median = (xs: number[]) => {
-  const s = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
-  return s.length ? s[Math.floor(s.length / 2)] : Number.NaN;
-};
 const ms = (x: number) => (Number.isNaN(x) ? '—' : x < 10 ? x.toFixed(1) : x.toFixed(0));
 const us = (x: number) => (Number.isNaN(x) ? '—' : `${x.toFixed(0)}`);
-const pct = (load: number) => `${Math.round(load * 100)}%`;
 const failureText = (f: Record<string, number>) =>
   Object.entries(f)
     .map(([status, n]) => `${status}×${n}`)

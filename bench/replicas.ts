@@ -13,6 +13,7 @@ import Redlock from 'redlock';
 import type * as Library from '../lib';
 import { type RedisServer, startRedis } from '../test/support/redis-server';
 import { writeAtomically } from './chart';
+import { median } from './stats';
 
 // The built package (npm run build), as users run it.
 const { LockService }: typeof Library = require('../dist');
@@ -32,8 +33,6 @@ const ROOT = resolve(__dirname, '..');
 
 const FLOOR_RELEASE =
   "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
-
-const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** µs per call of `fn`, after a warm-up. */
 async function perCall(fn: () => Promise<void>): Promise<number> {

@@ -1,9 +1,9 @@
 /**
  * The open-loop scenario (8) and the slow-instance scenario (9): how their rounds are combined, their
  * tables, and their checks. Speed figures are reported, never gated; a lost update or overlapping holders
- * are correctness failures as in every other scenario.
+ * are correctness failures as in every other scenario (checked in report.ts).
  */
-import { kinds, num, pct, table } from './format';
+import { num, pct, runNotes, table } from './format';
 import { OURS } from './ipc';
 import { combineRounds, type LoadMetrics, type RoundOutcome } from './metrics';
 import { type OpenLoopSummary, summarizeOpenLoopRounds } from './open-loop';
@@ -106,11 +106,8 @@ export function formatOpen(title: string, rows: OpenMetrics[]): string {
     );
   }
   for (const m of rows) {
-    const notes: string[] = [];
-    if (m.base.failures) notes.push(`failures: ${kinds(m.base.failureKinds)}`);
+    const notes = runNotes(m.base);
     if (m.summary.censored) notes.push(`${m.summary.censored} still open when last seen`);
-    if (m.base.uncaught) notes.push(`${m.base.uncaught} uncaught: ${m.base.uncaughtSamples.join(' | ')}`);
-    if (m.base.errors.length) notes.push(`RUN ERRORS: ${m.base.errors.join(' | ')}`);
     if (notes.length) out.push(`  ${m.lib} ${m.keys} key(s) at ${pct(m.load)}: ${notes.join('; ')}`);
   }
   return out.join('\n');
@@ -161,42 +158,18 @@ export function formatSlow(title: string, rows: LoadMetrics[]): string {
     ),
   );
   for (const m of rows) {
-    const notes: string[] = [];
-    if (m.failures) notes.push(`failures: ${kinds(m.failureKinds)}`);
-    if (m.uncaught) notes.push(`${m.uncaught} uncaught: ${m.uncaughtSamples.join(' | ')}`);
-    if (m.errors.length) notes.push(`RUN ERRORS: ${m.errors.join(' | ')}`);
+    const notes = runNotes(m);
     if (notes.length) out.push(`  ${m.lib}: ${notes.join('; ')}`);
   }
   return out.join('\n');
 }
 
 /**
- * Reported figures for the open loop and the slow instance (ours against the best peer), and the
- * correctness of every library's open-loop runs. Not gated on speed.
+ * Reported figures for the open loop and the slow instance (ours against the best peer). Not gated on
+ * speed; the correctness of every open-loop run is checked with every other run's (report.ts).
  */
 export function openTargets(open: OpenMetrics[], slow: LoadMetrics[]): Target[] {
   const targets: Target[] = [];
-  for (const m of open) {
-    const s = `S8 ${m.keys}k ${pct(m.load)}`;
-    if (m.base.errors.length) {
-      targets.push({
-        scenario: s,
-        name: `${m.lib}: run completed`,
-        pass: false,
-        detail: m.base.errors.join(' | '),
-        correctness: true,
-      });
-    }
-    if (m.base.lostUpdates !== 0 || m.base.overlaps !== 0) {
-      targets.push({
-        scenario: s,
-        name: `${m.lib}: no lost update, no overlap`,
-        pass: false,
-        detail: `${m.base.lostUpdates} lost updates, ${m.base.overlaps} overlapping holders`,
-        correctness: true,
-      });
-    }
-  }
   for (const keys of [...new Set(open.map((m) => m.keys))]) {
     for (const load of [...new Set(open.map((m) => m.load))]) {
       const cell = open.filter((m) => m.keys === keys && m.load === load && m.base.errors.length === 0);

@@ -1,6 +1,6 @@
 /** The tables printed on stdout and the targets, each checked within one run and printed PASS/FAIL. */
 import { PEERS, PROBE_GAPS, REDLOCK_PEERS, SCENARIOS } from './config';
-import { kinds, ms, num, pct, table } from './format';
+import { kinds, ms, num, pct, runNotes, table } from './format';
 import { type LibName, OURS } from './ipc';
 import type { FloorMetrics, LoadMetrics, ManyMetrics } from './metrics';
 import { formatOpen, formatSlow, type OpenMetrics, openTargets } from './report-open';
@@ -141,11 +141,7 @@ export function formatTables(results: Results): string {
         );
       }
       for (const m of rows) {
-        const notes: string[] = [];
-        if (m.failures) notes.push(`failures: ${kinds(m.failureKinds)}`);
-        if (Object.keys(m.releaseErrors).length) notes.push(`release errors: ${kinds(m.releaseErrors)}`);
-        if (m.uncaught) notes.push(`${m.uncaught} uncaught: ${m.uncaughtSamples.join(' | ')}`);
-        if (m.errors.length) notes.push(`RUN ERRORS: ${m.errors.join(' | ')}`);
+        const notes = runNotes(m);
         if (notes.length) out.push(`  ${m.lib}: ${notes.join('; ')}`);
       }
       if (scenario.transfer) {
@@ -427,9 +423,12 @@ export function evaluateTargets(results: Results): Target[] {
     );
   }
 
-  // Correctness, every library.
-  for (const m of results.load) {
-    const s = `S${m.scenario}`;
+  // Correctness, every library, every run: the closed loops and each cell of the open loop.
+  const runs: [string, LoadMetrics][] = [
+    ...results.load.map((m): [string, LoadMetrics] => [`S${m.scenario}`, m]),
+    ...results.open.map((o): [string, LoadMetrics] => [`S8 ${o.keys}k ${pct(o.load)}`, o.base]),
+  ];
+  for (const [s, m] of runs) {
     if (m.errors.length) check(s, `${m.lib}: run completed`, false, m.errors.join(' | '), true);
     if (m.sumDrift !== null) {
       check(

@@ -40,6 +40,15 @@ export function summarize(values: ArrayLike<number>): Summary {
   };
 }
 
+/**
+ * The middle value (the upper of the two middle ones for an even count), NaN values left out; NaN if
+ * none is left. For figures taken once per round, reported as their median over the rounds.
+ */
+export function median(values: readonly number[]): number {
+  const s = sorted(values.filter((v) => !Number.isNaN(v)));
+  return s.length ? s[Math.floor(s.length / 2)] : Number.NaN;
+}
+
 /** Up to `points` (quantile, value) pairs describing a distribution, denser in the tail. */
 export function cdf(values: ArrayLike<number>, points = 120): { q: number; v: number }[] {
   const s = sorted(values);

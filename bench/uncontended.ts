@@ -8,14 +8,13 @@ import { Mutex } from 'redis-semaphore';
 import Redlock from 'redlock';
 import type * as Library from '../lib';
 import { startRedis } from './redis-server';
+import { median } from './stats';
 
 // The built package (npm run build), as users run it; BENCH_DIST: another build of it.
 const { LockService }: typeof Library = require(process.env.BENCH_DIST ?? '../dist');
 
 const ITERATIONS = Number(process.env.ITERATIONS ?? 5_000);
 const ROUNDS = Number(process.env.ROUNDS ?? 5);
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 interface Sample {
   wall: number;

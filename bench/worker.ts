@@ -77,6 +77,16 @@ async function connect(port: number, name: string, counts?: CommandCounts, onMes
 
 type OnMessage = (channel: string, message: string) => void;
 
+/**
+ * The critical section of scenarios 2-4 and 7-9: read key `key`'s counter, work `csMs`, write it back
+ * plus one. An increment lost here is two holders at once.
+ */
+async function increment(client: Redis, key: number, csMs: number): Promise<void> {
+  const value = await client.get(counterKey(key));
+  await sleep(csMs);
+  await client.set(counterKey(key), String(Number(value ?? 0) + 1));
+}
+
 /** Growable column of numbers, shipped as one Float64Array. */
 class Column {
   private data = new Float64Array(4096);
@@ -245,11 +255,7 @@ class LoadRun {
   }
 
   private async criticalSection(key: number): Promise<void> {
-    const { csMs } = this.spec;
-    if (csMs === null) return;
-    const value = await this.client.get(counterKey(key));
-    await sleep(csMs);
-    await this.client.set(counterKey(key), String(Number(value ?? 0) + 1));
+    if (this.spec.csMs !== null) await increment(this.client, key, this.spec.csMs);
   }
 
   /** Releases, and records the acquisition (its `call` is the open loop's arrival). */
@@ -497,14 +503,11 @@ async function probeSend(spec: ProbeSpec): Promise<ProbeResult> {
 
 async function capacity(port: number, csMs: number, ms: number): Promise<number> {
   const client = await connect(port, WORKER_CONNECTION);
-  const key = counterKey(0);
   try {
     const started = hr();
     let n = 0;
     while (hr() - started < ms) {
-      const value = await client.get(key);
-      await sleep(csMs);
-      await client.set(key, String(Number(value ?? 0) + 1));
+      await increment(client, 0, csMs);
       n++;
     }
     return (n * 1000) / (hr() - started);

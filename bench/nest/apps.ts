@@ -9,6 +9,12 @@ import { join } from 'node:path';
 export const ROOT = join(__dirname, '..', '..');
 const APP = join(ROOT, 'dist', 'bench-nest', 'app.js');
 
+/** The value after `--<name>` on the harness's command line, or `fallback`. */
+export function option(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
+}
+
 /** Compiles the application with tsc: Nest needs its decorator metadata, which tsx does not emit. */
 export function buildApp(): void {
   execFileSync('npx', ['tsc', '-p', join(ROOT, 'bench', 'nest', 'tsconfig.json')], {

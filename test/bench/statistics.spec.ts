@@ -14,7 +14,7 @@ import {
   summarizeOpenLoopRounds,
 } from '../../bench/open-loop';
 import { cpuUsFromInfo } from '../../bench/redis-server';
-import { analyzeRun } from '../../bench/stats';
+import { analyzeRun, median } from '../../bench/stats';
 import { useRedis } from '../support/redis-server';
 
 const NaN_ = Number.NaN;
@@ -119,6 +119,16 @@ describe('open-loop summary', () => {
     expect(s).toMatchObject({ arrived: 3, served: 2, timedOut: 1, censored: 1 });
     expect(s.goodputPerS).toBe(1); // 2 over 2 s
     expect(s.latency.max).toBe(1_500);
+  });
+});
+
+describe('median over rounds', () => {
+  it('is the middle value (the upper middle for an even count), leaving out rounds with no figure', () => {
+    expect(median([3, 1, 2])).toBe(2);
+    expect(median([4, 1, 3, 2])).toBe(3);
+    expect(median([Number.NaN, 5, 1, Number.NaN, 3])).toBe(3);
+    expect(median([Number.NaN])).toBeNaN();
+    expect(median([])).toBeNaN();
   });
 });
 
