@@ -6,15 +6,20 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { now, validFor } from './engine/clock';
-import { HeldLease, type LeaseHost, type LeaseTerms, type OwnedLease } from './engine/held-lease';
-import { type KeyTaker, takeInOrder } from './engine/key-sequence';
+import {
+  type GrantLinks,
+  HeldLease,
+  type LeaseHost,
+  type LeaseTerms,
+  type OwnedLease,
+} from './engine/held-lease';
+import { checkOrder, type KeyTaker, takeInOrder } from './engine/key-sequence';
 import { MultiLease } from './engine/multi-lease';
 import { ReentrantLease } from './engine/reentrant-lease';
 import { Waiter, type WaiterHost } from './engine/waiter';
 import { LockAbortedError } from './errors/lock-aborted.error';
 import { LockNotReplicatedError } from './errors/lock-not-replicated.error';
 import { LockOptionsError } from './errors/lock-options.error';
-import { LockOrderError } from './errors/lock-order.error';
 import { LockServiceClosedError } from './errors/lock-service-closed.error';
 import { LockTimeoutError } from './errors/lock-timeout.error';
 import { RedisUnavailableError } from './errors/redis-unavailable.error';
@@ -47,6 +52,7 @@ import { MemoryLockBackend } from './store/memory-store';
 import { checkQuorum, QuorumLockStore } from './store/quorum-store';
 import { isIoredisClient, type RedisClient, RedisLockStore } from './store/redis-store';
 import { ServerWatch } from './store/server-watch';
+import { claimWindowOf } from './store/token';
 
 export { isIoredisClient } from './store/redis-store';
 
@@ -140,6 +146,12 @@ export class LockService {
       store,
       forget: (lease) => leases.delete(lease),
       validateTtl: (ttl) => resolveAcquireOptions(this.options, { ttl }, false).ttl,
+      // The local hand-off (a store without transfer, or with replicas, never names a successor).
+      handOff: (from, next, validUntil) =>
+        this.closed
+          ? undefined
+          : waiters.get(next.token)?.takeOver(next.fence, validUntil, from)?.recordHandOff(),
+      follow: (next, holdMs) => waiters.get(next.token)?.onHead(holdMs),
     };
     this.keyTaker = {
       store,
@@ -157,7 +169,7 @@ export class LockService {
       unregister: (waiter) => waiters.delete(waiter.token),
       orphan: (ticket, lifetime) => this.adopt(ticket, lifetime),
       granted: (waiter, grant) =>
-        this.lease(waiter.ticket, grant.fence, grant.validUntil, waiter.terms, grant.confirmed),
+        this.lease(waiter.ticket, grant.fence, grant.validUntil, waiter.terms, grant.confirmed, grant),
     };
   }
 
@@ -398,7 +410,7 @@ export class LockService {
       const scope = this.scope.getStore();
       const outer = scope?.byKey.get(key);
       if (outer?.isHeld) return Promise.resolve(new ReentrantLease(outer));
-      if (scope?.multi) checkOrder([key], scope);
+      if (scope?.multi) checkOrder([key], scope.byKey);
       return this.take(this.ticket(key, options), options, busyIsTimeout);
     } catch (error) {
       return Promise.reject(error);
@@ -429,7 +441,7 @@ export class LockService {
             owned,
           );
     if (fresh.length === 0) return new ReentrantLease(together([]));
-    if (scope) checkOrder(fresh, scope);
+    if (scope) checkOrder(fresh, scope.byKey);
     const owned = await takeInOrder(this.keyTaker, this.tickets(fresh, options), options, busyIsTimeout);
     if (owned === null) return null;
     for (const lease of owned) byKey.set(lease.key, lease);
@@ -539,8 +551,9 @@ export class LockService {
     validUntil: number,
     terms: LeaseTerms,
     confirmed: boolean,
+    links?: GrantLinks,
   ): HeldLease {
-    const lease = new HeldLease(this.leaseHost, ticket, fence, validUntil, terms, confirmed);
+    const lease = new HeldLease(this.leaseHost, ticket, fence, validUntil, terms, confirmed, links);
     this.leases.add(lease);
     if (this.closed) {
       // close() ran while this grant was in flight: do not leave it held.
@@ -551,9 +564,13 @@ export class LockService {
   }
 
   private onWake(message: WakeMessage): void {
+    // The waiter after the one granted is of this service, and was told nothing: relay the hold to it.
+    if (message.kind === 'grant' && message.next) {
+      this.waiters.get(message.next.token)?.onHead(claimWindowOf(message.token));
+    }
     const waiter = this.waiters.get(message.token);
     if (waiter) {
-      if (message.kind === 'grant') waiter.onGrant(message.fence, message.serverMs);
+      if (message.kind === 'grant') waiter.onGrant(message.fence, message.serverMs, message.next);
       else waiter.onHead(message.holdMs);
       return;
     }
@@ -574,16 +591,4 @@ export class LockService {
   private assertOpen(key: string): void {
     if (this.closed) throw new LockServiceClosedError(key);
   }
-}
-
-/**
- * Refuses keys that sort before a key the call chain holds, once it holds several keys or asks for
- * several: taking them now could wait on a caller that holds them and waits for ours.
- */
-function checkOrder(fresh: readonly string[], scope: LeaseScope): void {
-  const held = [...scope.byKey].filter(([, lease]) => lease.isHeld).map(([key]) => key);
-  if (held.length === 0) return;
-  const highest = held.reduce((a, b) => (a > b ? a : b));
-  const lowest = fresh.reduce((a, b) => (a < b ? a : b));
-  if (lowest < highest) throw new LockOrderError(lowest, held.sort());
 }

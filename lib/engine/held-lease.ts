@@ -8,7 +8,7 @@ import { LockNotHeldError } from '../errors/lock-not-held.error';
 import { LockNotReplicatedError } from '../errors/lock-not-replicated.error';
 import './dispose-symbol';
 import type { Lease } from '../lease';
-import type { ExtendOutcome, LockStore, LockTicket } from '../store/lock-store';
+import type { ExtendOutcome, LockStore, LockTicket, Successor, TransferReply } from '../store/lock-store';
 import { now, safetyMargin, validFor } from './clock';
 
 export interface LeaseHost {
@@ -16,6 +16,21 @@ export interface LeaseHost {
   /** Called once when the lease is released or lost, so the host stops tracking it. */
   forget(lease: HeldLease): void;
   validateTtl(ttl: unknown): number;
+  /**
+   * The local hand-off: gives the lock to `next`, this service's waiter first in line after `from`, at
+   * once, on `from`'s validity left (until `validUntil`), and records it in Redis. Resolves with whether
+   * `from` still owned the lock there; undefined when it cannot be done (the waiter is gone, the store
+   * has no transfer, the service is closing): `from` then releases as usual.
+   */
+  handOff(from: LockTicket, next: Successor, validUntil: number): Promise<boolean> | undefined;
+  /** `next` follows a lease whose hold lasts `holdMs`: tells that waiter, as a head note would. */
+  follow(next: Successor, holdMs: number): void;
+}
+
+/** How a lease was granted beyond its fence and validity: its successor, and the owner that handed it on. */
+export interface GrantLinks {
+  readonly next?: Successor;
+  readonly from?: LockTicket;
 }
 
 type State = 'held' | 'released' | 'lost';
@@ -54,6 +69,10 @@ export class HeldLease implements OwnedLease {
   private expiryTimer: NodeJS.Timeout | undefined;
   private readonly renew: boolean;
   private readonly minHold: number;
+  /** This service's waiter first in line after this lease, to hand the lock to locally on release. */
+  private successor: Successor | undefined;
+  /** The owner that handed the lock on to this lease locally, until Redis has recorded it. */
+  private from: LockTicket | undefined;
   /**
    * When this process learnt of the grant (monotonic). The grant was made in Redis before that, so a
    * minHold counted from here holds the lock at least minHold after the grant, never less.
@@ -68,6 +87,7 @@ export class HeldLease implements OwnedLease {
     terms: LeaseTerms,
     /** False for a grant the waiter started on before Redis confirmed it (see Waiter). */
     confirmed: boolean,
+    links?: GrantLinks,
   ) {
     this.renew = terms.renew;
     this.minHold = terms.minHold;
@@ -77,7 +97,11 @@ export class HeldLease implements OwnedLease {
     this.ttl = ticket.ttl;
     this.validUntil = validUntil;
     this.confirmed = confirmed;
+    this.successor = links?.next;
+    this.from = links?.from;
     this.armExpiry();
+    // Handed on locally: the service records the hand-off at once (recordHandOff), which confirms it.
+    if (this.from) return;
     if (!confirmed) {
       // Most work handed off this way ends well inside the claim window, so the confirmation waits for
       // half of what is left of it: a short critical section releases without ever sending it (one
@@ -140,16 +164,28 @@ export class HeldLease implements OwnedLease {
 
   async release(): Promise<void> {
     if (this.state === 'released') return;
+    const validTo = this.validUntil - this.margin();
+    const handOff = this.state === 'held' && this.successor !== undefined && now() < validTo;
     // Even a lease declared lost is released in Redis: it may still have been ours there.
     this.stop('released');
     // Released before its minHold: Redis keeps the lock, unrenewed, for the time left (whole ms, rounded
     // up, so it is never held for less).
     const left = Math.ceil(this.minHold - (now() - this.grantedAt));
-    const ok =
-      left > 0
-        ? await this.host.store.releaseLater(this.ticket, left)
-        : await this.host.store.release(this.ticket, this.fence);
+    let ok: boolean;
+    if (left > 0) ok = await this.host.store.releaseLater(this.ticket, left);
+    else {
+      // This service's own waiter is next in line: it starts now, without a round trip to Redis.
+      const handed = handOff
+        ? this.host.handOff(this.ticket, this.successor as Successor, validTo)
+        : undefined;
+      ok = await (handed ?? this.host.store.release(this.ticket, this.fence));
+    }
     if (!ok) throw new LockNotHeldError(this.key, 'release');
+  }
+
+  /** Records in Redis the local hand-off that made this lease; resolves with whether it was recorded. */
+  recordHandOff(): Promise<boolean> {
+    return this.refresh().then((outcome) => outcome === 'extended');
   }
 
   [Symbol.asyncDispose](): Promise<void> {
@@ -239,32 +275,46 @@ export class HeldLease implements OwnedLease {
 
   private scheduleRenewal(delay: number): void {
     clearTimeout(this.renewTimer);
-    this.renewTimer = setTimeout(() => this.refresh(), Math.max(0, delay));
+    this.renewTimer = setTimeout(() => this.refresh().catch(() => {}), Math.max(0, delay));
     this.renewTimer.unref();
   }
 
-  /** One renewal (or the confirmation of an early-started grant); retries until validity runs out. */
-  private refresh(): void {
-    if (this.state !== 'held') return;
+  /**
+   * One renewal, or the confirmation of an early-started grant, or the record of a local hand-off (which
+   * also confirms it); retried until validity runs out. Resolves with what Redis found; rejects when it
+   * could not be asked (a retry is then scheduled).
+   */
+  private refresh(): Promise<ExtendOutcome> {
+    if (this.state !== 'held') return Promise.resolve<ExtendOutcome>('extended');
     const sent = now();
-    this.host.store.extend(this.ticket, this.ttl).then(
-      (outcome) => {
-        if (this.state !== 'held') return;
+    const { store } = this.host;
+    const call: Promise<TransferReply> =
+      this.from && store.transfer
+        ? store.transfer(this.from, this.ticket)
+        : store.extend(this.ticket, this.ttl).then((outcome) => ({ outcome }));
+    return call.then(
+      ({ outcome, next }) => {
+        if (next) {
+          if (this.state === 'held') this.successor = next;
+          this.host.follow(next, this.ttl);
+        }
+        if (this.state !== 'held') return outcome;
         if (outcome !== 'extended') {
           this.loseTo(outcome);
-          return;
+          return outcome;
         }
+        this.from = undefined;
         this.confirmed = true;
-        this.prolong(sent + validFor(this.host.store, this.ttl));
+        this.prolong(sent + validFor(store, this.ttl));
+        return outcome;
       },
       (error: unknown) => {
-        if (this.state !== 'held') return;
-        if (error instanceof LockNotReplicatedError) {
-          this.loseUnreplicated(error);
-          return;
+        if (this.state === 'held') {
+          if (error instanceof LockNotReplicatedError) this.loseUnreplicated(error);
+          // Redis unreachable or slow: try again soon; the expiry timer decides when hope runs out.
+          else this.scheduleRenewal(Math.min(this.ttl / 10, Math.max(0, this.validUntil - now()) / 2));
         }
-        // Redis unreachable or slow: try again soon; the expiry timer decides when hope runs out.
-        this.scheduleRenewal(Math.min(this.ttl / 10, Math.max(0, this.validUntil - now()) / 2));
+        throw error;
       },
     );
   }

@@ -5,6 +5,7 @@
  * waiting call first reserves its place on the later keys (where the store can): it is served there from
  * that place once it holds the keys before, instead of queueing at the back while it holds them.
  */
+import { LockOrderError } from '../errors/lock-order.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import type { ResolvedAcquireOptions } from '../lock-options';
 import type { LockStore, LockTicket } from '../store/lock-store';
@@ -117,4 +118,16 @@ function reserve(
 /** Releases leases taken for a multi-key call that is giving up; never rejects. */
 async function releaseAll(leases: readonly HeldLease[]): Promise<void> {
   await Promise.allSettled(leases.map((lease) => lease.release()));
+}
+
+/**
+ * Refuses keys that sort before a key the call chain holds (`byKey`), once it holds several keys or asks
+ * for several: taking them now could wait on a caller that holds them and waits for ours.
+ */
+export function checkOrder(fresh: readonly string[], byKey: ReadonlyMap<string, HeldLease>): void {
+  const held = [...byKey].filter(([, lease]) => lease.isHeld).map(([key]) => key);
+  if (held.length === 0) return;
+  const highest = held.reduce((a, b) => (a > b ? a : b));
+  const lowest = fresh.reduce((a, b) => (a < b ? a : b));
+  if (lowest < highest) throw new LockOrderError(lowest, held.sort());
 }

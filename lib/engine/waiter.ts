@@ -17,7 +17,7 @@ import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { MAX_MS } from '../lock-options';
-import type { AcquireReply, LockStore, LockTicket } from '../store/lock-store';
+import type { AcquireReply, LockStore, LockTicket, Successor } from '../store/lock-store';
 import { now, safetyMargin, validFor } from './clock';
 import type { LeaseTerms } from './held-lease';
 
@@ -46,6 +46,10 @@ export interface Granted {
   validUntil: number;
   /** False when Redis has yet to confirm the grant (the lease confirms it later). */
   confirmed: boolean;
+  /** The waiter first in line after this one, of this service, with the fence set aside for it. */
+  next?: Successor;
+  /** Handed on locally by this owner: the lease records the hand-off in Redis (LockStore.transfer). */
+  from?: LockTicket;
 }
 
 /**
@@ -126,8 +130,12 @@ export class Waiter<T> {
     return this.done;
   }
 
-  /** A grant was pushed to this waiter. */
-  onGrant(fence: number, serverMs: number): void {
+  /**
+   * A grant was pushed to this waiter (or came in its service's release reply). `next`: its successor,
+   * used only if the waiter starts on this grant: a fence read back by a confirming call could be the
+   * one set aside for the successor.
+   */
+  onGrant(fence: number, serverMs: number, next?: Successor): void {
     if (this.settled) return;
     const elapsed = now() - this.started;
     // Clocks may drift apart a little while we wait: allow 0.1 % of the wait plus 1 ms.
@@ -135,10 +143,31 @@ export class Waiter<T> {
     const window = this.ticket.claimWindow;
     const validUntil = serverMs + window - this.offsetBound - elapsed / 1000 - 1;
     if (this.host.startsOnPush && now() < validUntil - safetyMargin(window)) {
-      this.win({ fence, validUntil, confirmed: false });
+      this.win({ fence, validUntil, confirmed: false, next });
     } else {
       // Too late (or no round trip to bound the clocks yet): let Redis confirm it first.
       this.check(false);
+    }
+  }
+
+  /**
+   * The local hand-off: `from`, an owner of this service whose successor this waiter is, is done and
+   * hands the lock on without a round trip. The waiter starts at once on the rest of the owner's
+   * validity (`validUntil`), under the fence Redis set aside for it; the lease then records the hand-off.
+   * Returns the lease, or undefined when the waiter has settled or too little validity is left (the
+   * owner then releases as usual).
+   */
+  takeOver(fence: number, validUntil: number, from: LockTicket): T | undefined {
+    if (this.settled || now() >= validUntil - safetyMargin(this.ticket.claimWindow)) return undefined;
+    this.settle();
+    try {
+      const lease = this.host.granted(this, { fence, validUntil, confirmed: false, from });
+      this.resolve(lease);
+      return lease;
+    } catch (error) {
+      this.reject(error);
+      this.leave();
+      return undefined;
     }
   }
 
@@ -292,6 +321,10 @@ export class Waiter<T> {
   private fail(error: unknown): void {
     if (!this.settle()) return;
     this.reject(error);
+    this.leave();
+  }
+
+  private leave(): void {
     // Leave the queue; if a grant raced in, Redis passes it on. If Redis cannot be told, a later
     // grant to this token is passed on when it arrives (or, unconfirmed, expires after a claim window).
     this.cancelled = this.host.store.cancel(this.ticket).then(

@@ -5,7 +5,15 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import { LockNotReplicatedError, type ReplicatedWrite } from '../errors/lock-not-replicated.error';
-import type { AcquireMode, AcquireReply, ExtendOutcome, LockSnapshot } from '../store/lock-store';
+import type {
+  AcquireMode,
+  AcquireReply,
+  ExtendOutcome,
+  LockSnapshot,
+  Successor,
+  TransferReply,
+  WakeMessage,
+} from '../store/lock-store';
 import type { LockKeys } from './keys';
 import {
   acquireLua,
@@ -17,6 +25,7 @@ import {
   releaseLaterLua,
   releaseLua,
   reserveLua,
+  transferLua,
 } from './lua/scripts.generated';
 import { type Acknowledged, type ReplicaAck, ScriptRunner, type ScriptSource } from './script-runner';
 
@@ -47,7 +56,15 @@ export interface ScriptContext {
 
 export type { AcquireMode, AcquireReply, LockSnapshot } from '../store/lock-store';
 
-type ScriptName = 'acquire' | 'reserve' | 'release' | 'releaseLater' | 'cancel' | 'extend' | 'inspect';
+type ScriptName =
+  | 'acquire'
+  | 'reserve'
+  | 'release'
+  | 'releaseLater'
+  | 'cancel'
+  | 'transfer'
+  | 'extend'
+  | 'inspect';
 
 const COMMON_MARK = '-- @common\n';
 
@@ -66,6 +83,7 @@ const SOURCES: Record<ScriptName, ScriptSource> = {
   release: { lua: ownerScript('release', releaseLua), keys: 3 },
   releaseLater: { lua: ownerScript('release-later', releaseLaterLua), keys: 3 },
   cancel: { lua: ownerScript('cancel', cancelLua), keys: 3 },
+  transfer: { lua: ownerScript('transfer', transferLua), keys: 3 },
   extend: { lua: extendLua, keys: 1 },
   inspect: { lua: inspectLua, keys: 3 },
 };
@@ -73,6 +91,24 @@ const SOURCES: Record<ScriptName, ScriptSource> = {
 function acquireReply(reply: number[]): AcquireReply {
   if (reply[0] === 1) return { granted: true, fence: reply[1], serverMs: reply[2] / 1000 };
   return { granted: false, ownerTtl: reply[1], serverMs: reply[2] / 1000, isHead: reply[3] === 1 };
+}
+
+/** A successor in a reply: its token and the fence set aside for it ("" and 0: none). */
+function successor(token: unknown, fence: unknown): Successor | undefined {
+  return typeof token === 'string' && token !== '' ? { token, fence: Number(fence) } : undefined;
+}
+
+/** What release.lua answered: whether the caller held the lock, and a grant it made to a waiter of its own service. */
+interface Released {
+  held: boolean;
+  grant?: Extract<WakeMessage, { kind: 'grant' }>;
+}
+
+function released(reply: unknown): Released {
+  if (!Array.isArray(reply)) return { held: reply === 1 };
+  const [token, fence, serverUs, nextToken, nextFence] = reply as [string, number, number, string, number];
+  const next = successor(nextToken, nextFence);
+  return { held: true, grant: { kind: 'grant', token, fence, serverMs: serverUs / 1000, next } };
 }
 
 export class LockScripts {
@@ -86,6 +122,8 @@ export class LockScripts {
     client: RedisClient,
     commandTimeout: number,
     private readonly ack?: ReplicaAck,
+    /** Wakes a waiter of this service granted in a release's reply (nothing is published to it). */
+    private readonly onGrant: (grant: Extract<WakeMessage, { kind: 'grant' }>) => void = () => {},
   ) {
     this.runner = new ScriptRunner(client, commandTimeout, SOURCES);
   }
@@ -123,9 +161,24 @@ export class LockScripts {
     return (await this.run('reserve', ctx.keys.lock, this.argv(ctx, queueTtl))) as string;
   }
 
-  /** Returns false when the caller did not hold the lock. */
+  /**
+   * Returns false when the caller did not hold the lock. A grant to a waiter of this service comes in
+   * the reply rather than as a push: it is passed to onGrant here, whoever released.
+   */
   async release(ctx: ScriptContext): Promise<boolean> {
-    return (await this.run('release', ctx.keys.lock, this.argv(ctx))) === 1;
+    const { held, grant } = released(await this.run('release', ctx.keys.lock, this.argv(ctx)));
+    if (grant) this.onGrant(grant);
+    return held;
+  }
+
+  /**
+   * Records a local hand-off: `to` (a waiter of this service, first in line) owns the lock from `from`,
+   * for `to`'s ttl. Idempotent: repeated after a lost reply, it renews.
+   */
+  async transfer(from: string, to: ScriptContext): Promise<TransferReply> {
+    const reply = (await this.run('transfer', to.keys.lock, this.argv(to, from))) as unknown[];
+    const outcome = extendOutcome(reply[0]);
+    return { outcome, next: outcome === 'extended' ? successor(reply[1], reply[2]) : undefined };
   }
 
   /**

@@ -7,11 +7,12 @@ import type { Cluster, Redis } from 'ioredis';
 import type { WakeMessage } from '../store/lock-store';
 import { isCluster, type RedisClient } from './lock-scripts';
 
-/** Decodes a push from the scripts: a grant ('g') or a note to the queue head ('h'). */
+/** Decodes a push from the scripts: a grant ('g', with its successor if any) or a note to the queue head ('h'). */
 export function parseWakeMessage(raw: string): WakeMessage | undefined {
-  const [kind, token, a, b] = raw.split(' ');
+  const [kind, token, a, b, next, nextFence] = raw.split(' ');
   if (kind === 'g' && token && a && b) {
-    return { kind: 'grant', token, fence: Number(a), serverMs: Number(b) / 1000 };
+    const successor = next && nextFence ? { token: next, fence: Number(nextFence) } : undefined;
+    return { kind: 'grant', token, fence: Number(a), serverMs: Number(b) / 1000, next: successor };
   }
   if (kind === 'h' && token && a) return { kind: 'head', token, holdMs: Number(a) };
   return undefined;

@@ -57,10 +57,29 @@ export interface LockSnapshot {
   fence: number;
 }
 
-/** A wake-up for one waiter: a grant, or a note to the head of the queue that the hold ends in `holdMs`. */
+/**
+ * The waiter first in line after a new owner, when it belongs to the owner's own service: that service
+ * may hand the lock to it itself when the owner is done, before Redis records it (transfer), under the
+ * fence the store set aside for it. It gets no head note: the service relays the hold to it.
+ */
+export interface Successor {
+  readonly token: string;
+  readonly fence: number;
+}
+
+/**
+ * A wake-up for one waiter: a grant (with the successor, if any), or a note to the head of the queue that
+ * the hold ends in `holdMs`.
+ */
 export type WakeMessage =
-  | { kind: 'grant'; token: string; fence: number; serverMs: number }
+  | { kind: 'grant'; token: string; fence: number; serverMs: number; next?: Successor }
   | { kind: 'head'; token: string; holdMs: number };
+
+/** What a transfer found (as a renewal would), and the new owner's successor, if any. */
+export interface TransferReply {
+  outcome: ExtendOutcome;
+  next?: Successor;
+}
 
 /** How a store reaches the engine that opened it. */
 export interface WakeHandlers {
@@ -100,6 +119,13 @@ export interface LockStore {
   release(ticket: LockTicket, fence?: number): Promise<boolean>;
   /** The owner's work ended early: keep the lock, unrenewed, `holdMs` more; false when not the owner. */
   releaseLater(ticket: LockTicket, holdMs: number): Promise<boolean>;
+  /**
+   * Optional (the local hand-off). Records that `to`, a waiter of this service named as an owner's
+   * successor, now owns the lock `from` owned, for `to`'s ttl; `to` already started on the rest of
+   * `from`'s validity. Repeated after a lost reply, it renews `to`. `extended`: done; `missing` or
+   * `taken`: `from` no longer owned it.
+   */
+  transfer?(from: LockTicket, to: LockTicket): Promise<TransferReply>;
   /** A waiter gives up (its reservation, if any, goes too); true when a grant had raced in (it was passed on). */
   cancel(ticket: LockTicket): Promise<boolean>;
   /**

@@ -19,6 +19,7 @@ import type {
   LockStore,
   LockTicket,
   TicketMember,
+  TransferReply,
   WakeHandlers,
 } from './lock-store';
 import { lockToken, memberToken } from './token';
@@ -59,6 +60,8 @@ export class RedisLockStore implements LockStore {
   /** On a Cluster, PUBLISH counts only the receivers on the node that ran the script. */
   private readonly trustReceivers: boolean;
   private sequence = 0;
+  /** The local hand-off (LockStore.transfer); none with replicas. */
+  readonly transfer?: (from: LockTicket, to: LockTicket) => Promise<TransferReply>;
   /**
    * The wake-up subscription is a connection of its own, so a waiter would go on waiting after the
    * application ended the command connection (disconnect(), quit(), or no more reconnecting): none of
@@ -88,7 +91,15 @@ export class RedisLockStore implements LockStore {
           'master (new Redis({ sentinels, name })), or leave it unset.',
       );
     }
-    this.scripts = new LockScripts(client, options.commandTimeout, options.replicas);
+    this.scripts = new LockScripts(client, options.commandTimeout, options.replicas, (grant) =>
+      handlers.onWake(grant),
+    );
+    // With replicas every grant is acknowledged by them before work starts on it: a hand-off made
+    // locally, before Redis records it, could not be.
+    if (!options.replicas) {
+      const scripts = this.scripts;
+      this.transfer = (from, to) => scripts.transfer(from.token, to as RedisTicket);
+    }
     this.channelPrefix = wakeChannelPrefix(options.prefix);
     this.trustReceivers = !isCluster(client);
     this.wake = new WakeListener(

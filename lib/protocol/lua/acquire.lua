@@ -40,10 +40,11 @@ local function join_queue(absent)
 end
 
 -- `queued`: whether the caller is in line (a "try" never is); `length`: the queue's length if the caller
--- was just appended (1: nobody ahead, no need to look). The reply says if it is first in line.
-local function waiting(queued, length)
+-- was just appended (1: nobody ahead, no need to look); `owner_ttl`: the owner's PTTL, when already read.
+-- The reply says if it is first in line.
+local function waiting(queued, length, owner_ttl)
   local is_head = queued and (length == 1 or first_active() == token) and 1 or 0
-  return {0, redis.call('PTTL', owner_key), now_us, is_head}
+  return {0, owner_ttl or redis.call('PTTL', owner_key), now_us, is_head}
 end
 
 -- Nobody could use the free lock (only reservations in line, or waiters that are gone): the caller takes it.
@@ -54,10 +55,12 @@ end
 
 if mode ~= 'wait' then
   -- A first call ("try" or "join") brings a token Redis has never seen: it is neither the owner nor
-  -- queued. SET NX failing on an empty queue already says somebody holds the lock.
-  if queued == 0 or redis.call('EXISTS', owner_key) == 1 then
-    if mode == 'try' then return waiting(false) end
-    return waiting(true, join_queue(true))
+  -- queued. SET NX failing on an empty queue already says somebody holds the lock; otherwise PTTL both
+  -- says whether somebody does (-2: no key) and is what the reply carries.
+  local owner_ttl = redis.call('PTTL', owner_key)
+  if queued == 0 or owner_ttl ~= -2 then
+    if mode == 'try' then return waiting(false, 0, owner_ttl) end
+    return waiting(true, join_queue(true), owner_ttl)
   end
   -- Free, but others queued first (their grant expired or their holder died): FIFO, so the first waiter
   -- goes first. A joining caller queues before the hand-off, so it is served if everyone ahead is gone.

@@ -2,7 +2,7 @@
 -- the script writes `-- @common`, after prelude.lua, so each script still runs as one atomic EVALSHA.
 
 local function channel_of(waiter)
-  return channel_prefix .. string.match(waiter, '^(.-):')
+  return channel_prefix .. instance_of(waiter)
 end
 
 -- How long a grant to `waiter` stays reserved until it confirms. A waiter's token ends in "~<ms>": the
@@ -62,22 +62,39 @@ end
 -- Tell the waiter now first in line how long the current owner's hold lasts, so that it (and only it)
 -- re-checks when that hold runs out: a grant nobody confirms then costs one claim window.
 -- On one server a waiter whose process no longer listens is dropped at once: it can never confirm.
-local function notify_head(hold_ms)
-  while true do
-    local head, at = first_active()
-    if not head then return end
+-- `head`, `at`: that waiter and its index, when the caller already looked them up.
+local function notify_head(hold_ms, head, at)
+  if at == nil then head, at = first_active() end
+  while head do
     local receivers = redis.call('PUBLISH', channel_of(head), 'h ' .. head .. ' ' .. hold_ms)
     if receivers > 0 or not trust_receivers then return end
     remove_at(head, at)
+    head, at = first_active()
   end
 end
 
+-- The waiter first in line after `owner` was granted, when it is a waiter of the same service: that
+-- service will hand the lock to it itself, without a round trip, when `owner` is done (docs/protocol.md,
+-- "Local hand-off"). Returns it and its index, then whether it follows: it is told nothing here, since
+-- its own service relays the hold to it; anyone else gets the usual head note from the caller.
+local function successor_of(owner)
+  local head, at = first_active()
+  -- Only at the very front: a reservation ahead of it could be claimed meanwhile (acquire.lua's LSET),
+  -- and its caller would then be first. Nothing else moves the front but the owner's hand-off or the
+  -- waiter's own cancel, both of which its service sees.
+  -- (LINDEX answers false, not nil, on an empty queue.)
+  return head, at, at == 0 and head and instance_of(head) == instance_of(owner) or false
+end
+
 -- Hands the (free) lock to the first live waiter (reservations passed over); `head` is that waiter when
--- the caller already took it out of the queue. If that is the caller itself it takes the lock with its full ttl; anyone else gets a grant that
--- lasts its own claim window until it confirms (extend.lua). The owner key is overwritten, never deleted
--- first: a caller giving the lock up deletes it only when nobody took it. Returns the fence granted to
--- the caller, or false and whether another waiter got it.
-local function hand_off(caller, head)
+-- the caller already took it out of the queue. If that is the caller itself it takes the lock with its
+-- full ttl; anyone else gets a grant that lasts its own claim window until it confirms (extend.lua). The
+-- owner key is overwritten, never deleted first: a caller giving the lock up deletes it only when
+-- nobody took it. A grant carries the successor (successor_of) and the fence set aside for it.
+-- `in_reply`: the caller's service learns of a grant to one of its own waiters from the reply, so none
+-- is published (release.lua). Returns the fence granted to the caller, or false; whether another waiter
+-- got it; and, for a grant made in the reply, {waiter, fence, server us, successor or "", its fence or 0}.
+local function hand_off(caller, head, in_reply)
   local now_us
   while true do
     if not head then
@@ -89,19 +106,30 @@ local function hand_off(caller, head)
     end
     -- Read the clock only once someone is queued: an uncontended release needs no TIME call.
     now_us = now_us or server_time_us()
-    -- A token handed to a waiter that turns out to be gone is simply skipped: tokens only need to grow.
-    local fence = next_fence(now_us)
     if head == caller then
+      -- A token handed to a waiter that turns out to be gone is simply skipped: tokens only need to grow.
+      local fence = next_fence(now_us)
       redis.call('SET', owner_key, head, 'PX', ttl)
       notify_head(ttl)
       return fence, false
     end
-    local grant = 'g ' .. head .. ' ' .. string.format('%.0f', fence) .. ' ' .. string.format('%.0f', now_us)
+    local window = claim_of(head)
+    local next_head, next_at, follows = successor_of(head)
+    local fence = next_fence(now_us, follows and 2 or 1)
+    local now_text = string.format('%.0f', now_us)
+    local after = follows and (next_head .. ' ' .. string.format('%.0f', fence + 1)) or nil
+    if in_reply and instance_of(head) == instance_of(token) then
+      -- The releasing service is alive, so its waiter is: no receiver count to check.
+      redis.call('SET', owner_key, head, 'PX', window)
+      if not follows then notify_head(window, next_head, next_at) end
+      return false, true, {head, fence, now_us, after and next_head or '', after and fence + 1 or 0}
+    end
+    local grant = 'g ' .. head .. ' ' .. string.format('%.0f', fence) .. ' ' .. now_text
+    if after then grant = grant .. ' ' .. after end
     local receivers = redis.call('PUBLISH', channel_of(head), grant)
     if receivers > 0 or not trust_receivers then
-      local window = claim_of(head)
       redis.call('SET', owner_key, head, 'PX', window)
-      notify_head(window)
+      if not follows then notify_head(window, next_head, next_at) end
       return false, true
     end
     -- Nobody listens for this waiter any more (its process is gone): skip it rather than stall.
@@ -110,10 +138,12 @@ local function hand_off(caller, head)
 end
 
 -- The owner (or a waiter a grant made owner) gives the lock up: the next live waiter gets it, else the
--- owner key goes. `head`: the first waiter, if the caller already took it out of the queue.
-local function give_up(head)
-  local _, granted = hand_off(nil, head)
+-- owner key goes. `head`: the first waiter, if the caller already took it out of the queue; `in_reply`:
+-- see hand_off. Returns hand_off's grant made in the reply, if any.
+local function give_up(head, in_reply)
+  local _, granted, local_grant = hand_off(nil, head, in_reply)
   if not granted then redis.call('DEL', owner_key) end
+  return local_grant
 end
 
 -- PEXPIRE's GT option (Redis 7) keeps a longer expiry in one call; Redis 6.2 needs PTTL first.

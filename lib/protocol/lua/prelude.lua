@@ -32,13 +32,20 @@ end
 -- Hands out the next fencing token and records it, in one call in the usual case. Tokens must exceed
 -- every earlier token of this lock even after the counter expired or Redis restarted without
 -- persistence, so a token is at least the server clock in microseconds (and above the last one).
-local function next_fence(now_us)
+-- `count` 2 also sets aside the token after it, for the waiter next in line when its own service will
+-- hand the lock on to it without asking Redis first (common.lua): the counter records the second one.
+local function next_fence(now_us, count)
+  local extra = (count or 1) - 1
   local retention = math.max(fence_retention, ttl)
-  local last = tonumber(redis.call('SET', fence_key, string.format('%.0f', now_us), 'PX', retention, 'GET') or '0')
+  local last = tonumber(redis.call('SET', fence_key, string.format('%.0f', now_us + extra), 'PX', retention, 'GET') or '0')
   if last < now_us then return now_us end
   -- More than one grant in one microsecond, or the clock stepped back: count on from the last token.
   local fence = last + 1
-  redis.call('SET', fence_key, string.format('%.0f', fence), 'PX', retention)
+  redis.call('SET', fence_key, string.format('%.0f', fence + extra), 'PX', retention)
   return fence
 end
 
+-- The service part of a token ("<instance>:..."): whose wake channel reaches it.
+local function instance_of(t)
+  return string.match(t, '^(.-):')
+end
