@@ -109,6 +109,12 @@ const TIMEOUT_KINDS = new Set(['LockTimeoutError', 'TimeoutError', 'ExecutionErr
 
 /** Open loop: how long after the stop time still-open calls are given to settle before the report. */
 const OPEN_DRAIN_MS = 3_000;
+/**
+ * Closed loop: how long after the stop time the workers' last calls are given to end. A library whose
+ * acquire never returns (redlock retrying forever while deadlocked over several masters) is reported
+ * with those calls left open, well within the harness' wait for the report.
+ */
+const CLOSED_DRAIN_MS = 30_000;
 
 class LoadRun {
   private readonly records = new Column();
@@ -116,9 +122,9 @@ class LoadRun {
   private readonly requests = new Column();
   /** Open loop: requests not settled yet, by arrival time. */
   private readonly open = new Map<number, number>();
-  /** Open loop: critical sections under way (and their release). */
+  /** Critical sections under way (and their release). */
   private readonly inside = new Set<Promise<void>>();
-  /** Open loop: the report is being made; no critical section may start. */
+  /** The report is being made; no critical section may start. */
   private closing = false;
   private readonly failureKinds: Record<string, number> = {};
   private readonly releaseErrors: Record<string, number> = {};
@@ -166,7 +172,7 @@ class LoadRun {
     else {
       const loops = [];
       for (let w = 0; w < this.spec.workers; w++) loops.push(this.loop(w, window.stopAt));
-      await Promise.all(loops);
+      await this.settle(Promise.all(loops), window.stopAt - hr() + CLOSED_DRAIN_MS);
     }
     const reportedAt = hr();
     // Still open: arrived, neither granted nor failed yet (censored by the harness at reportedAt).
@@ -212,16 +218,23 @@ class LoadRun {
     }
     // Every call settles within its wait bound; one that does not (a library that ignores it) is left
     // open and reported as such.
+    await this.settle(Promise.all(calls), open.timeoutMs + OPEN_DRAIN_MS);
+  }
+
+  /**
+   * Waits for `calls` at most `ms`, then closes: nothing may touch the counters once the report is made
+   * (they are checked against the records), so critical sections under way finish, and a call granted
+   * from then on lets go without one.
+   */
+  private async settle(calls: Promise<unknown>, ms: number): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
-      Promise.all(calls),
+      calls,
       new Promise((resolve) => {
-        timer = setTimeout(resolve, open.timeoutMs + OPEN_DRAIN_MS);
+        timer = setTimeout(resolve, Math.max(0, ms));
       }),
     ]);
     clearTimeout(timer);
-    // Nothing may touch the counters once the report is made (they are checked against the records):
-    // critical sections under way finish, and a call granted from now on lets go without one.
     this.closing = true;
     await Promise.all(this.inside);
   }
@@ -298,10 +311,18 @@ class LoadRun {
         bump(this.failureKinds, kindOf(error));
         continue;
       }
+      if (this.closing) {
+        // Granted after the report was made (see settle): let go without a critical section.
+        await held.release().catch(() => {});
+        return;
+      }
       const grant = hr();
-      if (pairs && csMs !== null) await transfer(client, from, to, csMs);
-      else await this.criticalSection(key);
-      await this.finish(held, worker, key, call, grant);
+      const inside = (
+        pairs && csMs !== null ? transfer(client, from, to, csMs) : this.criticalSection(key)
+      ).then(() => this.finish(held, worker, key, call, grant));
+      this.inside.add(inside);
+      await inside;
+      this.inside.delete(inside);
     }
   }
 
@@ -530,7 +551,10 @@ async function handle(message: ToWorker): Promise<void> {
       if (!run) throw new Error('go before init');
       current = undefined;
       const result = await run.go(message);
-      await run.close();
+      // A library with calls still open may take its time to close: the report does not wait long.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([run.close(), new Promise((resolve) => (timer = setTimeout(resolve, 5_000)))]);
+      clearTimeout(timer);
       send({ type: 'result', result });
       return;
     }

@@ -152,6 +152,9 @@ export class LockService {
           ? undefined
           : waiters.get(next.token)?.takeOver(next.fence, validUntil, from)?.recordHandOff(),
       follow: (next, holdMs) => waiters.get(next.token)?.onHead(holdMs),
+      recheck: (key) => {
+        for (const waiter of waiters.values()) if (waiter.key === key) waiter.onReconnect();
+      },
     };
     this.keyTaker = {
       store,

@@ -25,6 +25,8 @@ export interface LeaseHost {
   handOff(from: LockTicket, next: Successor, validUntil: number): Promise<boolean> | undefined;
   /** `next` follows a lease whose hold lasts `holdMs`: tells that waiter, as a head note would. */
   follow(next: Successor, holdMs: number): void;
+  /** This service's waiters for `key` ask Redis where they stand (a grant to one may have been missed). */
+  recheck(key: string): void;
 }
 
 /** How a lease was granted beyond its fence and validity: its successor, and the owner that handed it on. */
@@ -178,10 +180,19 @@ export class HeldLease implements OwnedLease {
       const handed = handOff
         ? this.host.handOff(this.ticket, this.successor as Successor, validTo)
         : undefined;
-      ok = await (handed ?? this.host.store.release(this.ticket, this.fence));
+      ok = await (handed ?? this.host.store.release(this.ticket, this.fence).catch(this.releaseFailed));
     }
     if (!ok) throw new LockNotHeldError(this.key, 'release');
   }
+
+  /**
+   * The release got no answer, yet Redis may have run it: a grant it made to a waiter of this service
+   * came only in the lost reply (nothing was published), so that key's waiters here re-check now.
+   */
+  private readonly releaseFailed = (error: unknown): never => {
+    this.host.recheck(this.key);
+    throw error;
+  };
 
   /** Records in Redis the local hand-off that made this lease; resolves with whether it was recorded. */
   recordHandOff(): Promise<boolean> {

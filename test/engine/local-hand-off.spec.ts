@@ -148,4 +148,30 @@ describe('local hand-off', () => {
     expect(lease.fence).toBeGreaterThan(a.fence);
     await lease.release();
   });
+
+  it('a release whose reply was lost still wakes the waiter of its own service it granted, long before the hold it knew of ends', async () => {
+    // Replies to this service time out after 300 ms; the holder's lease is 30 s, which is when its
+    // waiter would otherwise look again.
+    const service = lockService(server(), { commandTimeout: 300 });
+    const admin = server().client();
+    const holder = await service.acquire('lost-reply', { ttl: 30_000 });
+    const waiting = outcome(service.acquire('lost-reply', { ttl: TTL, waitTimeout: 10_000 }));
+    await until(
+      () => admin.llen('lock:{lost-reply}:q'),
+      (length) => length === 1,
+    );
+    // Redis takes the release but cannot answer in time: the grant it makes travels in that reply only.
+    server().pause();
+    let released: { error?: unknown };
+    try {
+      released = await outcome(holder.release());
+    } finally {
+      server().resume();
+    }
+    expect(released.error).toMatchObject({ code: 'LOCK_REDIS_UNAVAILABLE' });
+    const { value: lease, error } = await waiting;
+    expect(error).toBeUndefined();
+    expect(await admin.get('lock:{lost-reply}')).toBe(lease?.token);
+    await lease?.release();
+  });
 });
