@@ -146,11 +146,20 @@ export class LockService {
       store,
       forget: (lease) => leases.delete(lease),
       validateTtl: (ttl) => resolveAcquireOptions(this.options, { ttl }, false).ttl,
-      // The local hand-off (a store without transfer, or with replicas, never names a successor).
-      handOff: (from, next, validUntil) =>
-        this.closed
-          ? undefined
-          : waiters.get(next.token)?.takeOver(next.fence, validUntil, from)?.recordHandOff(),
+      // The local hand-off (a store without transfer, or with replicas, never names followers).
+      handOff: (handedOn, followers, validUntil) => {
+        if (this.closed) return false;
+        // Followers that gave up meanwhile are passed over; they leave the line with the one that takes it.
+        const handed = [...handedOn.handed];
+        for (let i = 0; i < followers.length; i++) {
+          const { token, fence } = followers[i];
+          handed.push(token);
+          const next = followers.slice(i + 1);
+          if (waiters.get(token)?.takeOver(fence, validUntil, { from: handedOn.from, handed }, next))
+            return true;
+        }
+        return false;
+      },
       follow: (next, holdMs) => waiters.get(next.token)?.onHead(holdMs),
       recheck: (key) => {
         for (const waiter of waiters.values()) if (waiter.key === key) waiter.onReconnect();
@@ -569,7 +578,7 @@ export class LockService {
   private onWake(message: WakeMessage): void {
     // The waiter after the one granted is of this service, and was told nothing: relay the hold to it.
     if (message.kind === 'grant' && message.next) {
-      this.waiters.get(message.next.token)?.onHead(claimWindowOf(message.token));
+      this.waiters.get(message.next[0].token)?.onHead(claimWindowOf(message.token));
     }
     const waiter = this.waiters.get(message.token);
     if (waiter) {

@@ -8,7 +8,14 @@ import { LockNotHeldError } from '../errors/lock-not-held.error';
 import { LockNotReplicatedError } from '../errors/lock-not-replicated.error';
 import './dispose-symbol';
 import type { Lease } from '../lease';
-import type { ExtendOutcome, LockStore, LockTicket, Successor, TransferReply } from '../store/lock-store';
+import type {
+  ExtendOutcome,
+  HandedOn,
+  LockStore,
+  LockTicket,
+  Successor,
+  TransferReply,
+} from '../store/lock-store';
 import { now, safetyMargin, validFor } from './clock';
 
 export interface LeaseHost {
@@ -17,22 +24,22 @@ export interface LeaseHost {
   forget(lease: HeldLease): void;
   validateTtl(ttl: unknown): number;
   /**
-   * The local hand-off: gives the lock to `next`, this service's waiter first in line after `from`, at
-   * once, on `from`'s validity left (until `validUntil`), and records it in Redis. Resolves with whether
-   * `from` still owned the lock there; undefined when it cannot be done (the waiter is gone, the store
-   * has no transfer, the service is closing): `from` then releases as usual.
+   * The local hand-off: gives the lock, held in Redis as `handedOn` says, to the first of `followers`
+   * (this service's waiters next in line) still waiting, at once, on the owner's validity left (until
+   * `validUntil`, before any margin: each lease keeps its own), without telling Redis. False when none can take it (all gone, or the service is
+   * closing): the caller then releases in Redis as usual.
    */
-  handOff(from: LockTicket, next: Successor, validUntil: number): Promise<boolean> | undefined;
+  handOff(handedOn: HandedOn, followers: readonly Successor[], validUntil: number): boolean;
   /** `next` follows a lease whose hold lasts `holdMs`: tells that waiter, as a head note would. */
   follow(next: Successor, holdMs: number): void;
   /** This service's waiters for `key` ask Redis where they stand (a grant to one may have been missed). */
   recheck(key: string): void;
 }
 
-/** How a lease was granted beyond its fence and validity: its successor, and the owner that handed it on. */
+/** How a lease was granted beyond its fence and validity: its followers, and how it was handed on locally. */
 export interface GrantLinks {
-  readonly next?: Successor;
-  readonly from?: LockTicket;
+  readonly next?: readonly Successor[];
+  readonly handedOn?: HandedOn;
 }
 
 type State = 'held' | 'released' | 'lost';
@@ -71,10 +78,12 @@ export class HeldLease implements OwnedLease {
   private expiryTimer: NodeJS.Timeout | undefined;
   private readonly renew: boolean;
   private readonly minHold: number;
-  /** This service's waiter first in line after this lease, to hand the lock to locally on release. */
-  private successor: Successor | undefined;
-  /** The owner that handed the lock on to this lease locally, until Redis has recorded it. */
-  private from: LockTicket | undefined;
+  /** This service's waiters next in line after this lease, to hand the lock to locally on release. */
+  private followers: readonly Successor[];
+  /** How the lock came to this lease by a local hand-off, until Redis has recorded it (transfer). */
+  private handedOn: HandedOn | undefined;
+  /** A transfer is on its way to Redis: the lock's name there is about to change. */
+  private recording = false;
   /**
    * When this process learnt of the grant (monotonic). The grant was made in Redis before that, so a
    * minHold counted from here holds the lock at least minHold after the grant, never less.
@@ -99,15 +108,14 @@ export class HeldLease implements OwnedLease {
     this.ttl = ticket.ttl;
     this.validUntil = validUntil;
     this.confirmed = confirmed;
-    this.successor = links?.next;
-    this.from = links?.from;
+    this.followers = links?.next ?? [];
+    this.handedOn = links?.handedOn;
     this.armExpiry();
-    // Handed on locally: the service records the hand-off at once (recordHandOff), which confirms it.
-    if (this.from) return;
     if (!confirmed) {
-      // Most work handed off this way ends well inside the claim window, so the confirmation waits for
-      // half of what is left of it: a short critical section releases without ever sending it (one
-      // round trip and one script less per hand-off), a longer one keeps the other half for retries.
+      // Most work handed off this way (pushed, or handed on locally) ends well inside its validity, so
+      // the confirmation (for a local hand-off, its record: transfer) waits for half of what is left of
+      // it: a short critical section releases without ever sending it (one round trip and one script
+      // less per hand-off), a longer one keeps the other half for retries.
       this.scheduleRenewal((validUntil - safetyMargin(ticket.claimWindow) - now()) / 2);
     } else if (this.renew) this.scheduleRenewal(this.ttl / 3);
   }
@@ -147,6 +155,9 @@ export class HeldLease implements OwnedLease {
   async extend(ttl?: number): Promise<void> {
     const next = ttl === undefined ? this.ttl : this.host.validateTtl(ttl);
     if (this.state !== 'held') throw new LockNotHeldError(this.key, 'extend');
+    // Handed on locally: Redis knows the lock under another token until the hand-off is recorded.
+    if (this.handedOn && (await this.refresh()) !== 'extended')
+      throw new LockNotHeldError(this.key, 'extend');
     const sent = now();
     let outcome: ExtendOutcome;
     try {
@@ -167,22 +178,36 @@ export class HeldLease implements OwnedLease {
   async release(): Promise<void> {
     if (this.state === 'released') return;
     const validTo = this.validUntil - this.margin();
-    const handOff = this.state === 'held' && this.successor !== undefined && now() < validTo;
+    // Not while a transfer is on its way: the lock's name in Redis is about to change.
+    const handOff = this.state === 'held' && this.followers.length > 0 && !this.recording && now() < validTo;
     // Even a lease declared lost is released in Redis: it may still have been ours there.
     this.stop('released');
     // Released before its minHold: Redis keeps the lock, unrenewed, for the time left (whole ms, rounded
     // up, so it is never held for less).
     const left = Math.ceil(this.minHold - (now() - this.grantedAt));
     let ok: boolean;
-    if (left > 0) ok = await this.host.store.releaseLater(this.ticket, left);
+    if (left > 0) ok = await this.releaseLater(left);
     else {
-      // This service's own waiter is next in line: it starts now, without a round trip to Redis.
-      const handed = handOff
-        ? this.host.handOff(this.ticket, this.successor as Successor, validTo)
-        : undefined;
-      ok = await (handed ?? this.host.store.release(this.ticket, this.fence).catch(this.releaseFailed));
+      // This service's own waiter is next in line: it starts now, without a round trip to Redis, and
+      // Redis hears of it only when that waiter's work is long or the last follower is done.
+      const handedOn = this.handedOn ?? { from: this.ticket, handed: [] };
+      ok =
+        (handOff && this.host.handOff(handedOn, this.followers, this.validUntil)) ||
+        (await this.host.store
+          .release(this.ticket, this.fence, this.recording ? undefined : this.handedOn)
+          .catch(this.releaseFailed));
     }
     if (!ok) throw new LockNotHeldError(this.key, 'release');
+  }
+
+  /** releaseLater for a lease handed on locally records the hand-off first: Redis knows the lock by name. */
+  private async releaseLater(left: number): Promise<boolean> {
+    const { store } = this.host;
+    if (this.handedOn && store.transfer) {
+      const { outcome } = await store.transfer(this.ticket, this.handedOn, false);
+      if (outcome !== 'extended') return false;
+    }
+    return store.releaseLater(this.ticket, left);
   }
 
   /**
@@ -193,11 +218,6 @@ export class HeldLease implements OwnedLease {
     this.host.recheck(this.key);
     throw error;
   };
-
-  /** Records in Redis the local hand-off that made this lease; resolves with whether it was recorded. */
-  recordHandOff(): Promise<boolean> {
-    return this.refresh().then((outcome) => outcome === 'extended');
-  }
 
   [Symbol.asyncDispose](): Promise<void> {
     return this.release();
@@ -299,27 +319,31 @@ export class HeldLease implements OwnedLease {
     if (this.state !== 'held') return Promise.resolve<ExtendOutcome>('extended');
     const sent = now();
     const { store } = this.host;
-    const call: Promise<TransferReply> =
-      this.from && store.transfer
-        ? store.transfer(this.from, this.ticket)
-        : store.extend(this.ticket, this.ttl).then((outcome) => ({ outcome }));
+    const { handedOn } = this;
+    let call: Promise<TransferReply>;
+    if (handedOn && store.transfer) {
+      this.recording = true;
+      call = store.transfer(this.ticket, handedOn, this.followers.length === 0);
+    } else call = store.extend(this.ticket, this.ttl).then((outcome) => ({ outcome }));
     return call.then(
       ({ outcome, next }) => {
+        this.recording = false;
         if (next) {
-          if (this.state === 'held') this.successor = next;
-          this.host.follow(next, this.ttl);
+          if (this.state === 'held') this.followers = next;
+          this.host.follow(next[0], this.ttl);
         }
         if (this.state !== 'held') return outcome;
         if (outcome !== 'extended') {
           this.loseTo(outcome);
           return outcome;
         }
-        this.from = undefined;
+        this.handedOn = undefined;
         this.confirmed = true;
         this.prolong(sent + validFor(store, this.ttl));
         return outcome;
       },
       (error: unknown) => {
+        this.recording = false;
         if (this.state === 'held') {
           if (error instanceof LockNotReplicatedError) this.loseUnreplicated(error);
           // Redis unreachable or slow: try again soon; the expiry timer decides when hope runs out.

@@ -17,7 +17,7 @@ import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { MAX_MS } from '../lock-options';
-import type { AcquireReply, LockStore, LockTicket, Successor } from '../store/lock-store';
+import type { AcquireReply, HandedOn, LockStore, LockTicket, Successor } from '../store/lock-store';
 import { now, safetyMargin, validFor } from './clock';
 import type { LeaseTerms } from './held-lease';
 
@@ -46,10 +46,10 @@ export interface Granted {
   validUntil: number;
   /** False when Redis has yet to confirm the grant (the lease confirms it later). */
   confirmed: boolean;
-  /** The waiter first in line after this one, of this service, with the fence set aside for it. */
-  next?: Successor;
-  /** Handed on locally by this owner: the lease records the hand-off in Redis (LockStore.transfer). */
-  from?: LockTicket;
+  /** The waiters next in line after this one, of this service, with the fences set aside for them. */
+  next?: readonly Successor[];
+  /** Handed on locally: the lease records the hand-off in Redis when it must (LockStore.transfer). */
+  handedOn?: HandedOn;
 }
 
 /**
@@ -131,11 +131,11 @@ export class Waiter<T> {
   }
 
   /**
-   * A grant was pushed to this waiter (or came in its service's release reply). `next`: its successor,
-   * used only if the waiter starts on this grant: a fence read back by a confirming call could be the
-   * one set aside for the successor.
+   * A grant was pushed to this waiter (or came in its service's release reply). `next`: its followers,
+   * used only if the waiter starts on this grant: a fence read back by a confirming call could be one
+   * set aside for them.
    */
-  onGrant(fence: number, serverMs: number, next?: Successor): void {
+  onGrant(fence: number, serverMs: number, next?: readonly Successor[]): void {
     if (this.settled) return;
     const elapsed = now() - this.started;
     // Clocks may drift apart a little while we wait: allow 0.1 % of the wait plus 1 ms.
@@ -151,17 +151,22 @@ export class Waiter<T> {
   }
 
   /**
-   * The local hand-off: `from`, an owner of this service whose successor this waiter is, is done and
-   * hands the lock on without a round trip. The waiter starts at once on the rest of the owner's
-   * validity (`validUntil`), under the fence Redis set aside for it; the lease then records the hand-off.
-   * Returns the lease, or undefined when the waiter has settled or too little validity is left (the
-   * owner then releases as usual).
+   * The local hand-off: an owner of this service that this waiter follows in line is done and hands the
+   * lock on without a round trip. The waiter starts at once on the rest of the owner's validity
+   * (`validUntil`), under the fence Redis set aside for it, with the followers after it (`next`); the
+   * lease records the hand-off (`handedOn`) only if its work is long. Returns the lease, or undefined
+   * when the waiter has settled or less than half its claim window is left (the owner then tries the
+   * next one, or releases in Redis, whose grant brings a whole claim window): a follower never starts
+   * with less time to record the hand-off than a pushed grant has to be confirmed.
    */
-  takeOver(fence: number, validUntil: number, from: LockTicket): T | undefined {
-    if (this.settled || now() >= validUntil - safetyMargin(this.ticket.claimWindow)) return undefined;
+  takeOver(fence: number, validUntil: number, handedOn: HandedOn, next: readonly Successor[]): T | undefined {
+    const { claimWindow } = this.ticket;
+    if (this.settled || now() >= validUntil - Math.max(safetyMargin(claimWindow), claimWindow / 2)) {
+      return undefined;
+    }
     this.settle();
     try {
-      const lease = this.host.granted(this, { fence, validUntil, confirmed: false, from });
+      const lease = this.host.granted(this, { fence, validUntil, confirmed: false, handedOn, next });
       this.resolve(lease);
       return lease;
     } catch (error) {

@@ -9,6 +9,7 @@ import type {
   AcquireMode,
   AcquireReply,
   ExtendOutcome,
+  HandedOn,
   LockSnapshot,
   Successor,
   TransferReply,
@@ -93,9 +94,13 @@ function acquireReply(reply: number[]): AcquireReply {
   return { granted: false, ownerTtl: reply[1], serverMs: reply[2] / 1000, isHead: reply[3] === 1 };
 }
 
-/** A successor in a reply: its token and the fence set aside for it ("" and 0: none). */
-function successor(token: unknown, fence: unknown): Successor | undefined {
-  return typeof token === 'string' && token !== '' ? { token, fence: Number(fence) } : undefined;
+/**
+ * Followers named by a script (common.lua, followers_of): their tokens joined by spaces, in line order,
+ * and the fence set aside for the first; each next one has the next fence. "": none.
+ */
+export function followers(tokens: unknown, firstFence: number): Successor[] | undefined {
+  if (typeof tokens !== 'string' || tokens === '') return undefined;
+  return tokens.split(' ').map((token, i) => ({ token, fence: firstFence + i }));
 }
 
 /** What release.lua answered: whether the caller held the lock, and a grant it made to a waiter of its own service. */
@@ -106,9 +111,11 @@ interface Released {
 
 function released(reply: unknown): Released {
   if (!Array.isArray(reply)) return { held: reply === 1 };
-  const [token, fence, serverUs, nextToken, nextFence] = reply as [string, number, number, string, number];
-  const next = successor(nextToken, nextFence);
-  return { held: true, grant: { kind: 'grant', token, fence, serverMs: serverUs / 1000, next } };
+  const [token, fence, serverUs, next, held] = reply as [string, number, number, string, number];
+  return {
+    held: held === 1,
+    grant: { kind: 'grant', token, fence, serverMs: serverUs / 1000, next: followers(next, fence + 1) },
+  };
 }
 
 export class LockScripts {
@@ -163,22 +170,26 @@ export class LockScripts {
 
   /**
    * Returns false when the caller did not hold the lock. A grant to a waiter of this service comes in
-   * the reply rather than as a push: it is passed to onGrant here, whoever released.
+   * the reply rather than as a push: it is passed to onGrant here, whoever released. `handedOn`: the
+   * caller is a follower the lock was handed to locally, not recorded (LockStore.release).
    */
-  async release(ctx: ScriptContext): Promise<boolean> {
-    const { held, grant } = released(await this.run('release', ctx.keys.lock, this.argv(ctx)));
+  async release(ctx: ScriptContext, handedOn?: HandedOn): Promise<boolean> {
+    const args = handedOn ? this.argv(ctx, handedOn.from.token, ...handedOn.handed) : this.argv(ctx);
+    const { held, grant } = released(await this.run('release', ctx.keys.lock, args));
     if (grant) this.onGrant(grant);
     return held;
   }
 
   /**
-   * Records a local hand-off: `to` (a waiter of this service, first in line) owns the lock from `from`,
-   * for `to`'s ttl. Idempotent: repeated after a lost reply, it renews.
+   * Records a local hand-off: `to` (a follower of this service) owns the lock held under
+   * `handedOn.from`, for `to`'s ttl, and the followers handed it so far leave the line; `follow`: name
+   * `to`'s own followers. Idempotent: repeated after a lost reply, it renews.
    */
-  async transfer(from: string, to: ScriptContext): Promise<TransferReply> {
-    const reply = (await this.run('transfer', to.keys.lock, this.argv(to, from))) as unknown[];
+  async transfer(to: ScriptContext, handedOn: HandedOn, follow: boolean): Promise<TransferReply> {
+    const args = this.argv(to, handedOn.from.token, follow ? '1' : '0', ...handedOn.handed);
+    const reply = (await this.run('transfer', to.keys.lock, args)) as unknown[];
     const outcome = extendOutcome(reply[0]);
-    return { outcome, next: outcome === 'extended' ? successor(reply[1], reply[2]) : undefined };
+    return { outcome, next: outcome === 'extended' ? followers(reply[1], Number(reply[2])) : undefined };
   }
 
   /**

@@ -7,12 +7,16 @@ import type { Cluster, Redis } from 'ioredis';
 import type { WakeMessage } from '../store/lock-store';
 import { isCluster, type RedisClient } from './lock-scripts';
 
-/** Decodes a push from the scripts: a grant ('g', with its successor if any) or a note to the queue head ('h'). */
+/**
+ * Decodes a push from the scripts: a grant ('g' token fence server-us, then its followers' tokens, whose
+ * fences follow its own) or a note to the queue head ('h' token hold-ms).
+ */
 export function parseWakeMessage(raw: string): WakeMessage | undefined {
-  const [kind, token, a, b, next, nextFence] = raw.split(' ');
+  const [kind, token, a, b, ...next] = raw.split(' ');
   if (kind === 'g' && token && a && b) {
-    const successor = next && nextFence ? { token: next, fence: Number(nextFence) } : undefined;
-    return { kind: 'grant', token, fence: Number(a), serverMs: Number(b) / 1000, next: successor };
+    const fence = Number(a);
+    const follows = next.length > 0 ? next.map((t, i) => ({ token: t, fence: fence + 1 + i })) : undefined;
+    return { kind: 'grant', token, fence, serverMs: Number(b) / 1000, next: follows };
   }
   if (kind === 'h' && token && a) return { kind: 'head', token, holdMs: Number(a) };
   return undefined;

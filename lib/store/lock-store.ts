@@ -58,9 +58,10 @@ export interface LockSnapshot {
 }
 
 /**
- * The waiter first in line after a new owner, when it belongs to the owner's own service: that service
- * may hand the lock to it itself when the owner is done, before Redis records it (transfer), under the
- * fence the store set aside for it. It gets no head note: the service relays the hold to it.
+ * A follower: one of the waiters at the very front of the line after a new owner that belong to the
+ * owner's own service. That service may hand the lock to them itself, one after another, without asking
+ * Redis (see LockStore.transfer), each under the fence the store set aside for it. They get no head
+ * note: the service relays the hold to them.
  */
 export interface Successor {
   readonly token: string;
@@ -68,17 +69,26 @@ export interface Successor {
 }
 
 /**
- * A wake-up for one waiter: a grant (with the successor, if any), or a note to the head of the queue that
- * the hold ends in `holdMs`.
+ * A wake-up for one waiter: a grant (with its followers, in line order), or a note to the head of the
+ * queue that the hold ends in `holdMs`.
  */
 export type WakeMessage =
-  | { kind: 'grant'; token: string; fence: number; serverMs: number; next?: Successor }
+  | { kind: 'grant'; token: string; fence: number; serverMs: number; next?: readonly Successor[] }
   | { kind: 'head'; token: string; holdMs: number };
 
-/** What a transfer found (as a renewal would), and the new owner's successor, if any. */
+/** What a transfer found (as a renewal would), and the new owner's followers, if it was asked to name them. */
 export interface TransferReply {
   outcome: ExtendOutcome;
-  next?: Successor;
+  next?: readonly Successor[];
+}
+
+/**
+ * A lease handed on locally that Redis has not recorded yet: the lock is held there under `from`'s
+ * token, and `handed` are the followers that took it since (the lease's own token last), still in line.
+ */
+export interface HandedOn {
+  readonly from: LockTicket;
+  readonly handed: readonly string[];
 }
 
 /** How a store reaches the engine that opened it. */
@@ -114,18 +124,20 @@ export interface LockStore {
   reserve?(ticket: LockTicket, queueTtl: number): Promise<void>;
   /**
    * The owner gives the lock up, handing it to the next waiter; false when it did not own it. `fence`:
-   * the lease's fence, for a store that numbers the next grant from it (a quorum's hand-off).
+   * the lease's fence, for a store that numbers the next grant from it (a quorum's hand-off). `handedOn`:
+   * the caller is a follower handed the lock locally and not recorded (only from a store with transfer).
    */
-  release(ticket: LockTicket, fence?: number): Promise<boolean>;
+  release(ticket: LockTicket, fence?: number, handedOn?: HandedOn): Promise<boolean>;
   /** The owner's work ended early: keep the lock, unrenewed, `holdMs` more; false when not the owner. */
   releaseLater(ticket: LockTicket, holdMs: number): Promise<boolean>;
   /**
-   * Optional (the local hand-off). Records that `to`, a waiter of this service named as an owner's
-   * successor, now owns the lock `from` owned, for `to`'s ttl; `to` already started on the rest of
-   * `from`'s validity. Repeated after a lost reply, it renews `to`. `extended`: done; `missing` or
-   * `taken`: `from` no longer owned it.
+   * Optional (the local hand-off). Records that `to`, a follower of an owner of this service, now owns
+   * the lock held under `handedOn.from`, for `to`'s ttl; `to` already started on the rest of that
+   * validity. The followers in `handedOn.handed` leave the line. `follow`: `to` has no followers left, so
+   * name the waiters of this service now first in line. Repeated after a lost reply, it renews `to`.
+   * `extended`: done; `missing` or `taken`: the lock was no longer held under `from`.
    */
-  transfer?(from: LockTicket, to: LockTicket): Promise<TransferReply>;
+  transfer?(to: LockTicket, handedOn: HandedOn, follow: boolean): Promise<TransferReply>;
   /** A waiter gives up (its reservation, if any, goes too); true when a grant had raced in (it was passed on). */
   cancel(ticket: LockTicket): Promise<boolean>;
   /**

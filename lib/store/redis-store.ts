@@ -15,6 +15,7 @@ import type {
   AcquireMode,
   AcquireReply,
   ExtendOutcome,
+  HandedOn,
   LockSnapshot,
   LockStore,
   LockTicket,
@@ -61,7 +62,7 @@ export class RedisLockStore implements LockStore {
   private readonly trustReceivers: boolean;
   private sequence = 0;
   /** The local hand-off (LockStore.transfer); none with replicas. */
-  readonly transfer?: (from: LockTicket, to: LockTicket) => Promise<TransferReply>;
+  readonly transfer?: (to: LockTicket, handedOn: HandedOn, follow: boolean) => Promise<TransferReply>;
   /**
    * The wake-up subscription is a connection of its own, so a waiter would go on waiting after the
    * application ended the command connection (disconnect(), quit(), or no more reconnecting): none of
@@ -98,7 +99,7 @@ export class RedisLockStore implements LockStore {
     // locally, before Redis records it, could not be.
     if (!options.replicas) {
       const scripts = this.scripts;
-      this.transfer = (from, to) => scripts.transfer(from.token, to as RedisTicket);
+      this.transfer = (to, handedOn, follow) => scripts.transfer(to as RedisTicket, handedOn, follow);
     }
     this.channelPrefix = wakeChannelPrefix(options.prefix);
     this.trustReceivers = !isCluster(client);
@@ -136,8 +137,8 @@ export class RedisLockStore implements LockStore {
     redisTicket.reserved = await this.scripts.reserve(redisTicket, queueTtl);
   }
 
-  release(ticket: LockTicket): Promise<boolean> {
-    return this.scripts.release(ticket as RedisTicket);
+  release(ticket: LockTicket, _fence?: number, handedOn?: HandedOn): Promise<boolean> {
+    return this.scripts.release(ticket as RedisTicket, handedOn);
   }
 
   releaseLater(ticket: LockTicket, holdMs: number): Promise<boolean> {

@@ -1,10 +1,10 @@
-// The local hand-off (docs/protocol.md): when the waiter first in line after an owner belongs to the
-// owner's own service, the owner hands the lock to it without a round trip, and Redis records it after.
-// Order, fences and exclusion are those of every hand-off; the proof that no round trip is needed is a
-// hand-off made while Redis is stopped.
+// The local hand-off (docs/protocol.md): when the waiters first in line after an owner belong to the
+// owner's own service, the owner hands the lock to the first without a round trip, and so on; Redis
+// hears of it when the last is done, or when one's work is long. Order, fences and exclusion are those of
+// every hand-off; the proof that no round trip is needed is a hand-off made while Redis is stopped.
 import { describe, expect, it } from '@jest/globals';
 import { LockLostError } from '../../lib';
-import { lockService, outcome, until } from '../support/lock-fixtures';
+import { commandsIn, lockService, outcome, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 
 const server = useRedis();
@@ -31,7 +31,7 @@ async function queueBehind(key: string, names: string[]) {
 }
 
 describe('local hand-off', () => {
-  it('hands the lock to the next waiter of the same service while Redis is stopped, and Redis records it after', async () => {
+  it('hands the lock to the next waiter of the same service while Redis is stopped, and Redis records it when the work needs it', async () => {
     const { service, admin, holder, waiting } = await queueBehind('local', ['a', 'b']);
     await holder.release();
     const a = await waiting[0];
@@ -43,9 +43,12 @@ describe('local hand-off', () => {
       const b = await waiting[1];
       expect(b.fence).toBeGreaterThan(a.fence);
       expect(b.signal.aborted).toBe(false);
-      server().resume();
       await released;
-      // Recorded in Redis: b owns the lock, for its full ttl, and has left the queue.
+      server().resume();
+      // Redis still knows the lock under a's name; extending it (as renewal would) records the hand-off:
+      // b owns the lock, for its full ttl, and has left the queue.
+      expect(await admin.get('lock:{local}')).toBe(a.token);
+      await b.extend();
       expect(await admin.get('lock:{local}')).toBe(b.token);
       expect(await admin.pttl('lock:{local}')).toBeGreaterThan(TTL - 2_000);
       expect(await admin.llen('lock:{local}:q')).toBe(0);
@@ -85,7 +88,7 @@ describe('local hand-off', () => {
     expect(order).toEqual(['other service', 'same service']);
   });
 
-  it('a run of waiters of one service is served in order with rising fences, one script and no push per hand-off', async () => {
+  it('a run of waiters of one service is served in order with rising fences, and Redis hears of it once, when the last is done', async () => {
     const { admin, holder, waiting } = await queueBehind('run', ['a', 'b', 'c', 'd']);
     await holder.release();
     const leases = [await waiting[0]];
@@ -94,34 +97,39 @@ describe('local hand-off', () => {
       await leases[i - 1].release();
       leases.push(await waiting[i]);
     }
-    const stats = await server().commandStats();
+    // Three hand-offs, no command at all; the queue still holds b, c and d.
+    expect(commandsIn(await server().commandStats())).toBe(0);
+    expect(await admin.llen('lock:{run}:q')).toBe(3);
     const fences = leases.map((lease) => lease.fence);
     expect([...fences].sort((x, y) => x - y)).toEqual(fences);
     expect(new Set(fences).size).toBe(fences.length);
-    // Three hand-offs: each one transfer script (the waiter's confirmation is that script), no push.
-    // (EVAL: the first time this client runs the script.)
-    expect((stats.get('evalsha') ?? 0) + (stats.get('eval') ?? 0)).toBe(3);
-    expect(stats.get('publish') ?? 0).toBe(0);
+    // The last release is one script: it takes b, c and d out of line and frees the lock. No push.
     await leases[3].release();
+    const stats = await server().commandStats();
+    expect((stats.get('evalsha') ?? 0) + (stats.get('eval') ?? 0)).toBe(1);
+    expect(stats.get('publish') ?? 0).toBe(0);
     expect(await admin.exists('lock:{run}', 'lock:{run}:q')).toBe(0);
   });
 
-  it('a waiter handed a lock its owner had lost learns it at once: its signal aborts, the owner is told', async () => {
-    const { admin, holder, waiting } = await queueBehind('lost', ['a', 'b']);
+  it('a waiter handed a lock its owner had lost learns it when it next asks Redis: its signal aborts, its release is refused', async () => {
+    const { admin, holder, waiting } = await queueBehind('lost', ['a', 'b', 'c']);
     await holder.release();
     const a = await waiting[0];
-    // As eviction or a stray DEL would: the owner no longer holds the lock in Redis.
+    // As eviction or a stray DEL would: the owner no longer holds the lock in Redis. Like a renewal
+    // finding it gone, the follower learns of it from its next call to Redis.
     await admin.del('lock:{lost}');
-    const released = outcome(a.release());
+    await a.release();
     const b = await waiting[1];
-    const reason = await new Promise<unknown>((resolve) => {
-      if (b.signal.aborted) resolve(b.signal.reason);
-      b.signal.addEventListener('abort', () => resolve(b.signal.reason), { once: true });
-    });
-    expect(reason).toBeInstanceOf(LockLostError);
-    expect((reason as LockLostError).reason).toBe('key-missing');
-    expect((await released).error).toMatchObject({ code: 'LOCK_NOT_HELD' });
-    await b.release().catch(() => {});
+    expect((await outcome(b.extend())).error).toMatchObject({ code: 'LOCK_NOT_HELD' });
+    expect(b.signal.aborted).toBe(true);
+    expect(b.signal.reason).toBeInstanceOf(LockLostError);
+    expect((b.signal.reason as LockLostError).reason).toBe('key-missing');
+    // A lost lease is not handed on: c is granted by Redis, which b's release reaches (and refuses).
+    expect((await outcome(b.release())).error).toMatchObject({ code: 'LOCK_NOT_HELD' });
+    const c = await waiting[2];
+    expect(c.fence).toBeGreaterThan(b.fence);
+    expect(await admin.get('lock:{lost}')).not.toBe(a.token);
+    await c.release();
   });
 
   it('a successor that gave up is skipped: the owner releases as usual and the next in line is served', async () => {

@@ -4,6 +4,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { lockKeys } from '../../lib/protocol/keys';
 import { LockScripts, type ScriptContext } from '../../lib/protocol/lock-scripts';
+import type { LockTicket, WakeMessage } from '../../lib/store/lock-store';
 import { commandsIn, lockService, outcome, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 
@@ -16,7 +17,8 @@ describe('Redis load of a contended lock', () => {
   // subscribes here, so receivers are not trusted (as on a Cluster): every grant is published and kept.
   const setUp = () => {
     const scripts = new LockScripts(server().client(), 5_000);
-    const ctx = (token: string): ScriptContext => ({
+    const ctx = (token: string): ScriptContext & LockTicket => ({
+      key: 'busy',
       keys: lockKeys('lock:', 'busy'),
       token,
       ttl: 30_000,
@@ -35,7 +37,7 @@ describe('Redis load of a contended lock', () => {
     return { scripts, ctx, step };
   };
 
-  it('joining the queue runs at most 6 commands, first or behind others, and skips the checks a first call cannot need', async () => {
+  it('joining the queue runs at most 6 commands, 5 behind others, first or behind others, and skips the checks a first call cannot need', async () => {
     const { scripts, ctx, step } = setUp();
     // Load the scripts once, so each measured call is one EVALSHA.
     await scripts.acquire(ctx('warm:1'), 'try', 0);
@@ -49,10 +51,12 @@ describe('Redis load of a contended lock', () => {
     ] as const) {
       const { reply, stats } = await step(() => scripts.acquire(ctx(token), 'join', 20_000));
       expect(reply).toMatchObject({ granted: false, isHead: head });
-      // Behind others, one LINDEX tells whether everyone ahead is a reservation (docs/protocol.md).
-      expect(inner(stats)).toBeLessThanOrEqual(6);
+      // First or behind others, the reply of RPUSH says which: the line is not read (docs/protocol.md).
+      // First, SET NX was tried (the queue was empty); behind others it is not.
+      expect(inner(stats)).toBeLessThanOrEqual(head ? 6 : 5);
       expect(stats.get('lpos') ?? 0).toBe(0);
-      expect(stats.get('lindex') ?? 0).toBe(head ? 0 : 1);
+      expect(stats.get('lindex') ?? 0).toBe(0);
+      expect(stats.get('lrange') ?? 0).toBe(0);
     }
     expect(await server().client().lrange('lock:{busy}:q', 0, -1)).toEqual(['a:1', 'b:1']);
 
@@ -77,46 +81,108 @@ describe('Redis load of a contended lock', () => {
     expect(await server().client().exists('lock:{busy}', 'lock:{busy}:q')).toBe(0);
   });
 
-  it('within one service a grant comes in the release reply with its successor, and the local hand-off is one lean script', async () => {
-    const { scripts, ctx, step } = setUp();
-    await scripts.acquire(ctx('warm:1'), 'try', 0);
-    await scripts.release(ctx('warm:1'));
-    expect((await scripts.transfer('warm:1', ctx('warm:2'))).outcome).toBe('missing');
+  it('within one service a grant comes in the release reply naming its followers, and only the last of them tells Redis, in one lean script', async () => {
+    const { ctx, step } = setUp();
+    const grants: WakeMessage[] = [];
+    const local = new LockScripts(server().client(), 5_000, undefined, (grant) => grants.push(grant));
+    await server().client().del('lock:{busy}', 'lock:{busy}:q');
+    await local.acquire(ctx('warm:1'), 'try', 0);
+    await local.release(ctx('warm:1'));
+    const handedOn = (from: string, ...handed: string[]) => ({ from: ctx(from), handed });
+    expect((await local.transfer(ctx('warm:2'), handedOn('warm:1', 'warm:2'), true)).outcome).toBe('missing');
     const holder = ctx('s:1');
-    expect((await scripts.acquire(holder, 'try', 0)).granted).toBe(true);
-    await scripts.acquire(ctx('s:2'), 'join', 20_000);
-    await scripts.acquire(ctx('s:3'), 'join', 20_000);
-    const other = await scripts.acquire(ctx('x:1'), 'join', 20_000);
-    expect(other.granted).toBe(false);
+    expect((await local.acquire(holder, 'try', 0)).granted).toBe(true);
+    for (const token of ['s:2', 's:3', 's:4', 'x:1', 's:5']) await local.acquire(ctx(token), 'join', 20_000);
 
     // s:1 releases to s:2, of its own service: nothing is published, the reply carries the grant and
-    // names s:3, next in line and of the same service too, with the fence set aside for it.
-    const released = await step(() => scripts.release(holder));
+    // names s:3 and s:4, next in line and of the same service too (not s:5: x:1 is between), with the
+    // fences set aside for them.
+    const released = await step(() => local.release(holder));
     expect(released.reply).toBe(true);
     expect(released.stats.get('publish') ?? 0).toBe(0);
     expect(inner(released.stats)).toBeLessThanOrEqual(7);
     expect(await server().client().get('lock:{busy}')).toBe('s:2');
     const fence = Number(await server().client().get('lock:{busy}:fence'));
+    expect(grants).toEqual([
+      {
+        kind: 'grant',
+        token: 's:2',
+        fence: fence - 2,
+        serverMs: expect.any(Number),
+        next: [
+          { token: 's:3', fence: fence - 1 },
+          { token: 's:4', fence },
+        ],
+      },
+    ]);
 
-    // s:2 hands on to s:3 locally; Redis records it: owner, ttl, queue, and the head note to x:1 (of
-    // another service) as the new hold begins.
-    const transferred = await step(() => scripts.transfer('s:2', ctx('s:3')));
+    // s:2 hands on to s:3, and s:3 to s:4, in the service alone. s:4, the last, releases: one script
+    // takes s:3 and s:4 out of line and grants x:1 (of another service), published, and s:5, now first
+    // in line but not of x:1's service, gets the head note.
+    const last = await step(() => local.release(ctx('s:4'), handedOn('s:2', 's:3', 's:4')));
+    expect(last.reply).toBe(true);
+    expect(last.stats.get('publish')).toBe(2);
+    expect(inner(last.stats)).toBeLessThanOrEqual(11);
+    expect(await server().client().get('lock:{busy}')).toBe('x:1');
+    expect(await server().client().lrange('lock:{busy}:q', 0, -1)).toEqual(['s:5']);
+    // A follower of an owner that no longer holds the lock is told so, and changes nothing.
+    expect(await local.release(ctx('s:9'), handedOn('s:2', 's:9'))).toBe(false);
+    expect(await server().client().get('lock:{busy}')).toBe('x:1');
+  });
+
+  it('a follower whose work is long records the hand-off: it owns the lock for its ttl, and the followers before it leave the line', async () => {
+    const { scripts, ctx, step } = setUp();
+    await server().client().del('lock:{busy}', 'lock:{busy}:q');
+    await scripts.acquire(ctx('warm:1'), 'try', 0);
+    await scripts.release(ctx('warm:1'));
+    const handedOn = (from: string, ...handed: string[]) => ({ from: ctx(from), handed });
+    expect((await scripts.transfer(ctx('warm:2'), handedOn('warm:1', 'warm:2'), true)).outcome).toBe(
+      'missing',
+    );
+    expect((await scripts.acquire(ctx('s:1'), 'try', 0)).granted).toBe(true);
+    for (const token of ['s:2', 's:3', 'x:1']) await scripts.acquire(ctx(token), 'join', 20_000);
+    const fence = Number(await server().client().get('lock:{busy}:fence'));
+
+    // s:1 handed on to s:2 and s:2 to s:3 without telling Redis; s:3 records it, with no followers
+    // left to hand on to: x:1, of another service, gets the head note as the new hold begins.
+    const transferred = await step(() => scripts.transfer(ctx('s:3'), handedOn('s:1', 's:2', 's:3'), true));
     expect(transferred.reply).toEqual({ outcome: 'extended', next: undefined });
-    expect(inner(transferred.stats)).toBeLessThanOrEqual(5);
+    expect(inner(transferred.stats)).toBeLessThanOrEqual(6);
     expect(transferred.stats.get('publish')).toBe(1);
     expect(await server().client().get('lock:{busy}')).toBe('s:3');
     expect(await server().client().pttl('lock:{busy}')).toBeGreaterThan(29_000);
     expect(await server().client().lrange('lock:{busy}:q', 0, -1)).toEqual(['x:1']);
-    // The fence s:3 started under was set aside when s:2 was granted: no new one is drawn.
+    // No fence is drawn: the followers' were set aside when their owner was granted.
     expect(Number(await server().client().get('lock:{busy}:fence'))).toBe(fence);
 
     // Repeated (a lost reply), it only renews; from an owner that is not the owner, it is refused.
-    expect((await scripts.transfer('s:2', ctx('s:3'))).outcome).toBe('extended');
-    expect((await scripts.transfer('s:9', ctx('x:1'))).outcome).toBe('taken');
+    expect((await scripts.transfer(ctx('s:3'), handedOn('s:1', 's:2', 's:3'), true)).outcome).toBe(
+      'extended',
+    );
+    expect((await scripts.transfer(ctx('x:1'), handedOn('s:9', 'x:1'), true)).outcome).toBe('taken');
     await scripts.release(ctx('s:3'));
-    expect((await scripts.transfer('s:3', ctx('x:1'))).outcome).toBe('extended');
     await scripts.release(ctx('x:1'));
-    expect((await scripts.transfer('x:1', ctx('s:4'))).outcome).toBe('missing');
+    expect((await scripts.transfer(ctx('s:6'), handedOn('x:1', 's:6'), true)).outcome).toBe('missing');
+  });
+
+  it('a recorded hand-off names the waiters of the same service now first in line, with fences set aside', async () => {
+    const { scripts, ctx } = setUp();
+    await server().client().del('lock:{busy}', 'lock:{busy}:q');
+    const handedOn = (from: string, ...handed: string[]) => ({ from: ctx(from), handed });
+    expect((await scripts.acquire(ctx('s:1'), 'try', 0)).granted).toBe(true);
+    for (const token of ['s:2', 's:3', 's:4', 'x:1']) await scripts.acquire(ctx(token), 'join', 20_000);
+    const before = Number(await server().client().get('lock:{busy}:fence'));
+    const reply = await scripts.transfer(ctx('s:2'), handedOn('s:1', 's:2'), true);
+    const fence = Number(await server().client().get('lock:{busy}:fence'));
+    expect(fence).toBeGreaterThan(before + 1);
+    expect(reply).toEqual({
+      outcome: 'extended',
+      next: [
+        { token: 's:3', fence: fence - 1 },
+        { token: 's:4', fence },
+      ],
+    });
+    expect(await server().client().lrange('lock:{busy}:q', 0, -1)).toEqual(['s:3', 's:4', 'x:1']);
   });
 
   it('a waiter with a shorter wait never shortens the queue, one with a longer wait lengthens it', async () => {

@@ -40,10 +40,12 @@ local function join_queue(absent)
 end
 
 -- `queued`: whether the caller is in line (a "try" never is); `length`: the queue's length if the caller
--- was just appended (1: nobody ahead, no need to look); `owner_ttl`: the owner's PTTL, when already read.
--- The reply says if it is first in line.
+-- was just appended: 1, nobody ahead; more, others ahead, so it is not first (unless only reservations
+-- are: it then learns it from the next hand-off's head note, or at its fallback re-check a claim window
+-- after the hold; reading the line to tell would cost every join a command). `owner_ttl`: the owner's
+-- PTTL, when already read. The reply says if it is first in line.
 local function waiting(queued, length, owner_ttl)
-  local is_head = queued and (length == 1 or first_active() == token) and 1 or 0
+  local is_head = queued and (length == 1 or (not length and first_active() == token)) and 1 or 0
   return {0, owner_ttl or redis.call('PTTL', owner_key), now_us, is_head}
 end
 

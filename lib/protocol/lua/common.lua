@@ -73,27 +73,43 @@ local function notify_head(hold_ms, head, at)
   end
 end
 
--- The waiter first in line after `owner` was granted, when it is a waiter of the same service: that
--- service will hand the lock to it itself, without a round trip, when `owner` is done (docs/protocol.md,
--- "Local hand-off"). Returns it and its index, then whether it follows: it is told nothing here, since
--- its own service relays the hold to it; anyone else gets the usual head note from the caller.
-local function successor_of(owner)
-  local head, at = first_active()
-  -- Only at the very front: a reservation ahead of it could be claimed meanwhile (acquire.lua's LSET),
-  -- and its caller would then be first. Nothing else moves the front but the owner's hand-off or the
-  -- waiter's own cancel, both of which its service sees.
-  -- (LINDEX answers false, not nil, on an empty queue.)
-  return head, at, at == 0 and head and instance_of(head) == instance_of(owner) or false
+-- How many waiters of one service a grant may name to follow its owner (each with a fence set aside).
+local MAX_FOLLOWERS = 8
+
+-- The waiters at the very front of the line after `owner` was granted that are of the same service, in
+-- order (at most MAX_FOLLOWERS): that service hands the lock from one to the next itself, without a
+-- round trip, and tells Redis only when the last is done (docs/protocol.md, "Local hand-off"). Returns
+-- the first waiter in line and its index, then that list (empty when the first is of another service):
+-- followers are told nothing here, their service relays the hold to them; anyone else gets the usual
+-- head note from the caller.
+local function followers_of(owner)
+  local front = redis.call('LRANGE', queue_key, 0, MAX_FOLLOWERS - 1)
+  local head = front[1]
+  local follows = {}
+  if not head then return false, 0, follows end
+  -- Only from the very front: a reservation ahead could be claimed meanwhile (acquire.lua's LSET), and
+  -- its caller would then be first. Nothing else moves the front but the owner's hand-off or a
+  -- follower's own cancel, both of which that service sees.
+  if is_reservation(head) then
+    local active, at = first_active()
+    return active, at, follows
+  end
+  local instance = instance_of(owner)
+  for _, entry in ipairs(front) do
+    if is_reservation(entry) or instance_of(entry) ~= instance then break end
+    follows[#follows + 1] = entry
+  end
+  return head, 0, follows
 end
 
 -- Hands the (free) lock to the first live waiter (reservations passed over); `head` is that waiter when
 -- the caller already took it out of the queue. If that is the caller itself it takes the lock with its
 -- full ttl; anyone else gets a grant that lasts its own claim window until it confirms (extend.lua). The
 -- owner key is overwritten, never deleted first: a caller giving the lock up deletes it only when
--- nobody took it. A grant carries the successor (successor_of) and the fence set aside for it.
+-- nobody took it. A grant names its followers (followers_of); their fences follow its own, set aside.
 -- `in_reply`: the caller's service learns of a grant to one of its own waiters from the reply, so none
 -- is published (release.lua). Returns the fence granted to the caller, or false; whether another waiter
--- got it; and, for a grant made in the reply, {waiter, fence, server us, successor or "", its fence or 0}.
+-- got it; and, for a grant made in the reply, {waiter, fence, server us, followers joined by spaces or ""}.
 local function hand_off(caller, head, in_reply)
   local now_us
   while true do
@@ -114,22 +130,21 @@ local function hand_off(caller, head, in_reply)
       return fence, false
     end
     local window = claim_of(head)
-    local next_head, next_at, follows = successor_of(head)
-    local fence = next_fence(now_us, follows and 2 or 1)
-    local now_text = string.format('%.0f', now_us)
-    local after = follows and (next_head .. ' ' .. string.format('%.0f', fence + 1)) or nil
+    local next_head, next_at, follows = followers_of(head)
+    local fence = next_fence(now_us, 1 + #follows)
+    local after = #follows > 0 and table.concat(follows, ' ') or nil
     if in_reply and instance_of(head) == instance_of(token) then
       -- The releasing service is alive, so its waiter is: no receiver count to check.
       redis.call('SET', owner_key, head, 'PX', window)
-      if not follows then notify_head(window, next_head, next_at) end
-      return false, true, {head, fence, now_us, after and next_head or '', after and fence + 1 or 0}
+      if not after then notify_head(window, next_head, next_at) end
+      return false, true, {head, fence, now_us, after or ''}
     end
-    local grant = 'g ' .. head .. ' ' .. string.format('%.0f', fence) .. ' ' .. now_text
+    local grant = 'g ' .. head .. ' ' .. string.format('%.0f', fence) .. ' ' .. string.format('%.0f', now_us)
     if after then grant = grant .. ' ' .. after end
     local receivers = redis.call('PUBLISH', channel_of(head), grant)
     if receivers > 0 or not trust_receivers then
       redis.call('SET', owner_key, head, 'PX', window)
-      if not follows then notify_head(window, next_head, next_at) end
+      if not after then notify_head(window, next_head, next_at) end
       return false, true
     end
     -- Nobody listens for this waiter any more (its process is gone): skip it rather than stall.

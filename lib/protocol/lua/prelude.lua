@@ -32,8 +32,8 @@ end
 -- Hands out the next fencing token and records it, in one call in the usual case. Tokens must exceed
 -- every earlier token of this lock even after the counter expired or Redis restarted without
 -- persistence, so a token is at least the server clock in microseconds (and above the last one).
--- `count` 2 also sets aside the token after it, for the waiter next in line when its own service will
--- hand the lock on to it without asking Redis first (common.lua): the counter records the second one.
+-- `count` n > 1 also sets aside the n - 1 tokens after it, for the waiters next in line that their own
+-- service will hand the lock on to without asking Redis first (common.lua): the counter records the last.
 local function next_fence(now_us, count)
   local extra = (count or 1) - 1
   local retention = math.max(fence_retention, ttl)

@@ -1,13 +1,29 @@
 -- release.lua: the owner gives the lock up; the next live waiter, if any, is granted it in the same step.
 -- KEYS/ARGV[1..6]: see prelude.lua
+--   ARGV[7] from       optional: the token the lock is held under in Redis when the caller is a follower
+--                      it was handed on to locally, not yet recorded (docs/protocol.md, "Local hand-off")
+--   ARGV[8..]          with ARGV[7]: the followers handed the lock since (the caller among them), who
+--                      leave the line now
 -- Returns 1 if the caller held the lock, 0 if it did not (expired, taken over, or never held); when it
--- went to a waiter of the caller's own service, that grant instead of 1 (hand_off in common.lua): the
--- service wakes its waiter from this reply, so nothing is published to it.
+-- went to a waiter of the caller's own service, that grant instead (hand_off in common.lua), with 1 or
+-- 0 appended: the service wakes its waiter from this reply, so nothing is published to it.
 
-if redis.call('GET', owner_key) ~= token then return 0 end
+local current = redis.call('GET', owner_key)
+local held = current == token
+if not held then
+  if not ARGV[7] then return 0 end
+  -- They were at the front of the line, so each LREM stops at once. They leave it even when the lock
+  -- is no longer held under ARGV[7]: none of them waits any more.
+  for i = 8, #ARGV do redis.call('LREM', queue_key, 1, ARGV[i]) end
+  held = current == ARGV[7]
+  -- Another owner: nothing more to do. No owner (it ran out, or was evicted): the line is served now,
+  -- as the next waiter's own re-check would serve it, and the caller learns it did not hold the lock.
+  if not held and current then return 0 end
+end
 -- Nobody queued, the usual case: free the key without defining the hand-off helpers below.
 local head = redis.call('LPOP', queue_key)
 if not head then
+  if not held then return 0 end
   redis.call('DEL', owner_key)
   return 1
 end
@@ -20,6 +36,8 @@ if is_reservation(head) then
     local expires = tonumber(string.match(head, '^%^(%d+)%^')) or 0
     redis.call('PEXPIRE', queue_key, math.max(1, expires - math.floor(server_time_us() / 1000)))
   end
-  return give_up(nil, true) or 1
+  head = nil
 end
-return give_up(head, true) or 1
+local grant = give_up(head, true)
+if grant then grant[5] = held and 1 or 0 end
+return grant or (held and 1 or 0)
