@@ -8,14 +8,7 @@ import { LockNotHeldError } from '../errors/lock-not-held.error';
 import { LockNotReplicatedError } from '../errors/lock-not-replicated.error';
 import './dispose-symbol';
 import type { Lease } from '../lease';
-import type {
-  ExtendOutcome,
-  HandedOn,
-  LockStore,
-  LockTicket,
-  Successor,
-  TransferReply,
-} from '../store/lock-store';
+import type { ExtendOutcome, HandedOn, LockStore, LockTicket, Successor } from '../store/lock-store';
 import { now, safetyMargin, validFor } from './clock';
 
 export interface LeaseHost {
@@ -155,13 +148,11 @@ export class HeldLease implements OwnedLease {
   async extend(ttl?: number): Promise<void> {
     const next = ttl === undefined ? this.ttl : this.host.validateTtl(ttl);
     if (this.state !== 'held') throw new LockNotHeldError(this.key, 'extend');
-    // Handed on locally: Redis knows the lock under another token until the hand-off is recorded.
-    if (this.handedOn && (await this.refresh()) !== 'extended')
-      throw new LockNotHeldError(this.key, 'extend');
     const sent = now();
     let outcome: ExtendOutcome;
     try {
-      outcome = await this.host.store.extend(this.ticket, next);
+      // Handed on locally: Redis knows the lock under another token until the hand-off is recorded.
+      outcome = await (this.handedOn ? this.record(next) : this.host.store.extend(this.ticket, next));
     } catch (error) {
       if (error instanceof LockNotReplicatedError) this.loseUnreplicated(error);
       throw error;
@@ -319,36 +310,52 @@ export class HeldLease implements OwnedLease {
     if (this.state !== 'held') return Promise.resolve<ExtendOutcome>('extended');
     const sent = now();
     const { store } = this.host;
-    const { handedOn } = this;
-    let call: Promise<TransferReply>;
-    if (handedOn && store.transfer) {
-      this.recording = true;
-      call = store.transfer(this.ticket, handedOn, this.followers.length === 0);
-    } else call = store.extend(this.ticket, this.ttl).then((outcome) => ({ outcome }));
+    const call = this.handedOn ? this.record(this.ttl) : store.extend(this.ticket, this.ttl);
     return call.then(
-      ({ outcome, next }) => {
-        this.recording = false;
-        if (next) {
-          if (this.state === 'held') this.followers = next;
-          this.host.follow(next[0], this.ttl);
-        }
+      (outcome) => {
         if (this.state !== 'held') return outcome;
         if (outcome !== 'extended') {
           this.loseTo(outcome);
           return outcome;
         }
-        this.handedOn = undefined;
         this.confirmed = true;
         this.prolong(sent + validFor(store, this.ttl));
         return outcome;
       },
       (error: unknown) => {
-        this.recording = false;
         if (this.state === 'held') {
           if (error instanceof LockNotReplicatedError) this.loseUnreplicated(error);
           // Redis unreachable or slow: try again soon; the expiry timer decides when hope runs out.
           else this.scheduleRenewal(Math.min(this.ttl / 10, Math.max(0, this.validUntil - now()) / 2));
         }
+        throw error;
+      },
+    );
+  }
+
+  /**
+   * Records the local hand-off that made this lease (transfer), for `ttl`: the lease then owns the lock
+   * in Redis in its own name. When it has no followers left, the reply names any now first in line.
+   */
+  private record(ttl: number): Promise<ExtendOutcome> {
+    const { store } = this.host;
+    const handedOn = this.handedOn;
+    // Only a store with transfer names followers, so only its leases are ever handed on.
+    if (!store.transfer || !handedOn) return Promise.resolve<ExtendOutcome>('missing');
+    this.recording = true;
+    const to = ttl === this.ticket.ttl ? this.ticket : { ...this.ticket, ttl };
+    return store.transfer(to, handedOn, this.followers.length === 0).then(
+      ({ outcome, next }) => {
+        this.recording = false;
+        if (outcome === 'extended') this.handedOn = undefined;
+        if (next) {
+          if (this.state === 'held') this.followers = next;
+          this.host.follow(next[0], ttl);
+        }
+        return outcome;
+      },
+      (error: unknown) => {
+        this.recording = false;
         throw error;
       },
     );

@@ -3,7 +3,7 @@
 // hears of it when the last is done, or when one's work is long. Order, fences and exclusion are those of
 // every hand-off; the proof that no round trip is needed is a hand-off made while Redis is stopped.
 import { describe, expect, it } from '@jest/globals';
-import { LockLostError } from '../../lib';
+import { LockLostError, type LockServiceOptions } from '../../lib';
 import { commandsIn, lockService, outcome, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 
@@ -14,14 +14,14 @@ const TTL = 10_000;
  * `others` holds `key`; `names.length` callers of `service` queue behind it in that order. Resolves with
  * their acquisitions (still pending) once all of them are in Redis' queue.
  */
-async function queueBehind(key: string, names: string[]) {
+async function queueBehind(key: string, names: string[], options?: LockServiceOptions, ttl = TTL) {
   const others = lockService(server());
-  const service = lockService(server());
+  const service = lockService(server(), options);
   const admin = server().client();
   const holder = await others.acquire(key, { ttl: TTL });
   const waiting = [];
   for (const [i] of names.entries()) {
-    waiting.push(service.acquire(key, { ttl: TTL, waitTimeout: 20_000 }));
+    waiting.push(service.acquire(key, { ttl, waitTimeout: 20_000 }));
     await until(
       () => admin.llen(`lock:{${key}}:q`),
       (length) => length === i + 1,
@@ -181,5 +181,67 @@ describe('local hand-off', () => {
     expect(error).toBeUndefined();
     expect(await admin.get('lock:{lost-reply}')).toBe(lease?.token);
     await lease?.release();
+  });
+
+  it('a follower whose work is long records the hand-off while it works, and hands on to the followers after it', async () => {
+    // Short leases: a's grant (pushed) lasts its 600 ms claim window until confirmed, then 1 s.
+    const ttl = 1_000;
+    const { admin, holder, waiting } = await queueBehind('long', ['a', 'b', 'c'], { claimWindow: 600 }, ttl);
+    await holder.release();
+    const a = await waiting[0];
+    // a works on past half of its window, and confirms its grant: the full ttl.
+    await until(
+      () => admin.pttl('lock:{long}'),
+      (left) => left > 600,
+    );
+    await a.release();
+    const b = await waiting[1];
+    // b, handed on to without a round trip, works on past half of what was left: it records the
+    // hand-off, owns the lock in its own name and leaves the line; c, its follower, stays.
+    await until(
+      () => admin.get('lock:{long}'),
+      (owner) => owner === b.token,
+    );
+    expect(await admin.lrange('lock:{long}:q', 0, -1)).toHaveLength(1);
+    expect(b.signal.aborted).toBe(false);
+    await b.release();
+    const c = await waiting[2];
+    expect([a.fence < b.fence, b.fence < c.fence]).toEqual([true, true]);
+    await c.release();
+    expect(await admin.exists('lock:{long}', 'lock:{long}:q')).toBe(0);
+  });
+
+  it('a lease whose record is on its way to Redis does not hand on locally: Redis serves the next after it', async () => {
+    const { admin, holder, waiting } = await queueBehind('recording', ['a', 'b', 'c']);
+    await holder.release();
+    const a = await waiting[0];
+    await a.release();
+    const b = await waiting[1];
+    let resumedAt = Number.POSITIVE_INFINITY;
+    let cAt = 0;
+    const c = waiting[2].then((lease) => {
+      cAt = performance.now();
+      return lease;
+    });
+    server().pause();
+    let extended: Promise<void>;
+    let released: Promise<void>;
+    try {
+      // b's extend records the hand-off first (a transfer, stuck in Redis' input for now); its release
+      // then goes to Redis too, after it, instead of handing c the lock under a name about to change.
+      extended = b.extend();
+      released = b.release();
+    } finally {
+      resumedAt = performance.now();
+      server().resume();
+    }
+    await extended;
+    await released;
+    const lease = await c;
+    expect(cAt).toBeGreaterThan(resumedAt);
+    expect(lease.fence).toBeGreaterThan(b.fence);
+    expect(await admin.get('lock:{recording}')).toBe(lease.token);
+    await lease.release();
+    expect(await admin.exists('lock:{recording}', 'lock:{recording}:q')).toBe(0);
   });
 });
