@@ -23,6 +23,7 @@ import {
   extendLua,
   inspectLua,
   preludeLua,
+  queueLua,
   releaseLaterLua,
   releaseLua,
   reserveLua,
@@ -70,17 +71,21 @@ type ScriptName =
 const COMMON_MARK = '-- @common\n';
 
 /**
- * An owner-changing script: the prelude (arguments, fence), then the script with the hand-off helpers
- * spliced in at its `-- @common` line, after any fast path, so an uncontended call skips defining them.
+ * An owner-changing script: the prelude (arguments, fence), queue.lua where it appends to the line
+ * (`joins`), then the script with the hand-off helpers spliced in at its `-- @common` line, after any
+ * fast path, so an uncontended call (or a join behind a held lock) skips defining them. A script that
+ * never hands the lock on (`handsOn: false`) has no such line.
  */
-function ownerScript(name: string, lua: string): string {
+function ownerScript(name: string, lua: string, { joins = false, handsOn = true } = {}): string {
+  const head = preludeLua + (joins ? queueLua : '');
+  if (!handsOn) return head + lua;
   const at = lua.indexOf(COMMON_MARK);
   if (at < 0) throw new Error(`${name}.lua lacks its "${COMMON_MARK.trim()}" line`);
-  return preludeLua + lua.slice(0, at) + commonLua + lua.slice(at + COMMON_MARK.length);
+  return head + lua.slice(0, at) + commonLua + lua.slice(at + COMMON_MARK.length);
 }
 const SOURCES: Record<ScriptName, ScriptSource> = {
-  acquire: { lua: ownerScript('acquire', acquireLua), keys: 3 },
-  reserve: { lua: ownerScript('reserve', reserveLua), keys: 3 },
+  acquire: { lua: ownerScript('acquire', acquireLua, { joins: true }), keys: 3 },
+  reserve: { lua: ownerScript('reserve', reserveLua, { joins: true, handsOn: false }), keys: 3 },
   release: { lua: ownerScript('release', releaseLua), keys: 3 },
   releaseLater: { lua: ownerScript('release-later', releaseLaterLua), keys: 3 },
   cancel: { lua: ownerScript('cancel', cancelLua), keys: 3 },
@@ -140,7 +145,8 @@ export class LockScripts {
   }
 
   async acquire(ctx: ScriptContext, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
-    const args = this.argv(ctx, mode, queueTtl, ctx.reserved ?? '');
+    // The reservation only when there is one: an argument less for every other call.
+    const args = ctx.reserved ? this.argv(ctx, mode, queueTtl, ctx.reserved) : this.argv(ctx, mode, queueTtl);
     if (!this.ack) return acquireReply((await this.run('acquire', ctx.keys.lock, args)) as number[]);
     // A waiter's re-check is acknowledged too: it is how a hand-off is confirmed (the PEXPIRE it writes
     // comes after the hand-off in the replication stream, so acknowledging it covers both).

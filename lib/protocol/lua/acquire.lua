@@ -19,6 +19,30 @@ if queued == 0 and redis.call('SET', owner_key, token, 'NX', 'PX', ttl) then
   return {1, next_fence(now_us), now_us}
 end
 
+if mode ~= 'wait' then
+  -- A first call ("try" or "join") brings a token Redis has never seen: it is neither the owner nor
+  -- queued. SET NX failing on an empty queue already says somebody holds the lock; otherwise PTTL both
+  -- says whether somebody does (-2: no key) and is what the reply carries.
+  local owner_ttl = redis.call('PTTL', owner_key)
+  if queued == 0 or owner_ttl ~= -2 then
+    if mode == 'try' then return {0, owner_ttl, now_us, 0} end
+    -- The reply of RPUSH says whether anyone is ahead: 1, nobody; more, others are, so the caller is not
+    -- first (unless only reservations are: it then learns it from the next hand-off's head note, or at
+    -- its fallback re-check a claim window after the hold; reading the line to tell would cost every
+    -- join a command).
+    local length = push_entry(token, queue_ttl)
+    return {0, owner_ttl, now_us, length == 1 and 1 or 0}
+  end
+end
+
+local current = mode == 'wait' and redis.call('GET', owner_key)
+if current == token then
+  -- A grant reached us (or we already hold it): confirm with the full ttl.
+  redis.call('PEXPIRE', owner_key, ttl)
+  return {1, tonumber(redis.call('GET', fence_key) or '0'), now_us}
+end
+
+-- What is left hands the lock on: a free lock with others in line, or a waiter's re-check.
 -- @common
 
 local reserved = ARGV[9] or ''
@@ -39,14 +63,10 @@ local function join_queue(absent)
   return push_entry(token, queue_ttl)
 end
 
--- `queued`: whether the caller is in line (a "try" never is); `length`: the queue's length if the caller
--- was just appended: 1, nobody ahead; more, others ahead, so it is not first (unless only reservations
--- are: it then learns it from the next hand-off's head note, or at its fallback re-check a claim window
--- after the hold; reading the line to tell would cost every join a command). `owner_ttl`: the owner's
--- PTTL, when already read. The reply says if it is first in line.
-local function waiting(queued, length, owner_ttl)
-  local is_head = queued and (length == 1 or (not length and first_active() == token)) and 1 or 0
-  return {0, owner_ttl or redis.call('PTTL', owner_key), now_us, is_head}
+-- `queued`: whether the caller is in line. The reply says if it is first.
+local function waiting(queued)
+  local is_head = queued and first_active() == token and 1 or 0
+  return {0, redis.call('PTTL', owner_key), now_us, is_head}
 end
 
 -- Nobody could use the free lock (only reservations in line, or waiters that are gone): the caller takes it.
@@ -56,14 +76,6 @@ local function take()
 end
 
 if mode ~= 'wait' then
-  -- A first call ("try" or "join") brings a token Redis has never seen: it is neither the owner nor
-  -- queued. SET NX failing on an empty queue already says somebody holds the lock; otherwise PTTL both
-  -- says whether somebody does (-2: no key) and is what the reply carries.
-  local owner_ttl = redis.call('PTTL', owner_key)
-  if queued == 0 or owner_ttl ~= -2 then
-    if mode == 'try' then return waiting(false, 0, owner_ttl) end
-    return waiting(true, join_queue(true), owner_ttl)
-  end
   -- Free, but others queued first (their grant expired or their holder died): FIFO, so the first waiter
   -- goes first. A joining caller queues before the hand-off, so it is served if everyone ahead is gone.
   if mode == 'join' then join_queue(true) end
@@ -71,13 +83,6 @@ if mode ~= 'wait' then
   if fence then return {1, fence, now_us} end
   if other then return waiting(mode == 'join') end
   return take()
-end
-
-local current = redis.call('GET', owner_key)
-if current == token then
-  -- A grant reached us (or we already hold it): confirm with the full ttl.
-  redis.call('PEXPIRE', owner_key, ttl)
-  return {1, tonumber(redis.call('GET', fence_key) or '0'), now_us}
 end
 
 join_queue(false)

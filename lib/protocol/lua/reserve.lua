@@ -6,9 +6,8 @@
 -- reached this key before it did, not behind everyone who came while it waited for the others.
 -- KEYS/ARGV[1..6]: see prelude.lua
 --   ARGV[7] queue ttl  the reservation (and the queue) last this long unless claimed or cancelled, ms
--- Returns the reservation, "^<expires ms>^<token>": what the caller claims or cancels it by.
-
--- @common
+-- Returns the reservation, "^<expires ms>^<token>": what the caller claims or cancels it by. It hands
+-- nothing on, so it has no `-- @common` line: queue.lua is all it needs.
 
 local queue_ttl = tonumber(ARGV[7])
 local now_ms = math.floor(server_time_us() / 1000)

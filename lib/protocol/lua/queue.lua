@@ -1,0 +1,19 @@
+-- queue.lua: joining the line, spliced after prelude.lua into the scripts that append to it (acquire,
+-- reserve), before their `-- @common` line: a waiter joining behind a held lock never defines the
+-- hand-off helpers.
+
+-- PEXPIRE's GT option (Redis 7) keeps a longer expiry in one call; Redis 6.2 needs PTTL first.
+local has_expire_gt = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
+
+-- Appends `entry` to the queue, which then outlives it by at least `queue_ttl` ms. Returns the length.
+local function push_entry(entry, queue_ttl)
+  local length = redis.call('RPUSH', queue_key, entry)
+  if length == 1 then
+    redis.call('PEXPIRE', queue_key, queue_ttl)
+  elseif has_expire_gt then
+    redis.call('PEXPIRE', queue_key, queue_ttl, 'GT')
+  elseif redis.call('PTTL', queue_key) < queue_ttl then
+    redis.call('PEXPIRE', queue_key, queue_ttl)
+  end
+  return length
+end
