@@ -16,7 +16,7 @@ import {
 import { checkOrder, type KeyTaker, takeInOrder } from './engine/key-sequence';
 import { MultiLease } from './engine/multi-lease';
 import { ReentrantLease } from './engine/reentrant-lease';
-import { Waiter, type WaiterHost } from './engine/waiter';
+import { handOnLocally, Waiter, type WaiterHost } from './engine/waiter';
 import { LockAbortedError } from './errors/lock-aborted.error';
 import { LockNotReplicatedError } from './errors/lock-not-replicated.error';
 import { LockOptionsError } from './errors/lock-options.error';
@@ -147,19 +147,8 @@ export class LockService {
       forget: (lease) => leases.delete(lease),
       validateTtl: (ttl) => resolveAcquireOptions(this.options, { ttl }, false).ttl,
       // The local hand-off (a store without transfer, or with replicas, never names followers).
-      handOff: (handedOn, followers, validUntil) => {
-        if (this.closed) return false;
-        // Followers that gave up meanwhile are passed over; they leave the line with the one that takes it.
-        const handed = [...handedOn.handed];
-        for (let i = 0; i < followers.length; i++) {
-          const { token, fence } = followers[i];
-          handed.push(token);
-          const next = followers.slice(i + 1);
-          if (waiters.get(token)?.takeOver(fence, validUntil, { from: handedOn.from, handed }, next))
-            return true;
-        }
-        return false;
-      },
+      handOff: (handedOn, followers, validUntil) =>
+        !this.closed && handOnLocally(waiters, handedOn, followers, validUntil),
       follow: (next, holdMs) => waiters.get(next.token)?.onHead(holdMs),
       recheck: (key) => {
         for (const waiter of waiters.values()) if (waiter.key === key) waiter.onReconnect();

@@ -60,6 +60,28 @@ export function queueLifetime(waitLeft: number, claimWindow: number): number {
   return Math.max(1, Math.ceil(Math.min(MAX_MS, waitLeft))) + claimWindow;
 }
 
+/**
+ * Hands a released lock to the first of `followers` (same service, next in line, fences set aside by
+ * the store) that can still take it. Followers that gave up meanwhile are passed over: their tokens join
+ * `handed`, so they leave the line with the one that takes it. False when none took it (the lease then
+ * releases in Redis, which serves the line).
+ */
+export function handOnLocally<T>(
+  waiters: ReadonlyMap<string, Waiter<T>>,
+  handedOn: HandedOn,
+  followers: readonly Successor[],
+  validUntil: number,
+): boolean {
+  const handed = [...handedOn.handed];
+  for (let i = 0; i < followers.length; i++) {
+    const { token, fence } = followers[i];
+    handed.push(token);
+    const next = followers.slice(i + 1);
+    if (waiters.get(token)?.takeOver(fence, validUntil, { from: handedOn.from, handed }, next)) return true;
+  }
+  return false;
+}
+
 /** Retry delay after a failed re-check while Redis is unreachable. */
 const RETRY_MS = 100;
 

@@ -105,7 +105,12 @@ function acquireReply(reply: number[]): AcquireReply {
  */
 export function followers(tokens: unknown, firstFence: number): Successor[] | undefined {
   if (typeof tokens !== 'string' || tokens === '') return undefined;
-  return tokens.split(' ').map((token, i) => ({ token, fence: firstFence + i }));
+  return successors(tokens.split(' '), firstFence);
+}
+
+/** Followers in line order, the first with `firstFence` and each next one with the next fence. */
+export function successors(tokens: readonly string[], firstFence: number): Successor[] | undefined {
+  return tokens.length > 0 ? tokens.map((token, i) => ({ token, fence: firstFence + i })) : undefined;
 }
 
 /** What release.lua answered: whether the caller held the lock, and a grant it made to a waiter of its own service. */

@@ -5,7 +5,7 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import type { WakeMessage } from '../store/lock-store';
-import { isCluster, type RedisClient } from './lock-scripts';
+import { isCluster, type RedisClient, successors } from './lock-scripts';
 
 /**
  * Decodes a push from the scripts: a grant ('g' token fence server-us, then its followers' tokens, whose
@@ -15,8 +15,7 @@ export function parseWakeMessage(raw: string): WakeMessage | undefined {
   const [kind, token, a, b, ...next] = raw.split(' ');
   if (kind === 'g' && token && a && b) {
     const fence = Number(a);
-    const follows = next.length > 0 ? next.map((t, i) => ({ token: t, fence: fence + 1 + i })) : undefined;
-    return { kind: 'grant', token, fence, serverMs: Number(b) / 1000, next: follows };
+    return { kind: 'grant', token, fence, serverMs: Number(b) / 1000, next: successors(next, fence + 1) };
   }
   if (kind === 'h' && token && a) return { kind: 'head', token, holdMs: Number(a) };
   return undefined;
