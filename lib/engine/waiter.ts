@@ -102,6 +102,11 @@ export class Waiter<T> {
   private timer: NodeJS.Timeout | undefined;
   private readonly onAbort: (() => void) | undefined;
   private firstMode: 'join' | 'wait' = 'join';
+  /**
+   * A grant reached this waiter too late to start on (its process was stalled): until a check gets
+   * through, its checks say so, and Redis puts it back at the front of the line if the grant moved on.
+   */
+  private late = false;
   private onQueued: (() => void) | undefined;
 
   constructor(
@@ -167,7 +172,9 @@ export class Waiter<T> {
     if (this.host.startsOnPush && now() < validUntil - safetyMargin(window)) {
       this.win({ fence, validUntil, confirmed: false, next });
     } else {
-      // Too late (or no round trip to bound the clocks yet): let Redis confirm it first.
+      // Too late (or no round trip to bound the clocks yet): let Redis confirm it first. If it moved on
+      // meanwhile, this waiter keeps its place: it was first in line when it was granted.
+      this.late = true;
       this.check(false);
     }
   }
@@ -238,8 +245,12 @@ export class Waiter<T> {
     // A waiter without a deadline (waitTimeout Infinity) still leaves a queue key that expires; it
     // refreshes it each time it joins, as every waiter does.
     const queueTtl = queueLifetime(this.deadline - sent, this.ticket.claimWindow);
-    this.host.store.acquire(this.ticket, first ? this.firstMode : 'wait', queueTtl).then(
-      (reply) => this.checked(reply, sent),
+    const mode = first ? this.firstMode : this.late ? 'late' : 'wait';
+    this.host.store.acquire(this.ticket, mode, queueTtl).then(
+      (reply) => {
+        if (mode === 'late') this.late = false;
+        this.checked(reply, sent);
+      },
       (error: unknown) => {
         this.checking = false;
         if (this.settled) return;
@@ -324,9 +335,15 @@ export class Waiter<T> {
     }
     if (time >= waiter.recheckAt - 1) {
       waiter.recheckAt = Number.POSITIVE_INFINITY;
-      waiter.check(false);
+      // After the sockets are read: a process that was stalled runs its due timers first, and a grant
+      // already waiting on the wake connection must be seen before the re-check (it makes it a late one).
+      setImmediate(Waiter.recheckNow, waiter);
     }
     if (!waiter.settled && !waiter.timer) waiter.arm();
+  }
+
+  private static recheckNow<T>(this: void, waiter: Waiter<T>): void {
+    waiter.check(false);
   }
 
   private expire(time: number): void {

@@ -29,9 +29,12 @@ export interface TicketMember {
 
 /**
  * `try`: never queue. `join`: a waiter's first call, with a ticket the store has not seen. `wait`: a
- * waiter's later calls (re-check, confirm a grant), which find it queued or granted.
+ * waiter's later calls (re-check, confirm a grant), which find it queued or granted. `late`: a `wait`
+ * from a waiter that was granted the lock but learnt of it too late to start on it (its process was
+ * stalled, and the grant may have moved on): if it is no longer the owner, it goes back to the front of
+ * the line, where it was granted from, not to the back.
  */
-export type AcquireMode = 'try' | 'join' | 'wait';
+export type AcquireMode = 'try' | 'join' | 'wait' | 'late';
 
 /** The outcome of an acquire call. `serverMs` is the store's clock, comparable only with itself. */
 export type AcquireReply =

@@ -198,15 +198,29 @@ export class MemoryLockBackend implements LockBackend {
   }
 
   /** Queues the caller (claiming its reservation's place if it has one there). */
-  private joinQueue(lock: LockState, ticket: MemoryTicket, queueTtl: number, now: number): void {
-    if (lock.queue.includes(ticket.token)) return;
+  /** `late`: the ticket was granted and learnt of it too late; it goes back to the front (AcquireMode). */
+  private joinQueue(
+    lock: LockState,
+    ticket: MemoryTicket,
+    queueTtl: number,
+    now: number,
+    late: boolean,
+  ): void {
+    if (lock.queue.includes(ticket.token)) {
+      if (late && lock.queue[0] !== ticket.token) {
+        lock.queue = lock.queue.filter((entry) => entry !== ticket.token);
+        lock.queue.unshift(ticket.token);
+      }
+      return;
+    }
     const reserved = ticket.reserved === undefined ? -1 : lock.queue.indexOf(ticket.reserved);
     if (reserved >= 0) lock.queue[reserved] = ticket.token;
-    else this.push(lock, ticket.token, queueTtl, now);
+    else this.push(lock, ticket.token, queueTtl, now, late);
   }
 
-  private push(lock: LockState, entry: string, queueTtl: number, now: number): void {
-    lock.queue.push(entry);
+  private push(lock: LockState, entry: string, queueTtl: number, now: number, front = false): void {
+    if (front) lock.queue.unshift(entry);
+    else lock.queue.push(entry);
     lock.queueUntil = Math.max(lock.queueUntil, now + queueTtl);
   }
 
@@ -218,7 +232,9 @@ export class MemoryLockBackend implements LockBackend {
     ticket.reserved = entry;
   }
 
-  /** @internal */ acquire(ticket: MemoryTicket, mode: AcquireMode, queueTtl: number): AcquireReply {
+  /** @internal */ acquire(ticket: MemoryTicket, asked: AcquireMode, queueTtl: number): AcquireReply {
+    const late = asked === 'late';
+    const mode = late ? 'wait' : asked;
     const now = this.now();
     const lock = this.stateFor(ticket.key, now);
     const { token } = ticket;
@@ -256,7 +272,7 @@ export class MemoryLockBackend implements LockBackend {
       lock.ownerUntil = now + ticket.ttl;
       return granted(this.fences.get(ticket.key)?.fence ?? 0);
     }
-    this.joinQueue(lock, ticket, queueTtl, now);
+    this.joinQueue(lock, ticket, queueTtl, now, late);
     if (lock.owner === null) {
       const fence = this.handOff(ticket.key, lock, ticket, now);
       if (typeof fence === 'number') return granted(fence);

@@ -113,7 +113,10 @@ export class QuorumLockStore implements LockStore {
     return Math.floor(ttl / 100) + 2;
   }
 
-  async acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
+  async acquire(ticket: LockTicket, asked: AcquireMode, queueTtl: number): Promise<AcquireReply> {
+    // The line is ordered by each caller's first arrival, which a waiter keeps when it joins again: a
+    // late waiter goes back to its place without asking.
+    const mode = asked === 'late' ? 'wait' : asked;
     const handed = this.handoffs.take(ticket.token);
     if (mode === 'wait' && handed !== undefined) {
       const grant = await this.confirmHanded(ticket, handed);

@@ -2,7 +2,10 @@
 -- calls it again to re-check after a wake-up, a timeout of its fallback timer, or a reconnect.
 -- KEYS/ARGV[1..6]: see prelude.lua
 --   ARGV[7] mode       "try": never queue; "join": a waiter's first call, joins the queue if the lock is
---                      not free; "wait": a waiter's later call (re-check, confirm), joins if not yet queued
+--                      not free; "wait": a waiter's later call (re-check, confirm), joins if not yet queued;
+--                      "late": a "wait" from a waiter that was granted the lock but learnt of it too late
+--                      to start on it (its process was stalled): it goes back to the front of the line,
+--                      the place it was granted from, rather than the back
 --   ARGV[8] queue ttl  the queue outlives its newest waiter by this much, ms
 --   ARGV[9] reserved   the caller's reservation on this key (reserve.lua), or "": a "wait" call that
 --                      finds it claims it, taking its place in line instead of joining at the back
@@ -10,6 +13,8 @@
 --         {0, owner_pttl, server_us, is_head}           the caller waits (or, for "try", gave up)
 
 local mode = ARGV[7]
+local late = mode == 'late'
+if late then mode = 'wait' end
 local queue_ttl = tonumber(ARGV[8])
 local now_us = server_time_us()
 
@@ -51,7 +56,14 @@ local reserved = ARGV[9] or ''
 -- caller was appended, else 0.
 local function join_queue(absent)
   if not absent then
-    if redis.call('LPOS', queue_key, token) then return 0 end
+    if redis.call('LPOS', queue_key, token) then
+      -- Already back in line (a re-check ran before the late grant was read): move it to the front.
+      if late and redis.call('LINDEX', queue_key, 0) ~= token then
+        redis.call('LREM', queue_key, 1, token)
+        redis.call('LPUSH', queue_key, token)
+      end
+      return 0
+    end
     if reserved ~= '' then
       local at = redis.call('LPOS', queue_key, reserved)
       if at then
@@ -60,7 +72,7 @@ local function join_queue(absent)
       end
     end
   end
-  return push_entry(token, queue_ttl)
+  return push_entry(token, queue_ttl, late)
 end
 
 -- `queued`: whether the caller is in line. The reply says if it is first.

@@ -5,9 +5,10 @@
 -- PEXPIRE's GT option (Redis 7) keeps a longer expiry in one call; Redis 6.2 needs PTTL first.
 local has_expire_gt = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
 
--- Appends `entry` to the queue, which then outlives it by at least `queue_ttl` ms. Returns the length.
-local function push_entry(entry, queue_ttl)
-  local length = redis.call('RPUSH', queue_key, entry)
+-- Appends `entry` to the queue (puts it first with `front`), which then outlives it by at least
+-- `queue_ttl` ms. Returns the length.
+local function push_entry(entry, queue_ttl, front)
+  local length = redis.call(front and 'LPUSH' or 'RPUSH', queue_key, entry)
   if length == 1 then
     redis.call('PEXPIRE', queue_key, queue_ttl)
   elseif has_expire_gt then
