@@ -262,8 +262,10 @@ export class Waiter<T> {
           this.recheck = false;
           return this.scheduleCheck(1);
         }
-        // The first call fails fast: the caller learns at once that Redis is unreachable.
-        if (first) return this.fail(error);
+        // The first call fails fast: the caller learns at once that Redis is unreachable. Redis refusing
+        // the command (a lock key of another type, scripting disabled) is not transient: no retry either.
+        if (first || (error instanceof LockError && error.code === 'LOCK_REDIS_ERROR'))
+          return this.fail(error);
         this.lastError = error;
         this.scheduleCheck(RETRY_MS);
       },

@@ -246,4 +246,7 @@ function waitAofRefused(error: unknown): unknown {
 const lockRejection =
   (key: string) =>
   (message: string): string =>
-    `Redis rejected a lock command for "${key}": ${message}`;
+    `Redis rejected a lock command for "${key}": ${message}` +
+    (message.startsWith('WRONGTYPE')
+      ? '. A key of the lock is used by something else: delete it, or give the locks their own prefix'
+      : '');

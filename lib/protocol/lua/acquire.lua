@@ -29,6 +29,14 @@ if mode ~= 'wait' then
   -- queued. SET NX failing on an empty queue already says somebody holds the lock; otherwise PTTL both
   -- says whether somebody does (-2: no key) and is what the reply carries.
   local owner_ttl = redis.call('PTTL', owner_key)
+  -- A lock key always expires; one without an expiry that is not a string was written by something
+  -- else, and no wait would ever end: say so now, before queueing.
+  if owner_ttl == -1 then
+    local kind = redis.call('TYPE', owner_key)['ok']
+    if kind ~= 'string' then
+      return redis.error_reply('WRONGTYPE the lock key ' .. owner_key .. ' holds a ' .. kind .. ', not a lock')
+    end
+  end
   if queued == 0 or owner_ttl ~= -2 then
     if mode == 'try' then return {0, owner_ttl, now_us, 0} end
     -- The reply of RPUSH says whether anyone is ahead: 1, nobody; more, others are, so the caller is not
