@@ -162,7 +162,6 @@ export class LockService {
     };
     this.waiterHost = {
       store,
-      claimWindow: this.options.claimWindow,
       // With replicas, a pushed grant is confirmed, and acknowledged, before the waiter starts on it.
       startsOnPush: !replicas,
       waitsOnUnreplicated: replicas?.onTimeout === 'wait',

@@ -23,8 +23,6 @@ import type { LeaseTerms } from './held-lease';
 
 export interface WaiterHost<T> {
   readonly store: LockStore;
-  /** The service's claim window: the longest any grant to another waiter stays unconfirmed. */
-  readonly claimWindow: number;
   /**
    * Whether a pushed grant may be used before the store confirms it. Not with replicas: the grant must
    * be acknowledged by them first, and that takes the waiter's own confirming call.
@@ -297,10 +295,12 @@ export class Waiter<T> {
       this.check(false);
       return;
     }
-    // The head re-checks as the hold ends; the others a (service) claim window later, in case the head
-    // is gone: its grant lasts at most that long.
+    // The head re-checks as the hold ends; the others a claim window later, in case the head is gone:
+    // a grant to it lasts that long. The waiter's own window (the smaller of the service's and its ttl)
+    // stands for the head's: waiters on one key mostly come from one call site with one ttl, and one
+    // whose head has a longer window only re-checks once more.
     const hold = Math.max(reply.ownerTtl, 0);
-    this.scheduleCheck(hold + (reply.isHead ? 1 : this.host.claimWindow));
+    this.scheduleCheck(hold + (reply.isHead ? 1 : this.ticket.claimWindow));
   }
 
   /** ms from `at` to the deadline, at most what a timer holds (a waiter without a deadline has none). */

@@ -141,3 +141,44 @@ describe('a waiter that dies or gives up after being granted', () => {
     await agent.stop();
   }, 30_000);
 });
+
+describe('a holder and the head of the line both crash (default claimWindow of 2 000 ms)', () => {
+  it("the next live waiter is served within the holder's ttl plus its own claim window (its ttl), not the service's", async () => {
+    const key = 'crash-both';
+    const shortTtl = 600;
+    const start = async () => {
+      const agent = spawnWorker<AgentMessage>(workerPath('lock-agent'), { url: server().url });
+      await agent.next((m) => m.type === 'ready');
+      return agent;
+    };
+    const [holder, head] = await Promise.all([start(), start()]);
+    const locks = lockService(server());
+    try {
+      holder.send({ type: 'acquire', id: 'h', key, ttl: shortTtl });
+      await holder.next((m) => m.type === 'granted');
+      const heldFrom = performance.now();
+      head.send({ type: 'acquire', id: 'w', key, ttl: shortTtl, waitTimeout: 20_000 });
+      await until(
+        () => locks.inspect(key),
+        (info) => info.queueLength === 1,
+      );
+      const waiting = locks.acquire(key, { ttl: shortTtl, waitTimeout: 20_000 });
+      await until(
+        () => locks.inspect(key),
+        (info) => info.queueLength === 2,
+      );
+      await Promise.all([head.kill(), holder.kill()]);
+
+      const lease = await waiting;
+      const servedAfter = elapsedSince(heldFrom);
+      // Its ttl (600) and then its own window (600, the smaller of claimWindow and its ttl): about 1 200 ms
+      // after the grant. With the service's 2 000 ms window it was about 2 600 ms. 800 ms of slack for a
+      // busy machine still tells the two apart.
+      expect(servedAfter).toBeGreaterThanOrEqual(shortTtl - slack);
+      expect(servedAfter).toBeLessThan(2 * shortTtl + 800);
+      await lease.release();
+    } finally {
+      await Promise.all([head.kill(), holder.kill()]);
+    }
+  }, 30_000);
+});
