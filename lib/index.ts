@@ -18,6 +18,7 @@ export {
   MAX_KEY_LENGTH,
   MAX_KEYS,
   type ReplicaOptions,
+  type TryAcquireOptions,
 } from './lock-options';
 export * from './nest';
 export type { ServerFacts, ServerReport, ServerRisk, ServerRiskCode } from './protocol/server-info';

@@ -28,6 +28,9 @@ export interface AcquireOptions {
   signal?: AbortSignal;
 }
 
+/** The options of `tryAcquire`: those of `acquire` but `waitTimeout` (it never waits; 0 is accepted). */
+export type TryAcquireOptions = Omit<AcquireOptions, 'waitTimeout'> & { waitTimeout?: 0 };
+
 /** The defaults a service applies to calls that leave an option unset. */
 export interface LockDefaults {
   ttl?: number;
@@ -430,10 +433,15 @@ function nodeTimeoutBelow(ttl: number, value: unknown): number {
 /** Validates one call's options against the service's. Throws LockOptionsError. */
 const CALL_OPTION_NAMES = ['ttl', 'waitTimeout', 'renew', 'minHold', 'signal'] as const;
 
+/**
+ * `tryNow`: the options of a call that never waits (tryAcquire): a waitTimeout other than 0 cannot
+ * apply to it, and is refused rather than ignored.
+ */
 export function resolveAcquireOptions(
   service: ResolvedServiceOptions,
   options: unknown,
   renewByDefault: boolean,
+  tryNow = false,
 ): ResolvedAcquireOptions {
   const o = plainObject('lock options', options);
   // A misspelt option (timeout for waitTimeout) would otherwise be ignored without a word.
@@ -456,9 +464,15 @@ export function resolveAcquireOptions(
       `signal must be an AbortSignal (e.g. new AbortController().signal), got ${describe(signal)}.`,
     );
   }
+  const ownWait = given('waitTimeout');
+  if (tryNow && ownWait !== undefined && ownWait !== 0) {
+    throw new LockOptionsError(
+      `tryAcquire never waits, so waitTimeout does not apply to it (got ${describe(ownWait)}). To wait, call acquire(key, { waitTimeout: ${typeof ownWait === 'number' ? ownWait : 'ms'} }); otherwise leave it out.`,
+    );
+  }
   return {
     ttl,
-    waitTimeout: waitMilliseconds('waitTimeout', given('waitTimeout') ?? service.waitTimeout),
+    waitTimeout: waitMilliseconds('waitTimeout', ownWait ?? service.waitTimeout),
     renew: optionalBoolean('renew', given('renew')) ?? service.renew ?? renewByDefault,
     minHold,
     signal,

@@ -34,6 +34,7 @@ import {
   resolveCheckTimeout,
   resolveGracePeriod,
   resolveServiceOptions,
+  type TryAcquireOptions,
   validateKey,
   validateKeys,
 } from './lock-options';
@@ -241,8 +242,8 @@ export class LockService {
    * Takes the lock (every key of it) if it is free and nobody is queued; resolves null otherwise, holding
    * nothing. Never waits.
    */
-  async tryAcquire(key: LockKeys, options?: Omit<AcquireOptions, 'waitTimeout'>): Promise<Lease | null> {
-    const resolved = resolveAcquireOptions(this.options, options, false);
+  async tryAcquire(key: LockKeys, options?: TryAcquireOptions): Promise<Lease | null> {
+    const resolved = resolveAcquireOptions(this.options, options, false, true);
     return this.obtainKeys(key, { ...resolved, waitTimeout: 0 }, false);
   }
 

@@ -271,6 +271,18 @@ const callOptionRows: Row<Engine>[] = (
     ['tryAcquire', 'ttl NaN', { ttl: Number.NaN }, ms('ttl', 'NaN')],
     [
       'tryAcquire',
+      'waitTimeout 1000 (it never waits)',
+      { waitTimeout: 1_000 },
+      /tryAcquire never waits, so waitTimeout does not apply to it \(got 1000\)\. To wait, call acquire\(key, \{ waitTimeout: 1000 \}\)/,
+    ],
+    [
+      'tryAcquire',
+      'waitTimeout Infinity (it never waits)',
+      { waitTimeout: Number.POSITIVE_INFINITY },
+      /tryAcquire never waits, so waitTimeout does not apply to it \(got Infinity\)/,
+    ],
+    [
+      'tryAcquire',
       'a signal getter that throws',
       throwingGetter('signal'),
       /Reading the option signal threw/,
@@ -767,6 +779,18 @@ const acceptedRows: Row<Engine>[] = [
       probe: key,
     }),
   ),
+  {
+    name: 'tryAcquire with waitTimeout 0 (what it does anyway) works, and returns null on a held lock',
+    accept: true,
+    run: async (ctx) => {
+      const lease = await ctx.locks.tryAcquire('k', { waitTimeout: 0 });
+      expect(lease).not.toBeNull();
+      expect(await ctx.service().tryAcquire('k', { waitTimeout: 0 })).toBeNull();
+      await lease?.release();
+    },
+    keys: fenceOf('k'),
+    probe: 'k',
+  },
   {
     name: 'an empty prefix works',
     accept: true,
