@@ -16,7 +16,7 @@ import {
 import { checkOrder, type KeyTaker, takeInOrder } from './engine/key-sequence';
 import { MultiLease } from './engine/multi-lease';
 import { ReentrantLease } from './engine/reentrant-lease';
-import { handOnLocally, Waiter, type WaiterHost } from './engine/waiter';
+import { handOnLocally, queueLifetime, Waiter, type WaiterHost } from './engine/waiter';
 import { LockAbortedError } from './errors/lock-aborted.error';
 import { LockNotReplicatedError } from './errors/lock-not-replicated.error';
 import { LockOptionsError } from './errors/lock-options.error';
@@ -494,7 +494,10 @@ export class LockService {
     const { key } = ticket;
     let reply: AcquireReply;
     try {
-      reply = await this.store.acquire(ticket, 'try', 0);
+      // A try never queues; a waiting call's wait is passed on all the same (a quorum store bounds its
+      // wait for connections still opening by it).
+      const waitFor = options.waitTimeout === 0 ? 0 : queueLifetime(options.waitTimeout, ticket.claimWindow);
+      reply = await this.store.acquire(ticket, 'try', waitFor);
     } catch (error) {
       // A grant the replicas did not acknowledge was given back; with onTimeout 'wait', get in line.
       if (!(error instanceof LockNotReplicatedError && this.waiterHost.waitsOnUnreplicated)) throw error;

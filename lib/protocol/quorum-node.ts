@@ -14,7 +14,7 @@ import {
   quorumReleaseLua,
   quorumVoteLua,
 } from './lua/scripts.generated';
-import { ScriptRunner, type ScriptSource } from './script-runner';
+import { CONNECTING, ScriptRunner, type ScriptSource } from './script-runner';
 
 type QuorumScript = 'vote' | 'commit' | 'release' | 'extend' | 'inspect';
 
@@ -55,6 +55,31 @@ export class QuorumNode {
   ) {
     this.name = nodeName(client);
     this.runner = new ScriptRunner(client, timeout, SOURCES);
+  }
+
+  /**
+   * Resolves once this node's connection is ready, has failed, or `limitMs` have passed, whichever comes
+   * first (at once if it is not connecting): a node's time limit is for answering, so a call made while
+   * the connections of a new service are still opening waits for them first.
+   */
+  connected(limitMs: number): Promise<void> {
+    const client = this.client;
+    if (!CONNECTING.has(client.status)) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        client.off('ready', done);
+        client.off('close', done);
+        client.off('end', done);
+        resolve();
+      };
+      const timer = setTimeout(done, limitMs);
+      client.once('ready', done);
+      client.once('close', done);
+      client.once('end', done);
+      // A lazyConnect client has not started connecting: start it, as sending a command would have.
+      if (client.status === 'wait') client.connect().catch(() => {});
+    });
   }
 
   /**

@@ -50,7 +50,8 @@ interface Delivered {
 }
 
 /** States on the way to 'ready': a call waits for the outcome of this attempt, not for a reconnect loop. */
-const CONNECTING = new Set(['wait', 'connecting', 'connect']);
+/** Connection states of a client still on its way to 'ready' (a lazyConnect one has not started). */
+export const CONNECTING = new Set(['wait', 'connecting', 'connect']);
 
 export class ScriptRunner<N extends string> {
   private readonly commands: Record<N, string>;

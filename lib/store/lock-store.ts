@@ -115,6 +115,8 @@ export interface LockStore {
   /**
    * Take the lock, or join its queue (per `mode`), or confirm a grant; idempotent per ticket. A `wait`
    * call whose ticket holds a reservation on the key (reserve) claims it: it is queued at that place.
+   * `queueTtl`: how long a place in line outlives this call (the wait left plus a claim window); a `try`
+   * never queues, and gets it from a waiting call's first attempt, 0 from tryAcquire.
    */
   acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number): Promise<AcquireReply>;
   /**

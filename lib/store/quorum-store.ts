@@ -29,6 +29,7 @@ import { LockQuorumError, type NodeFailure } from '../errors/lock-quorum.error';
 import { lockKeys, wakeChannelPrefix } from '../protocol/keys';
 import type { RedisClient } from '../protocol/lock-scripts';
 import { nodeName, QuorumNode, type Vote } from '../protocol/quorum-node';
+import { CONNECTING } from '../protocol/script-runner';
 import type {
   AcquireMode,
   AcquireReply,
@@ -58,6 +59,9 @@ const reasonOf = (error: unknown): string => (error instanceof Error ? error.mes
 
 /** Whether a node may hold the lock for the caller after its vote: it said yes, or it failed to answer. */
 const mayHold = (vote: Result<Vote>): boolean => !vote.ok || vote.value.voted;
+
+/** How long a try (tryAcquire) waits for the connections of a new service to open, at most (ms). */
+const CONNECT_WAIT = 1_000;
 
 export class QuorumLockStore implements LockStore {
   readonly nodes: readonly QuorumNode[];
@@ -126,8 +130,18 @@ export class QuorumLockStore implements LockStore {
     }
     const { key, token, ttl } = ticket;
     const keys = lockKeys(this.options.prefix, key);
-    const started = now();
     const waitFor = mode === 'try' ? 0 : Math.max(1, queueTtl);
+    // A new service's connections may still be opening: nodeTimeout counts from when a node can answer,
+    // so wait for them first, as a call on one server does: a call that may wait for half of its wait
+    // (queueTtl is the wait left plus a claim window; a waiting call's first try brings it too), so that
+    // nodes that never open still leave it the time to fail with a LockQuorumError naming them; a call
+    // that may not (tryAcquire) for CONNECT_WAIT.
+    if (this.nodes.some((node) => CONNECTING.has(node.client.status))) {
+      const waitLeft = queueTtl - ticket.claimWindow;
+      const limit = waitLeft > 0 ? Math.max(this.options.nodeTimeout, waitLeft / 2) : CONNECT_WAIT;
+      await Promise.all(this.nodes.map((node) => node.connected(limit)));
+    }
+    const started = now();
     const arrival = this.arrivals.get(ticket) ?? Date.now();
     // Votes that come in after the outcome was decided: given back too if the attempt failed.
     let failed = false;

@@ -1,7 +1,7 @@
 // The quorum store (Redlock over 5 independent redis-servers): grants on a majority, fences, nodes
 // stopped and lost, quorum errors that name the nodes.
 import { describe, expect, it } from '@jest/globals';
-import { type LockLostError, LockQuorumError, LockTimeoutError } from '../../lib';
+import { type LockLostError, LockQuorumError, type LockService, LockTimeoutError } from '../../lib';
 import { abortedAt, elapsedSince, outcome, until } from '../support/lock-fixtures';
 import { useQuorum } from './quorum-fixtures';
 
@@ -29,6 +29,30 @@ describe('quorum store (Redlock over 5 masters)', () => {
     await second.release();
     expect(await a.inspect('q:basic')).toMatchObject({ held: false });
   });
+
+  it.each([
+    ['acquire', (locks: LockService) => locks.acquire('q:slow-open', { waitTimeout: 5_000 })],
+    ['tryAcquire', (locks: LockService) => locks.tryAcquire('q:slow-open')],
+  ])(
+    '%s on a new service whose connections open slower than nodeTimeout waits for them and is granted',
+    async (_name, call) => {
+      const servers = quorum().servers;
+      // Connections to stopped servers open (TCP) but are not ready until the servers answer again.
+      for (const server of servers) server.pause();
+      const locks = quorum().service({ nodeTimeout: 100 });
+      const first = outcome(call(locks));
+      try {
+        // The length of the connects is the scenario: 150 ms, longer than nodeTimeout.
+        await new Promise((resolve) => setTimeout(resolve, 150));
+      } finally {
+        for (const server of servers) server.resume();
+      }
+      const { value: lease, error } = await first;
+      expect(error).toBeUndefined();
+      expect(lease?.fence).toBeGreaterThan(0);
+      await lease?.release();
+    },
+  );
 
   it('two of five nodes stopped: grants go on; three stopped: every call fails with the nodes named', async () => {
     const locks = quorum().service({ nodeTimeout: 50 });
