@@ -12,17 +12,19 @@ import {
   quorumCommitLua,
   quorumInspectLua,
   quorumReleaseLua,
+  quorumRestoreLua,
   quorumVoteLua,
 } from './lua/scripts.generated';
 import { CONNECTING, ScriptRunner, type ScriptSource } from './script-runner';
 
-type QuorumScript = 'vote' | 'commit' | 'release' | 'extend' | 'inspect';
+type QuorumScript = 'vote' | 'commit' | 'release' | 'extend' | 'restore' | 'inspect';
 
 const SOURCES: Record<QuorumScript, ScriptSource> = {
   vote: { lua: quorumVoteLua, keys: 4 },
   commit: { lua: quorumCommitLua, keys: 4 },
   release: { lua: quorumReleaseLua, keys: 4 },
   extend: { lua: extendLua, keys: 1 },
+  restore: { lua: quorumRestoreLua, keys: 1 },
   inspect: { lua: quorumInspectLua, keys: 3 },
 };
 
@@ -133,6 +135,11 @@ export class QuorumNode {
   /** Resets the lock's expiry here to `ttl` if the caller holds it (renewal, or a shortened hold). */
   async extend(keys: LockKeys, token: string, ttl: number): Promise<ExtendOutcome> {
     return extendOutcome(await this.runner.run('extend', keys.lock, [keys.owner, token, ttl]));
+  }
+
+  /** Puts the holder's key back where it is missing (quorum-restore.lua); true if it was. */
+  async restore(keys: LockKeys, token: string, ttl: number): Promise<boolean> {
+    return (await this.runner.run('restore', keys.lock, [keys.owner, token, ttl])) === 1;
   }
 
   async inspect(keys: LockKeys): Promise<LockSnapshot> {

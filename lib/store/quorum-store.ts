@@ -251,13 +251,29 @@ export class QuorumLockStore implements LockStore {
    */
   async extend(ticket: LockTicket, ttl: number): Promise<ExtendOutcome> {
     const keys = lockKeys(this.options.prefix, ticket.key);
+    // Nodes that lost the key (restarted empty, evicted) get it back while a majority still records the
+    // holder: a rolling restart of the nodes then never takes the lease below a majority.
+    let held = false;
+    const restore = (node: QuorumNode, result: Result<ExtendOutcome>): void => {
+      if (result.ok && result.value === 'missing') node.restore(keys, ticket.token, ttl).catch(() => {});
+    };
     const results = await this.gather(
       (node) => node.extend(keys, ticket.token, ttl),
       (done) => done === 'extended',
+      this.nodes,
+      (node, result) => {
+        if (held) restore(node, result);
+      },
     );
     const found = (outcome: ExtendOutcome): number =>
       results.filter((r) => r?.ok && r.value === outcome).length;
-    if (found('extended') >= this.majority) return 'extended';
+    if (found('extended') >= this.majority) {
+      held = true;
+      results.forEach((result, i) => {
+        if (result) restore(this.nodes[i], result);
+      });
+      return 'extended';
+    }
     this.assertAnswered(results, ticket.key);
     return found('missing') >= found('taken') ? 'missing' : 'taken';
   }

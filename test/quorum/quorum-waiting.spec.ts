@@ -41,14 +41,24 @@ describe('quorum store: waiting and lost keys', () => {
     await admins[0].del('lock:{qw:lost}');
     await admins[1].del('lock:{qw:lost}');
     for (let i = 0; i < 5; i++) expect(await b.tryAcquire('qw:lost', { ttl: 900 })).toBeNull();
-    // Renewals go on through the majority (ttl 900: one every 300 ms).
-    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    // Renewals go on through the majority (ttl 900: one every 300 ms), and put the key back on the two.
+    await until(
+      () => Promise.all([admins[0].get('lock:{qw:lost}'), admins[1].get('lock:{qw:lost}')]),
+      (holders) => holders.every((holder) => holder === lease.token),
+    );
     expect(lease.signal.aborted).toBe(false);
     for (let i = 0; i < 5; i++) expect(await b.tryAcquire('qw:lost', { ttl: 900 })).toBeNull();
-    // A third node forgets it: no majority records the holder any more. Its next renewal finds that
-    // out and aborts the signal; only then can another caller be granted.
-    await admins[2].del('lock:{qw:lost}');
-    await signal;
+    // Three nodes forget it at once: no majority records the holder any more. Its next renewal finds
+    // that out and aborts the signal; only then can another caller be granted. (Should a renewal fall
+    // between the three deletions, it restores them: the fault is then injected again.)
+    let aborted = false;
+    signal.then(() => {
+      aborted = true;
+    });
+    while (!aborted) {
+      await Promise.all([0, 1, 2].map((i) => admins[i].del('lock:{qw:lost}')));
+      await Promise.race([signal, new Promise((resolve) => setTimeout(resolve, 600))]);
+    }
     expect(lease.signal.reason).toBeInstanceOf(LockLostError);
     const next = await b.acquire('qw:lost', { ttl: 900, waitTimeout: 2_000 });
     expect(next.fence).toBeGreaterThan(lease.fence);
