@@ -47,9 +47,8 @@ async function bootstrap(): Promise<void> {
     }
     await app.listen(config.port, '127.0.0.1');
     logger.log(`instance "${config.instance}" listening on http://127.0.0.1:${config.port}`);
-    logger.log(
-      'try: curl -X POST localhost:3000/orders/1/pay · curl localhost:3000/products/1 · curl localhost:3000/health',
-    );
+    const at = `localhost:${config.port}`;
+    logger.log(`try: curl -X POST ${at}/orders/1/pay · curl ${at}/products/1 · curl ${at}/health`);
   } catch (error) {
     await stopRedis();
     throw error;
