@@ -1,7 +1,12 @@
 export { InjectLockService, InjectRedisLockHealth } from './inject.decorators';
 export type { KeyResolver, LockKeyFunction, LockKeyTemplate } from './key-template';
 export { type LockedMethodRunner, LockInterceptor } from './lock.interceptor';
-export { httpExceptionFor, LockHttpErrorsInterceptor } from './lock-http.errors';
+export {
+  httpExceptionFor,
+  type LockErrorResponse,
+  LockHttpErrorsInterceptor,
+  lockErrorResponse,
+} from './lock-http.errors';
 export { LockHttpExceptionFilter } from './lock-http.filter';
 export { Locked, type LockedDecorator, LockedRoute } from './locked.decorator';
 export { LOCKED_METADATA, LOCKED_ROUTE_METADATA } from './redis-lock.constants';

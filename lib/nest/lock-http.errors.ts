@@ -63,6 +63,29 @@ export function httpExceptionFor(error: unknown): HttpException | undefined {
   return undefined;
 }
 
+/** What an HTTP response for a lock error is made of: status, body and headers (`Retry-After`). */
+export interface LockErrorResponse {
+  status: number;
+  body: { statusCode: number; error: string; code: string; message: string };
+  headers: Record<string, string>;
+}
+
+/**
+ * The response the module's conversion would give a lock error, for an exception filter of your own
+ * (with `httpErrors: false`, or outside Nest's HTTP layer): 409 for a busy lock and 503 for Redis out of
+ * reach, both with `Retry-After: retryAfterSeconds` (default 1, as the module's option), 400 for a key the
+ * request cannot build; undefined for any other error.
+ */
+export function lockErrorResponse(error: unknown, retryAfterSeconds = 1): LockErrorResponse | undefined {
+  const exception = httpExceptionFor(error);
+  if (!exception) return undefined;
+  return {
+    status: exception.getStatus(),
+    body: exception.getResponse() as LockErrorResponse['body'],
+    headers: retryable(exception) ? { 'Retry-After': String(retryAfterSeconds) } : {},
+  };
+}
+
 /** Whether the exception asks the client to retry later (409 and 503 carry `Retry-After`). */
 function retryable(exception: HttpException): boolean {
   return exception instanceof ConflictException || exception instanceof ServiceUnavailableException;

@@ -31,6 +31,7 @@ import {
   LockKeyError,
   LockService,
   LockTimeoutError,
+  lockErrorResponse,
   RedisLockModule,
   RedisUnavailableError,
 } from '../../lib';
@@ -289,5 +290,59 @@ describe('a route that takes no lock', () => {
     const config = (app as unknown as { config: ApplicationConfig }).config;
     expect(config.getGlobalInterceptors()).toEqual([]);
     expect(config.getGlobalRequestInterceptors()).toEqual([]);
+  });
+});
+
+/** A filter of the application's own that renders lock errors with the library's mapping. */
+@Catch()
+class OwnLockFilter implements ExceptionFilter {
+  constructor(private adapterHost: HttpAdapterHost) {}
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const { httpAdapter } = this.adapterHost;
+    const response = host.switchToHttp().getResponse();
+    const mapped = lockErrorResponse(exception, 7);
+    if (!mapped) {
+      httpAdapter.reply(response, { status: 500 }, 500);
+      return;
+    }
+    for (const [name, value] of Object.entries(mapped.headers)) httpAdapter.setHeader(response, name, value);
+    httpAdapter.reply(response, mapped.body, mapped.status);
+  }
+}
+
+describe('with httpErrors: false, a filter of your own renders lock errors with lockErrorResponse', () => {
+  it('a lock taken in a guard: 409 with Retry-After and the same body the module gives', async () => {
+    @Module({ controllers: [OrdersController], providers: [Orders, OrderGuard] })
+    class Shop {}
+    const ref = await Test.createTestingModule({
+      imports: [RedisLockModule.forRoot({ url: server().url, httpErrors: false }), Shop],
+    }).compile();
+    const app = ref.createNestApplication({ logger: false });
+    apps.push(app);
+    app.useGlobalFilters(new OwnLockFilter(app.get(HttpAdapterHost)));
+    await app.init();
+    const holder = await lockService(server()).acquire('guarded');
+    const busy = await request(app.getHttpServer()).post('/orders/guarded');
+    expect(busy.status).toBe(409);
+    expect(busy.headers['retry-after']).toBe('7');
+    expect(busy.body).toEqual({
+      statusCode: 409,
+      error: 'Conflict',
+      code: 'LOCK_TIMEOUT',
+      message: 'The resource is busy: another request holds its lock. Retry later.',
+    });
+    await holder.release();
+    expect((await request(app.getHttpServer()).post('/orders/guarded')).status).toBe(201);
+  });
+
+  it('maps each lock error, and nothing else', () => {
+    expect(lockErrorResponse(new LockTimeoutError('k', 100))?.status).toBe(409);
+    expect(lockErrorResponse(new RedisUnavailableError('down', 'k'))).toMatchObject({
+      status: 503,
+      headers: { 'Retry-After': '1' },
+    });
+    expect(lockErrorResponse(new LockKeyError('no id'))).toMatchObject({ status: 400, headers: {} });
+    expect(lockErrorResponse(new Error('other'))).toBeUndefined();
   });
 });
