@@ -63,6 +63,9 @@ export function httpExceptionFor(error: unknown): HttpException | undefined {
   return undefined;
 }
 
+/** `Retry-After` of the 409 and 503 responses, in seconds, unless the module's options say otherwise. */
+export const DEFAULT_RETRY_AFTER = 1;
+
 /** What an HTTP response for a lock error is made of: status, body and headers (`Retry-After`). */
 export interface LockErrorResponse {
   status: number;
@@ -76,7 +79,10 @@ export interface LockErrorResponse {
  * reach, both with `Retry-After: retryAfterSeconds` (default 1, as the module's option), 400 for a key the
  * request cannot build; undefined for any other error.
  */
-export function lockErrorResponse(error: unknown, retryAfterSeconds = 1): LockErrorResponse | undefined {
+export function lockErrorResponse(
+  error: unknown,
+  retryAfterSeconds = DEFAULT_RETRY_AFTER,
+): LockErrorResponse | undefined {
   const exception = httpExceptionFor(error);
   if (!exception) return undefined;
   return {

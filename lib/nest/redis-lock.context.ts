@@ -18,10 +18,10 @@ import {
 import type { RedisClient } from '../protocol/lock-scripts';
 import { isLockBackend, type LockBackend } from '../store/lock-store';
 import { MemoryLockBackend } from '../store/memory-store';
+import { DEFAULT_RETRY_AFTER } from './lock-http.errors';
 import type { RedisLockModuleOptions } from './redis-lock-options.interface';
 
 const DEFAULT_GRACE_PERIOD = 5_000;
-const DEFAULT_RETRY_AFTER = 1;
 /** Largest delay a Node timer can hold (about 24.8 days). */
 const MAX_GRACE_PERIOD = 2 ** 31 - 1;
 /** A day: a longer Retry-After for a busy lock or a Redis outage is a mistake, not a policy. */

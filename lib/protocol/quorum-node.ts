@@ -65,23 +65,14 @@ export class QuorumNode {
    * the connections of a new service are still opening waits for them first.
    */
   connected(limitMs: number): Promise<void> {
-    const client = this.client;
-    if (!CONNECTING.has(client.status)) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        client.off('ready', done);
-        client.off('close', done);
-        client.off('end', done);
-        resolve();
-      };
-      const timer = setTimeout(done, limitMs);
-      client.once('ready', done);
-      client.once('close', done);
-      client.once('end', done);
-      // A lazyConnect client has not started connecting: start it, as sending a command would have.
-      if (client.status === 'wait') client.connect().catch(() => {});
+    if (!CONNECTING.has(this.client.status)) return Promise.resolve();
+    let timer: NodeJS.Timeout | undefined;
+    const limit = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, limitMs);
     });
+    // A failed attempt settles it too: the call that follows then fails fast, naming the node.
+    const attempt = this.runner.whenConnected().catch(() => {});
+    return Promise.race([attempt, limit]).finally(() => clearTimeout(timer));
   }
 
   /**

@@ -203,7 +203,7 @@ export class ScriptRunner<N extends string> {
    * Settles on the outcome of the connection attempt under way: resolves on 'ready', rejects on
    * 'close' or 'end'. One set of listeners per attempt, however many calls wait on it.
    */
-  private whenConnected(): Promise<void> {
+  whenConnected(): Promise<void> {
     if (this.connecting) return this.connecting;
     const client = this.client;
     const attempt = new Promise<void>((resolve, reject) => {
