@@ -18,7 +18,12 @@ export {
 } from './redis-lock.health';
 export { RedisLockModule } from './redis-lock.module';
 export { REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.module-definition';
-export { getLockInterceptorToken, getLockServiceToken, getRedisLockHealthToken } from './redis-lock.tokens';
+export {
+  getLockBackendToken,
+  getLockInterceptorToken,
+  getLockServiceToken,
+  getRedisLockHealthToken,
+} from './redis-lock.tokens';
 export type {
   LockedOptions,
   RedisLockModuleExtras,

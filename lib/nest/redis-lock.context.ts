@@ -51,6 +51,12 @@ export interface ContextKind {
 
 const REDIS_KIND: ContextKind = { label: 'RedisLockModule', memory: false };
 
+/** The value a test gave getLockBackendToken() (`token`), in place of the store the options name. */
+export interface BackendReplacement {
+  readonly backend: unknown;
+  readonly token: string;
+}
+
 export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
   readonly service: LockService;
   readonly retryAfterSeconds: number;
@@ -109,6 +115,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
     raw: RedisLockModuleOptions,
     name?: string,
     kind: ContextKind = REDIS_KIND,
+    replacement?: BackendReplacement,
   ): RedisLockContext {
     const { memory } = kind;
     const label = `${kind.label}${name ? ` "${name}"` : ''}`;
@@ -128,6 +135,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
       }
     }
     checkOptionNames(options, MODULE_OPTION_NAMES, `the ${label} options`);
+    if (replacement) return replaced(options, replacement, label, name);
     const { url, redis, backend } = options;
     if (backend !== undefined && !isLockBackend(backend)) {
       throw new LockOptionsError(
@@ -194,6 +202,11 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
+  /** A configuration on `backend` with nothing to open or close (see `replaced`). */
+  static inMemory(backend: LockBackend, options: RedisLockModuleOptions, name?: string): RedisLockContext {
+    return new RedisLockContext(backend, [], options, name);
+  }
+
   onModuleInit(): void {
     // Redis being down at start-up must not stop the application: lock calls fail fast with
     // RedisUnavailableError and the health indicator reports it until the connection comes up.
@@ -204,6 +217,37 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
     await this.service.close({ gracePeriod: this.gracePeriod });
     await Promise.all(this.owned.map((client) => closeOwned(client)));
   }
+}
+
+/**
+ * getLockBackendToken() replaced in a test: the given backend instead of what the options name.
+ * Connection options are accepted and ignored (nothing is opened, so a test needs no Redis); the lock
+ * options still go through the same validation.
+ */
+function replaced(
+  options: RedisLockModuleOptions,
+  { backend, token }: BackendReplacement,
+  label: string,
+  name: string | undefined,
+): RedisLockContext {
+  if (!isLockBackend(backend)) {
+    throw new LockOptionsError(
+      `${label}: "${token}" was replaced with ${describeValue(backend)}; give a lock backend, as in ` +
+        '.overrideProvider(getLockBackendToken()).useValue(new MemoryLockBackend()).',
+    );
+  }
+  const {
+    client: _c,
+    url: _u,
+    redis: _r,
+    backend: _b,
+    urls: _us,
+    clients: _cs,
+    // Acknowledgement by replicas is about a Redis deployment, as the connection options are: ignored.
+    replicas: _replicas,
+    ...lockOptions
+  } = options;
+  return RedisLockContext.inMemory(backend, lockOptions, name);
 }
 
 /** `urls` of a quorum the module connects to: an array of redis:// URLs (the count is LockService's to check). */
@@ -296,18 +340,46 @@ function loggerFor(name: string | undefined): Logger {
   return new Logger(name ? `RedisLock:${name}` : 'RedisLock');
 }
 
-/** An owned connection reports its outages once each (not on every reconnect attempt) in the app's log. */
+/** Jest, Vitest or NODE_ENV=test: where a missing Redis is most often a missing override. */
+function underTestRunner(): boolean {
+  const env = process.env;
+  return env.JEST_WORKER_ID !== undefined || env.VITEST !== undefined || env.NODE_ENV === 'test';
+}
+
+const TEST_HINT =
+  '. In a test without Redis, run the locks in memory: ' +
+  '.overrideProvider(getLockBackendToken()).useValue(new MemoryLockBackend()) (both from ' +
+  "'nestjs-redis-lock/testing')";
+
+/**
+ * An owned connection reports its outages once each (not on every reconnect attempt) in the app's log:
+ * an error, or a connection that closes again before Redis answered as ready (a port where something
+ * else listens, a TLS mismatch), which ioredis retries without any error of its own.
+ */
 function watchErrors(client: Redis, name: string | undefined): void {
   const logger = loggerFor(name);
   let reported = false;
-  client.on('error', (error: Error) => {
+  let ready = false;
+  const report = (why: string): void => {
     if (reported) return;
     reported = true;
-    logger.error(`Redis connection error: ${error.message} (reconnecting; lock calls fail fast meanwhile)`);
+    logger.error(
+      `Redis connection error: ${why} (reconnecting; lock calls fail fast meanwhile)` +
+        (underTestRunner() ? TEST_HINT : ''),
+    );
+  };
+  client.on('error', (error: Error) => report(error.message));
+  let closed = '';
+  client.on('close', () => {
+    closed = ready ? 'the connection was lost' : 'the connection closed before Redis answered';
+    ready = false;
   });
+  // Only a connection that ioredis will retry: one the module is closing emits no 'reconnecting'.
+  client.on('reconnecting', () => report(closed));
   client.on('ready', () => {
     if (reported) logger.log('Redis connection is back');
     reported = false;
+    ready = true;
   });
 }
 

@@ -22,7 +22,13 @@ import { LockHttpExceptionFilter } from './lock-http.filter';
 import { LockedMethodsChecker } from './locked-methods.checker';
 import { type ContextKind, RedisLockContext } from './redis-lock.context';
 import { RedisLockHealthIndicator } from './redis-lock.health';
-import { getLockInterceptorToken, getLockServiceToken, getRedisLockHealthToken } from './redis-lock.tokens';
+import {
+  CONFIGURED_BACKEND,
+  getLockBackendToken,
+  getLockInterceptorToken,
+  getLockServiceToken,
+  getRedisLockHealthToken,
+} from './redis-lock.tokens';
 import type { RedisLockModuleExtras, RedisLockModuleOptions } from './redis-lock-options.interface';
 
 /** Which module a definition is for: names its messages, picks the store, owns an options token. */
@@ -137,12 +143,23 @@ function addProviders(
   const serviceToken = getLockServiceToken(name);
   const interceptorToken = getLockInterceptorToken(name);
   const healthToken = getRedisLockHealthToken(name);
+  const backendToken = getLockBackendToken(name);
   const providers: Provider[] = [
+    // What a test replaces (overrideProvider) to run the application's locks in memory: Nest matches an
+    // overridden provider by token in every module, where overrideModule would need the very object
+    // forRoot returned.
+    { provide: backendToken, useValue: CONFIGURED_BACKEND },
     {
       // Local to this module (not exported), so each configuration has its own.
       provide: RedisLockContext,
-      inject: [kind.optionsToken],
-      useFactory: (options: RedisLockModuleOptions) => RedisLockContext.create(options, name, kind),
+      inject: [kind.optionsToken, backendToken],
+      useFactory: (options: RedisLockModuleOptions, replacement: unknown) =>
+        RedisLockContext.create(
+          options,
+          name,
+          kind,
+          replacement === CONFIGURED_BACKEND ? undefined : { backend: replacement, token: backendToken },
+        ),
     },
     { provide: serviceToken, inject: [RedisLockContext], useFactory: (c: RedisLockContext) => c.service },
     {

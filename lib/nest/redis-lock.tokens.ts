@@ -28,6 +28,19 @@ export function getRedisLockHealthToken(name?: string): Token {
   return name === undefined ? RedisLockHealthIndicator : named('RedisLockHealthIndicator', name);
 }
 
+/**
+ * The injection token of the lock store of configuration `name`. A test of the whole application
+ * replaces it to run every lock in memory, with no connection attempted:
+ * `.overrideProvider(getLockBackendToken()).useValue(new MemoryLockBackend())`. Left alone, the
+ * configuration uses the store its options name.
+ */
+export function getLockBackendToken(name?: string): string {
+  return name === undefined ? 'LockBackend of RedisLockModule.forRoot()' : named('LockBackend', name);
+}
+
+/** The value of getLockBackendToken() until a test replaces it: the store the options name. */
+export const CONFIGURED_BACKEND = Symbol.for('nestjs-redis-lock: the store the options name');
+
 /** The instance property through which a @Locked method reaches its interceptor (property injection). */
 export function interceptorProperty(name?: string): symbol {
   return Symbol.for(
