@@ -1,5 +1,6 @@
 export { InjectLockService, InjectRedisLockHealth } from './inject.decorators';
 export type { KeyResolver, LockKeyFunction, LockKeyTemplate } from './key-template';
+export type { LockedKeyWarning, LockedKeyWarningCode, LockWarning } from './key-warnings';
 export { type LockedMethodRunner, LockInterceptor } from './lock.interceptor';
 export {
   httpExceptionFor,

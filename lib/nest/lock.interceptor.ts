@@ -11,11 +11,13 @@ import {
   Inject,
   Injectable,
   type NestInterceptor,
+  Optional,
 } from '@nestjs/common';
 import { isObservable, Observable, of } from 'rxjs';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { type LockKeys, LockService } from '../lock.service';
 import type { AcquireOptions } from '../lock-options';
+import { prefixed, scopePrefix } from './key-scope';
 import { LOCKED_ROUTE_METADATA } from './redis-lock.constants';
 import type { LockedSpec } from './redis-lock-options.interface';
 
@@ -25,9 +27,16 @@ import type { LockedSpec } from './redis-lock-options.interface';
  */
 export type LockedMethodRunner = Pick<LockService, 'using'>;
 
+/** Never provided: the module passes its `scope` itself, and a LockInterceptor made elsewhere has none. */
+const MODULE_SCOPE = 'nestjs-redis-lock: the module option scope';
+
 @Injectable()
 export class LockInterceptor implements NestInterceptor {
-  constructor(@Inject(LockService) readonly locks: LockService) {}
+  constructor(
+    @Inject(LockService) readonly locks: LockService,
+    /** The module's `scope`: prefix every key with its `Class.method:` unless the decorator says otherwise. */
+    @Optional() @Inject(MODULE_SCOPE) private readonly scope = false,
+  ) {}
 
   /**
    * Runs `method` on `self` with `args` under the lock `spec` names. Returns an Observable when the
@@ -45,8 +54,13 @@ export class LockInterceptor implements NestInterceptor {
     return this.observe(spec, context.getArgs(), () => next.handle());
   }
 
+  /** The lock key(s) of one call: the spec's, resolved from the arguments, with its scope in front. */
+  private keyOf(spec: LockedSpec, args: unknown[]): LockKeys {
+    return prefixed(spec.key(args), scopePrefix(spec, this.scope));
+  }
+
   private async call(spec: LockedSpec, args: unknown[], invoke: () => unknown): Promise<unknown> {
-    const key = spec.key(args);
+    const key = this.keyOf(spec, args);
     // 'skip' is about this lock only: a LockTimeoutError from a lock the method itself takes must reach
     // the caller, not pass for a skip after the method has (partly) run.
     let started = false;
@@ -76,7 +90,7 @@ export class LockInterceptor implements NestInterceptor {
       let started = false;
       let key: LockKeys;
       try {
-        key = spec.key(args);
+        key = this.keyOf(spec, args);
       } catch (error) {
         subscriber.error(error);
         return;

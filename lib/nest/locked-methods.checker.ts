@@ -2,7 +2,8 @@
  * At start-up, checks every @Locked method bound to this configuration: its options against its
  * LockService (the same validation a call gets), and its key template against the method's parameters
  * (an argument index it can never receive). A bad declaration stops the application from starting with
- * a message naming the method, instead of failing on its first call.
+ * a message naming the method, instead of failing on its first call; a doubtful key (see key-warnings)
+ * is logged, once per method.
  */
 import { type OnModuleInit } from '@nestjs/common';
 import { type DiscoveryService, MetadataScanner } from '@nestjs/core';
@@ -10,6 +11,7 @@ import { LockKeyError } from '../errors/lock-key.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import type { LockService } from '../lock.service';
 import { templateIndexes } from './key-template';
+import { keyWarnings, type LockedKeyWarning } from './key-warnings';
 import { parameterCapacity } from './method-parameters';
 import { LOCKED_METADATA } from './redis-lock.constants';
 import type { LockedSpec } from './redis-lock-options.interface';
@@ -19,6 +21,8 @@ export class LockedMethodsChecker implements OnModuleInit {
     private readonly discovery: DiscoveryService,
     private readonly locks: LockService,
     private readonly name: string | undefined,
+    /** Where doubtful keys are reported (they run, so they warn rather than stop the application). */
+    private readonly warn: (warning: LockedKeyWarning) => void,
   ) {}
 
   onModuleInit(): void {
@@ -45,6 +49,7 @@ export class LockedMethodsChecker implements OnModuleInit {
           throw new LockOptionsError(`@Locked() on ${spec.where}: ${(error as Error).message}`);
         }
         checkTemplateFits(spec);
+        for (const warning of keyWarnings(spec)) this.warn(warning);
       }
     }
   }

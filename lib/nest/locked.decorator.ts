@@ -10,13 +10,28 @@ import { Inject, SetMetadata } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { checkCallOptions } from '../lock-options';
-import { compileKeyTemplate, type LockKeyFunction, type LockKeyTemplate } from './key-template';
+import { checkKeyOptions } from './key-scope';
+import {
+  compileKeyTemplate,
+  type LockKeyFunction,
+  type LockKeyTemplate,
+  templateIndexes,
+} from './key-template';
 import type { LockInterceptor } from './lock.interceptor';
 import { LOCKED_METADATA, LOCKED_ROUTE_METADATA } from './redis-lock.constants';
 import { getLockInterceptorToken, interceptorProperty } from './redis-lock.tokens';
 import type { LockedOptions, LockedSpec } from './redis-lock-options.interface';
 
-const OPTION_NAMES = new Set(['ttl', 'waitTimeout', 'renew', 'minHold', 'onTimeout', 'service']);
+const OPTION_NAMES = new Set([
+  'ttl',
+  'waitTimeout',
+  'renew',
+  'minHold',
+  'onTimeout',
+  'service',
+  'scope',
+  'constantKey',
+]);
 
 type Method = (...args: unknown[]) => unknown;
 
@@ -186,6 +201,7 @@ function compileSpec(
   if (options.service !== undefined && (typeof options.service !== 'string' || options.service === '')) {
     throw new LockOptionsError(`@Locked() on ${where}: service must be the non-empty name given to forRoot.`);
   }
+  checkKeyOptions(options, where, typeof key === 'function' || templateIndexes(key).length > 0);
   const returnType = Reflect.getMetadata('design:returntype', target, propertyKey);
   return {
     where,

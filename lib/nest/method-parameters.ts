@@ -24,6 +24,21 @@ export function parameterCapacity(fn: (...args: never[]) => unknown): number {
   return Math.max(entries.length, fn.length);
 }
 
+/**
+ * The names of the simple parameters `fn` declares, in order (a destructured or rest one gives ''), or
+ * none when its source cannot be read. For messages that name what a template probably meant.
+ */
+export function parameterNames(fn: (...args: never[]) => unknown): string[] {
+  let source: string;
+  try {
+    source = Function.prototype.toString.call(fn);
+  } catch {
+    return [];
+  }
+  const entries = parameterEntries(source) ?? [];
+  return entries.map((entry) => /^([A-Za-z_$][\w$]*)\s*(=|$)/.exec(entry)?.[1] ?? '');
+}
+
 const OPEN = '([{';
 const CLOSE = ')]}';
 

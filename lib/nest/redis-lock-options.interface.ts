@@ -3,6 +3,7 @@ import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { LockServiceOptions } from '../lock-options';
 import type { LockBackend } from '../store/lock-store';
 import type { KeyResolver, LockKeyTemplate } from './key-template';
+import type { LockWarning } from './key-warnings';
 
 /**
  * How the module reaches Redis, plus the LockService options (`prefix`, `defaults`, `claimWindow`, ...).
@@ -34,6 +35,18 @@ export interface RedisLockModuleOptions extends LockServiceOptions {
   shutdownGracePeriod?: number;
   /** `Retry-After` (seconds) sent with the 409 of a lock timeout and the 503 of Redis being down. Default 1. */
   retryAfterSeconds?: number;
+  /**
+   * Prefix the key of every @Locked method with its `Class.method:` (as murlock does), unless its
+   * decorator sets its own `scope`. Default false: keys are global, so two methods (or two services)
+   * that protect one resource share its lock by naming the same key.
+   */
+  scope?: boolean;
+  /**
+   * Risks of the lock's Redis (as LockService's `onWarning`) and, at start-up, @Locked keys that are
+   * probably not what was meant (`code` 'constant-key' or 'key-function-parameters'). Each is also
+   * logged through the Nest logger. It must not throw (what it throws is ignored).
+   */
+  onWarning?: (warning: LockWarning) => void;
 }
 
 /** Set at `forRoot` / `forRootAsync` level, beside the options (they shape the module itself). */
@@ -73,6 +86,17 @@ export interface LockedOptions {
   onTimeout?: 'throw' | 'skip';
   /** The named configuration (`forRoot({ name })`) whose LockService runs this lock. Default: unnamed. */
   service?: string;
+  /**
+   * Prefix this method's key: `true` with `Class.method:`, a string with itself and `:` (`'billing'` →
+   * `billing:order:1`), `false` with nothing (also when the module's `scope` is on). Default: the
+   * module's `scope`, which is off.
+   */
+  scope?: boolean | string;
+  /**
+   * The key is constant on purpose (one lock for every call): silences the start-up warning for a key
+   * that reads like an argument (`'reports.daily'` on a method that takes parameters).
+   */
+  constantKey?: boolean;
 }
 
 /** A @Locked declaration, compiled when the decorator runs. */

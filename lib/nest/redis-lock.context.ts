@@ -18,6 +18,7 @@ import {
 import type { RedisClient } from '../protocol/lock-scripts';
 import { isLockBackend, type LockBackend } from '../store/lock-store';
 import { MemoryLockBackend } from '../store/memory-store';
+import type { LockWarning } from './key-warnings';
 import { DEFAULT_RETRY_AFTER } from './lock-http.errors';
 import type { RedisLockModuleOptions } from './redis-lock-options.interface';
 
@@ -36,6 +37,7 @@ const MODULE_OPTION_NAMES = [
   'clients',
   'shutdownGracePeriod',
   'retryAfterSeconds',
+  'scope',
   ...SERVICE_OPTION_NAMES,
 ];
 /** Extras shape the module itself: they go beside the options, never inside what a factory returns. */
@@ -60,6 +62,10 @@ export interface BackendReplacement {
 export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
   readonly service: LockService;
   readonly retryAfterSeconds: number;
+  /** The module's `scope`: @Locked keys prefixed with their `Class.method:` by default. */
+  readonly scope: boolean;
+  /** Where warnings go: the Nest logger, then the application's `onWarning` if it gave one. */
+  readonly warn: (warning: LockWarning) => void;
   private readonly gracePeriod: number;
 
   private constructor(
@@ -78,9 +84,16 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
       clients: _cs,
       shutdownGracePeriod,
       retryAfterSeconds,
+      scope,
       onWarning,
       ...serviceOptions
     } = options;
+    if (scope !== undefined && typeof scope !== 'boolean') {
+      throw new LockOptionsError(
+        `scope must be true (prefix every @Locked key with its Class.method) or false, got ${describeValue(scope)}.`,
+      );
+    }
+    this.scope = scope ?? false;
     this.gracePeriod = boundedInteger(
       'shutdownGracePeriod',
       shutdownGracePeriod ?? DEFAULT_GRACE_PERIOD,
@@ -93,17 +106,20 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
       MAX_RETRY_AFTER,
       'seconds',
     );
-    const appHandler = checkOnWarning(onWarning);
-    // Risks of the lock's Redis (eviction, no persistence, replicas) go to the application's log, once
-    // per server and kind, and to the application's own handler too if it gave one.
+    const appHandler = checkOnWarning(onWarning) as ((warning: LockWarning) => void) | undefined;
+    // Risks of the lock's Redis (eviction, no persistence, replicas; once per server and kind) and doubtful
+    // @Locked keys (once per method, at start-up) go to the application's log, and to the application's
+    // own handler too if it gave one.
     const logger = loggerFor(name);
-    this.service = new LockService(store, {
-      ...serviceOptions,
-      onWarning: (warning) => {
-        logger.warn(warning.message);
+    this.warn = (warning) => {
+      logger.warn(warning.message);
+      try {
         appHandler?.(warning);
-      },
-    });
+      } catch {
+        // Documented: what the handler throws is ignored, as LockService does for server risks.
+      }
+    };
+    this.service = new LockService(store, { ...serviceOptions, onWarning: this.warn });
   }
 
   /**

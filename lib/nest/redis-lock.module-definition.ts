@@ -166,8 +166,8 @@ function addProviders(
       // Through the service's own token, so that Test.createTestingModule(...).overrideProvider(
       // LockService) (or a named configuration's token) is what @Locked methods use too.
       provide: interceptorToken,
-      inject: [serviceToken],
-      useFactory: (service: LockService) => new LockInterceptor(service),
+      inject: [serviceToken, RedisLockContext],
+      useFactory: (service: LockService, c: RedisLockContext) => new LockInterceptor(service, c.scope),
     },
     {
       provide: healthToken,
@@ -178,7 +178,7 @@ function addProviders(
       provide: LockedMethodsChecker,
       inject: [DiscoveryService, RedisLockContext],
       useFactory: (discovery: DiscoveryService, c: RedisLockContext) =>
-        new LockedMethodsChecker(discovery, c.service, name),
+        new LockedMethodsChecker(discovery, c.service, name, c.warn),
     },
   ];
   if (extras.httpErrors !== false) {
