@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Proves the PACKED package works in real consumer applications, outside this repository:
 //   1. `npm pack` the built package and check what the tarball holds (dist JS + typings, README,
-//      LICENSE; no sources, tests, benchmarks, sample or Lua files: the Lua is embedded in the JS).
+//      docs/, LICENSE; no sources, tests, benchmarks, sample or Lua files: the Lua is embedded in the JS),
+//      and that every relative link of its Markdown reaches a file (and heading) inside it.
 //   2. A Nest 12 ES-module app (`"type": "module"`, `import` of the CommonJS build) and
 //   3. a Nest 11 CommonJS app (`require`), each installed from the tarball in a temp dir, against a
 //      redis-server started here on a free port. Each app runs a @Locked method twice concurrently
@@ -10,17 +11,20 @@
 //      filter as a 409 with Retry-After. Then the `nestjs-redis-lock/testing` entry: the same
 //      @Locked pair on RedisLockTestingModule (in memory, no connection), and a TypeScript file importing
 //      both entries, type-checked with the leg's module resolution (nodenext for ESM, node10 for CommonJS).
-// Needs `npm run build` first and redis-server on PATH. PACK_SMOKE_KEEP=1 keeps the temp dir.
+// Needs `npm run build` first and redis-server on PATH. PACK_SMOKE_KEEP=1 keeps the temp dir;
+// `--pack-only` stops after step 1.
 // Exits non-zero on any failure.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const keep = process.env.PACK_SMOKE_KEEP === '1';
+/** `--pack-only`: the tarball's contents and links, without the consumer apps (seconds, not minutes). */
+const packOnly = process.argv.includes('--pack-only');
 const INSTALL_TIMEOUT = 180_000;
 const RUN_TIMEOUT = 60_000;
 /** After app.close() the process must be gone within this long. */
@@ -147,14 +151,66 @@ async function pack() {
   for (const file of files) {
     const allowed =
       ['package.json', 'README.md', 'LICENSE'].includes(file) ||
+      /^docs\/[\w/.-]+\.(md|svg)$/.test(file) ||
       (file.startsWith('dist/') && !file.startsWith('dist/sample/') && /\.(js|d\.ts)$/.test(file));
     if (!allowed) problems.push(`unexpected file ${file}`);
-    if (/^(dist\/)?(test|bench|sample|lib|scripts|docs)\//.test(file)) problems.push(`must not ship ${file}`);
+    if (/^(dist\/)?(test|bench|sample|lib|scripts)\//.test(file) || file.startsWith('dist/docs/')) {
+      problems.push(`must not ship ${file}`);
+    }
     if (file.endsWith('.ts') && !file.endsWith('.d.ts')) problems.push(`TypeScript source ${file}`);
     if (file.endsWith('.lua')) problems.push(`Lua file ${file} (the build embeds the Lua in JS)`);
   }
+  problems.push(...brokenLinks(files));
   if (problems.length) throw new Error(`tarball ${info.filename}:\n  ${[...new Set(problems)].join('\n  ')}`);
   return { tarball: join(tmp, info.filename), files: files.length, size: info.size };
+}
+
+/**
+ * Every relative link of the shipped Markdown (README.md, docs/) must reach a file in the tarball, and
+ * an anchor a heading (or `<a id>`) of that file: what a reader of the package follows. Links from docs/
+ * into the source tree are the exception (see below).
+ */
+function brokenLinks(files) {
+  const problems = [];
+  const markdown = files.filter((file) => file.endsWith('.md'));
+  const anchors = new Map(
+    markdown.map((file) => [file, headingAnchors(readFileSync(join(root, file), 'utf8'))]),
+  );
+  for (const file of markdown) {
+    const text = readFileSync(join(root, file), 'utf8').replace(/```[\s\S]*?```/g, '');
+    for (const [, target] of text.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
+      if (/^[a-z][a-z+.-]*:/i.test(target)) continue;
+      const [path, anchor] = target.split('#');
+      const resolved = path === '' ? file : posix.normalize(posix.join(posix.dirname(file), path));
+      if (!files.includes(resolved)) {
+        // A page of docs/ may point into the source tree (lib/, bench/, test/), which only the repository
+        // holds; every other link must stay inside the package.
+        const intoSource = file !== 'README.md' && !/^(docs\/|README\.md|LICENSE)/.test(resolved);
+        if (!intoSource)
+          problems.push(`${file}: link ${target} reaches ${resolved}, which is not in the package`);
+      } else if (anchor && resolved.endsWith('.md') && !anchors.get(resolved).has(anchor)) {
+        problems.push(`${file}: link ${target}: ${resolved} has no heading #${anchor}`);
+      }
+    }
+  }
+  return problems;
+}
+
+/** The anchors GitHub and npm give a document's headings (lower case, punctuation dropped, - for spaces). */
+function headingAnchors(text) {
+  const anchors = new Set();
+  const seen = new Map();
+  for (const [, heading] of text.replace(/```[\s\S]*?```/g, '').matchAll(/^#{1,6}\s+(.+?)\s*#*\s*$/gm)) {
+    const base = heading
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-');
+    const count = seen.get(base) ?? 0;
+    seen.set(base, count + 1);
+    anchors.add(count === 0 ? base : `${base}-${count}`);
+  }
+  for (const [, id] of text.matchAll(/<a\s+(?:id|name)="([^"]+)"/g)) anchors.add(id);
+  return anchors;
 }
 
 // --- redis ---------------------------------------------------------------------------------------
@@ -582,7 +638,8 @@ async function main() {
       rows.push(['FAIL', 'pack', secs(Date.now() - t0), error.message]);
       failed = true;
     }
-    if (packed) {
+    if (packed && packOnly) log('--pack-only: the consumer apps are not run');
+    else if (packed) {
       const port = await startRedis();
       log(`redis-server on 127.0.0.1:${port}`);
       const legs = await Promise.all(
