@@ -1,7 +1,7 @@
-// Every TypeScript snippet in the README must compile against the real API: a doc example that does
+// Every TypeScript snippet in the README and docs/ must compile against the real API: a doc example that does
 // not compile is a bug. The README's unit test (Testing your code) is also run: it is
 // test/testing/readme-example.spec.ts, which must stay identical to it.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
@@ -9,7 +9,14 @@ import ts from 'typescript';
 import { userCompilerOptions } from './support/typescript-options';
 
 const root = process.cwd();
-const documents = ['README.md', 'docs/recipes.md'];
+// Every page of docs/ too: a snippet moved out of the README stays compiled wherever it lands.
+const documents = [
+  'README.md',
+  ...readdirSync(join(root, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .sort()
+    .map((name) => `docs/${name}`),
+];
 const snippets = documents.flatMap((doc) =>
   [...readFileSync(join(root, doc), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]),
 );
@@ -18,7 +25,7 @@ const snippets = documents.flatMap((doc) =>
 const RUN_SNIPPET_HEADER = '// orders.service.spec.ts';
 const RUN_SNIPPET_FILE = 'test/testing/readme-example.spec.ts';
 
-describe('README and docs/recipes.md', () => {
+describe('README and docs/', () => {
   it('has TypeScript snippets', () => {
     expect(snippets.length).toBeGreaterThan(0);
   });

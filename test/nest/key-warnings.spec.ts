@@ -173,18 +173,23 @@ describe('every @Locked template written in the README, docs, sample and tests',
 
   /** The declarations written in `text`, with the method's parameters as JavaScript names. */
   function declarationsIn(file: string, text: string) {
-    return [...text.matchAll(DECLARATION)].map((m) => ({
-      file,
-      template: m[1],
-      options: m[2] ?? '',
-      method: m[3],
-      // TypeScript parameters as JavaScript ones: their names, without types, modifiers or defaults.
-      parameters: m[4]
-        .split(',')
-        .map((p) => p.replace(/@\w+\([^)]*\)/g, '').trim())
-        .filter(Boolean)
-        .map((p, i) => /^(?:(?:readonly|private|public)\s+)*([A-Za-z_$][\w$]*)/.exec(p)?.[1] ?? `p${i}`),
-    }));
+    // A trap shown on purpose (docs/migrating.md) says so on the line above: `// Wrong: ...`.
+    const shownAsWrong = (at: number) =>
+      /\/\/ Wrong\b[^\n]*\n\s*$/.test(text.slice(Math.max(0, at - 300), at));
+    return [...text.matchAll(DECLARATION)]
+      .filter((m) => !shownAsWrong(m.index ?? 0))
+      .map((m) => ({
+        file,
+        template: m[1],
+        options: m[2] ?? '',
+        method: m[3],
+        // TypeScript parameters as JavaScript ones: their names, without types, modifiers or defaults.
+        parameters: m[4]
+          .split(',')
+          .map((p) => p.replace(/@\w+\([^)]*\)/g, '').trim())
+          .filter(Boolean)
+          .map((p, i) => /^(?:(?:readonly|private|public)\s+)*([A-Za-z_$][\w$]*)/.exec(p)?.[1] ?? `p${i}`),
+      }));
   }
 
   /** Those the start-up check would warn about, as `file: @Locked('template') method(parameters)`. */
