@@ -23,6 +23,7 @@ export const SINGLE_SERVER_SUITES = [
 export const NO_REDIS_SUITES = [
   'test/testing/readme-example.spec.ts',
   'test/testing/testing-module.spec.ts',
+  'test/testing/whole-app.spec.ts',
   ...[
     'errors',
     'fault-effects',

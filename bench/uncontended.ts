@@ -1,8 +1,12 @@
 // Uncontended acquire + release, one process, one key at a time: wall time and this process's CPU per
 // call, for this library, redlock 5, redis-semaphore 5 (Mutex) and the physical floor (SET NX PX + a Lua
 // compare-and-delete on the same connection), in one run on one throwaway redis-server, interleaved
-// over several rounds. Also `using` and `@Locked`'s path (`using` with a function). Median of the rounds.
+// over several rounds. Also `using` and `@Locked`'s path (`using` with a function), and acquire + release
+// reporting to an OpenTelemetry SDK (metrics to a reader, spans to a processor that drops them): against
+// the plain rows, what telemetry costs with and without an SDK. Median of the rounds.
 // Usage: npm run bench:uncontended
+import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import { BasicTracerProvider, NoopSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import Redis from 'ioredis';
 import { Mutex } from 'redis-semaphore';
 import Redlock from 'redlock';
@@ -15,6 +19,25 @@ const { LockService }: typeof Library = require(process.env.BENCH_DIST ?? '../di
 
 const ITERATIONS = Number(process.env.ITERATIONS ?? 5_000);
 const ROUNDS = Number(process.env.ROUNDS ?? 5);
+
+/** Collected only when asked: the SDK's own work per call, without an export loop. */
+class QuietReader extends MetricReader {
+  protected async onShutdown(): Promise<void> {}
+  protected async onForceFlush(): Promise<void> {}
+}
+
+/** A service reporting to a real SDK; undefined for a build without the `telemetry` option. */
+function withSdk(client: Redis): Library.LockService | undefined {
+  const telemetry = {
+    meterProvider: new MeterProvider({ readers: [new QuietReader()] }),
+    tracerProvider: new BasicTracerProvider({ spanProcessors: [new NoopSpanProcessor()] }),
+  };
+  try {
+    return new LockService(client, { telemetry } as Library.LockServiceOptions);
+  } catch {
+    return undefined;
+  }
+}
 
 interface Sample {
   wall: number;
@@ -36,6 +59,7 @@ async function main(): Promise<void> {
   const redis = await startRedis();
   const client = new Redis(redis.port);
   const locks = new LockService(client);
+  const traced = withSdk(client);
   const redlock = new Redlock([client]);
   client.defineCommand('floorRelease', {
     numberOfKeys: 1,
@@ -55,6 +79,14 @@ async function main(): Promise<void> {
       await lease.release();
     },
     'nestjs-redis-lock using (renewed, reentrant)': () => locks.using('bench-using', () => undefined),
+    ...(traced
+      ? {
+          'nestjs-redis-lock acquire + release, OpenTelemetry SDK': async () => {
+            const lease = await traced.acquire('bench-otel', { name: 'bench' });
+            await lease.release();
+          },
+        }
+      : {}),
     'redlock 5 acquire + release': async () => {
       const lock = await redlock.acquire(['redlock'], 30_000);
       await lock.release();
@@ -89,6 +121,7 @@ async function main(): Promise<void> {
     );
   }
   await locks.close();
+  await traced?.close();
   client.disconnect();
   await redis.stop();
 }

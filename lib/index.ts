@@ -34,3 +34,10 @@ export type {
   WakeMessage,
 } from './store/lock-store';
 export { MemoryLockBackend } from './store/memory-store';
+export { LOCK_CHANNELS, type LockEvent, type LockEventKind } from './telemetry/lock-events';
+export type {
+  LockOutcome,
+  MeterProviderLike,
+  TelemetryOptions,
+  TracerProviderLike,
+} from './telemetry/telemetry-options';

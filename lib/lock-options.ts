@@ -2,9 +2,13 @@
  * Options of the lock service and of each call, their defaults, and their validation. Everything here
  * runs before any command is sent, so a bad value never leaves partial state in Redis.
  */
+
+import type { LeaseObserver } from './engine/held-lease';
 import { LockKeyError } from './errors/lock-key.error';
 import { LockOptionsError } from './errors/lock-options.error';
 import type { ServerRisk } from './protocol/server-info';
+import { checkTelemetryOptions } from './telemetry/lock-telemetry';
+import type { TelemetryOptions } from './telemetry/telemetry-options';
 
 /** Options of one `acquire`, `tryAcquire` or `using` call. Unset fields fall back to the service defaults. */
 export interface AcquireOptions {
@@ -26,6 +30,12 @@ export interface AcquireOptions {
   minHold?: number;
   /** Stops waiting when aborted (the call rejects with LockAbortedError). */
   signal?: AbortSignal;
+  /**
+   * The lock's name in metrics, spans and events (`lock.name`): a few fixed names (`'order'`), never the
+   * key itself, whose values would make a metric series each. Default `'unnamed'`; `@Locked` gives its
+   * key template.
+   */
+  name?: string;
 }
 
 /** The options of `tryAcquire`: those of `acquire` but `waitTimeout` (it never waits; 0 is accepted). */
@@ -80,6 +90,12 @@ export interface LockServiceOptions {
    * master only (not a Cluster, a quorum or memory). Off by default.
    */
   replicas?: ReplicaOptions;
+  /**
+   * Where metrics, spans and events go. With `@opentelemetry/api` installed the service reports through
+   * the global providers unless given its own (`meterProvider`, `tracerProvider`); `onEvent` receives
+   * every lock event. See Observability in the README.
+   */
+  telemetry?: TelemetryOptions;
 }
 
 /** The `replicas` option: acknowledgement of grants and renewals by replicas (docs/guarantees.md). */
@@ -146,6 +162,7 @@ export interface ResolvedServiceOptions {
   nodeTimeout: number;
   onWarning: ((warning: ServerRisk) => void) | undefined;
   replicas: ResolvedReplicas | undefined;
+  telemetry: TelemetryOptions | undefined;
 }
 
 export interface ResolvedAcquireOptions {
@@ -154,6 +171,9 @@ export interface ResolvedAcquireOptions {
   renew: boolean;
   minHold: number;
   signal: AbortSignal | undefined;
+  name: string | undefined;
+  /** What reports on the call and its lease (set by the service when anything listens). */
+  observer?: LeaseObserver;
 }
 
 /**
@@ -297,6 +317,7 @@ export const SERVICE_OPTION_NAMES: readonly string[] = [
   'nodeTimeout',
   'onWarning',
   'replicas',
+  'telemetry',
 ];
 const DEFAULT_NAMES: readonly string[] = ['ttl', 'waitTimeout', 'renew', 'minHold'];
 
@@ -379,6 +400,7 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
     nodeTimeout: nodeTimeoutBelow(ttl, given('nodeTimeout')),
     onWarning: checkOnWarning(given('onWarning')),
     replicas: resolveReplicas(given('replicas'), ttl),
+    telemetry: checkTelemetryOptions(given('telemetry')),
   };
 }
 
@@ -431,7 +453,9 @@ function nodeTimeoutBelow(ttl: number, value: unknown): number {
 }
 
 /** Validates one call's options against the service's. Throws LockOptionsError. */
-const CALL_OPTION_NAMES = ['ttl', 'waitTimeout', 'renew', 'minHold', 'signal'] as const;
+const CALL_OPTION_NAMES = ['ttl', 'waitTimeout', 'renew', 'minHold', 'signal', 'name'] as const;
+/** Longest `name`: a label for dashboards, not a key. */
+const MAX_NAME_LENGTH = 256;
 
 /**
  * `tryNow`: the options of a call that never waits (tryAcquire): a waitTimeout other than 0 cannot
@@ -476,7 +500,24 @@ export function resolveAcquireOptions(
     renew: optionalBoolean('renew', given('renew')) ?? service.renew ?? renewByDefault,
     minHold,
     signal,
+    name: lockName(given('name')),
   };
+}
+
+function lockName(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (
+    typeof value !== 'string' ||
+    value === '' ||
+    value.length > MAX_NAME_LENGTH ||
+    hasLoneSurrogate(value)
+  ) {
+    throw new LockOptionsError(
+      `name must be a non-empty string of at most ${MAX_NAME_LENGTH} characters (a fixed name such as 'order', ` +
+        `not the key), got ${describe(value)}.`,
+    );
+  }
+  return value;
 }
 
 /**

@@ -41,7 +41,6 @@ import {
 import type { ServerReport } from './protocol/server-info';
 import {
   type AcquireReply,
-  isLockBackend,
   type LockBackend,
   type LockStore,
   type LockTicket,
@@ -50,10 +49,11 @@ import {
   type WakeMessage,
 } from './store/lock-store';
 import { MemoryLockBackend } from './store/memory-store';
-import { checkQuorum, QuorumLockStore } from './store/quorum-store';
-import { isIoredisClient, type RedisClient, RedisLockStore } from './store/redis-store';
+import { openStore, storeSource } from './store/open-store';
+import { type RedisClient } from './store/redis-store';
 import { ServerWatch } from './store/server-watch';
 import { claimWindowOf } from './store/token';
+import { type CallRecord, LockTelemetry, SKIPS_ON_TIMEOUT } from './telemetry/lock-telemetry';
 
 export { isIoredisClient } from './store/redis-store';
 
@@ -90,6 +90,8 @@ export class LockService {
   private readonly quorum: readonly RedisClient[] | undefined;
   /** Eviction, persistence and replication checks of the servers the locks live on. */
   private readonly watch: ServerWatch;
+  /** Metrics, spans and events of its calls (nothing at all while nobody listens). */
+  private readonly telemetry: LockTelemetry;
 
   /**
    * @param client an ioredis `Redis` or `Cluster` (the Redis store: used for commands and duplicated
@@ -98,16 +100,9 @@ export class LockService {
    *   several services share, such as `new MemoryLockBackend()` for one process.
    */
   constructor(client: RedisClient | readonly RedisClient[] | LockBackend, options?: LockServiceOptions) {
-    const quorum = Array.isArray(client) ? checkQuorum(client) : undefined;
-    const redis = !quorum && isIoredisClient(client);
-    if (!quorum && !redis && !isLockBackend(client)) {
-      throw new LockOptionsError(
-        'LockService needs an ioredis client (new Redis(...) or new Cluster(...)) as its first argument, ' +
-          'an array of 3, 5 or 7 clients of independent Redis masters, or a lock backend such as ' +
-          'new MemoryLockBackend().',
-      );
-    }
+    const source = storeSource(client);
     this.options = resolveServiceOptions(options);
+    this.telemetry = new LockTelemetry(this.options.telemetry);
     const handlers: WakeHandlers = {
       onWake: (message) => this.onWake(message),
       onResubscribed: () => {
@@ -118,23 +113,11 @@ export class LockService {
         for (const waiter of [...this.waiters.values()]) waiter.onConnectionEnded();
       },
     };
-    const { prefix, fenceRetention, commandTimeout, nodeTimeout, replicas } = this.options;
-    if (replicas && !redis) {
-      throw new LockOptionsError(
-        `replicas applies to one Redis server or a Sentinel-managed master, not to ${quorum ? 'a quorum of independent masters (each node is its own master: run them without replicas)' : 'a lock backend'}. Leave it unset.`,
-      );
-    }
-    this.redis = redis ? (client as RedisClient) : undefined;
+    this.store = openStore(source, this.options, handlers);
+    this.redis = source.kind === 'redis' ? source.redis : undefined;
+    const quorum = source.kind === 'quorum' ? source.quorum : undefined;
     this.quorum = quorum;
-    this.store = quorum
-      ? new QuorumLockStore(quorum, { prefix, fenceRetention, nodeTimeout }, handlers)
-      : redis
-        ? new RedisLockStore(
-            client as RedisClient,
-            { prefix, fenceRetention, commandTimeout, replicas },
-            handlers,
-          )
-        : (client as LockBackend).openStore(handlers);
+    const { commandTimeout, replicas } = this.options;
     this.watch = new ServerWatch(
       quorum ?? (this.redis ? [this.redis] : []),
       quorum !== undefined,
@@ -255,11 +238,10 @@ export class LockService {
   async using<T>(key: LockKeys, fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
     if (typeof fn !== 'function')
       throw new LockOptionsError('using() needs a function to run under the lock.');
-    const lease = (await this.obtainKeys(
-      key,
-      resolveAcquireOptions(this.options, options, true),
-      true,
-    )) as Lease;
+    const resolved = resolveAcquireOptions(this.options, options, true);
+    // The @Locked interceptor's mark: its timeouts are skips (onTimeout: 'skip'), as telemetry reports them.
+    const skips = (options as { [SKIPS_ON_TIMEOUT]?: boolean } | undefined)?.[SKIPS_ON_TIMEOUT] === true;
+    const lease = (await this.obtainKeys(key, resolved, true, skips)) as Lease;
     if (lease instanceof ReentrantLease) return fn(lease);
     const held = lease as OwnedLease;
     if (!held.isHeld) {
@@ -272,7 +254,10 @@ export class LockService {
     for (const part of held.parts) byKey.set(part.key, part);
     const multi = outer?.multi === true || held.parts.length > 1;
     let result: T;
-    const run = this.scope.run({ byKey, innermost: held, multi }, async () => fn(held));
+    const record = resolved.observer as CallRecord | undefined;
+    const run = this.scope.run({ byKey, innermost: held, multi }, async () =>
+      record ? record.runHeld(held, () => fn(held)) : fn(held),
+    );
     this.running.add(run);
     try {
       result = await run;
@@ -378,11 +363,15 @@ export class LockService {
     await Promise.all([...cancels, ...releases, this.store.close()]);
   }
 
-  /** One key or several: validated, then reentry, order, and the keys not held yet taken. */
+  /**
+   * One key or several: validated, then reentry, order, and the keys not held yet taken; reported to
+   * telemetry (when anything listens) from the call to its outcome, and through the lease's observer on.
+   */
   private obtainKeys(
     input: unknown,
     options: ResolvedAcquireOptions,
     busyIsTimeout: boolean,
+    skips = false,
   ): Promise<Lease | null> {
     let keys: string[];
     try {
@@ -390,9 +379,12 @@ export class LockService {
     } catch (error) {
       return Promise.reject(error);
     }
-    return Array.isArray(input)
+    const record = this.telemetry.begin(options.name, keys, skips);
+    if (record) options.observer = record;
+    const obtained = Array.isArray(input)
       ? this.obtainAll(keys, options, busyIsTimeout)
       : this.obtain(keys[0], options, busyIsTimeout);
+    return record ? record.report(obtained) : obtained;
   }
 
   /**
@@ -545,6 +537,7 @@ export class LockService {
     refused?: LockNotReplicatedError,
   ): Promise<HeldLease> {
     const { waitTimeout, signal } = options;
+    (options.observer as CallRecord | undefined)?.queued(ticket.token);
     const waiter = new Waiter(this.waiterHost, ticket, started, waitTimeout, signal, options);
     return waiter.run(first, onQueued, refused);
   }

@@ -53,6 +53,15 @@ export interface LeaseTerms {
   readonly renew: boolean;
   /** A release sooner than this after the grant (ms) leaves the lock held until then; 0: none. */
   readonly minHold: number;
+  /** What reports on the lease (telemetry), when anything listens. */
+  readonly observer?: LeaseObserver;
+}
+
+/** Told of a lease's life: made (one per key of a call), renewed, and ended (released, or lost). */
+export interface LeaseObserver {
+  attached(): void;
+  renewed(lease: HeldLease): void;
+  ended(lease: HeldLease, lost: LockLostError | undefined): void;
 }
 
 export class HeldLease implements OwnedLease {
@@ -71,6 +80,7 @@ export class HeldLease implements OwnedLease {
   private expiryTimer: NodeJS.Timeout | undefined;
   private readonly renew: boolean;
   private readonly minHold: number;
+  private readonly observer: LeaseObserver | undefined;
   /** This service's waiters next in line after this lease, to hand the lock to locally on release. */
   private followers: readonly Successor[];
   /** How the lock came to this lease by a local hand-off, until Redis has recorded it (transfer). */
@@ -95,6 +105,8 @@ export class HeldLease implements OwnedLease {
   ) {
     this.renew = terms.renew;
     this.minHold = terms.minHold;
+    this.observer = terms.observer;
+    this.observer?.attached();
     this.key = ticket.key;
     this.token = ticket.token;
     this.fence = fence;
@@ -219,6 +231,7 @@ export class HeldLease implements OwnedLease {
     if (this.state !== 'held') return;
     this.stop('lost');
     this.lostReason = new LockLostError(this.key, reason, detail, cause);
+    this.observer?.ended(this, this.lostReason);
     this.controller?.abort(this.lostReason);
   }
 
@@ -248,6 +261,8 @@ export class HeldLease implements OwnedLease {
   }
 
   private stop(state: State): void {
+    // A lost lease is reported by lose(), with its reason; its release later is not a second end.
+    if (this.state === 'held' && state === 'released') this.observer?.ended(this, undefined);
     this.state = state;
     clearTimeout(this.renewTimer);
     clearTimeout(this.expiryTimer);
@@ -318,8 +333,10 @@ export class HeldLease implements OwnedLease {
           this.loseTo(outcome);
           return outcome;
         }
+        const renewal = this.confirmed;
         this.confirmed = true;
         this.prolong(sent + validFor(store, this.ttl));
+        if (renewal) this.observer?.renewed(this);
         return outcome;
       },
       (error: unknown) => {

@@ -17,6 +17,7 @@ import { isObservable, Observable, of } from 'rxjs';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { type LockKeys, LockService } from '../lock.service';
 import type { AcquireOptions } from '../lock-options';
+import { SKIPS_ON_TIMEOUT } from '../telemetry/lock-telemetry';
 import { prefixed, scopePrefix } from './key-scope';
 import { LOCKED_ROUTE_METADATA } from './redis-lock.constants';
 import type { LockedSpec } from './redis-lock-options.interface';
@@ -139,9 +140,18 @@ function skipped(spec: LockedSpec, error: unknown, started: boolean): boolean {
 }
 
 function acquireOptions(spec: LockedSpec): AcquireOptions {
-  const { ttl, waitTimeout, renew, minHold } = spec.options;
-  // renew left unset falls back to the module defaults, then to true (as in `using`).
-  return { ttl, waitTimeout, renew, minHold };
+  const { ttl, waitTimeout, renew, minHold, onTimeout } = spec.options;
+  // renew left unset falls back to the module defaults, then to true (as in `using`). The name in
+  // metrics and spans is the declaration's (its template), never the resolved key.
+  const options: AcquireOptions & { [SKIPS_ON_TIMEOUT]?: boolean } = {
+    ttl,
+    waitTimeout,
+    renew,
+    minHold,
+    name: spec.name,
+  };
+  if (onTimeout === 'skip') options[SKIPS_ON_TIMEOUT] = true;
+  return options;
 }
 
 /** The last value of an Observable (undefined if it completes empty), as a Promise. */

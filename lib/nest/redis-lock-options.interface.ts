@@ -47,6 +47,11 @@ export interface RedisLockModuleOptions extends LockServiceOptions {
    * logged through the Nest logger. It must not throw (what it throws is ignored).
    */
   onWarning?: (warning: LockWarning) => void;
+  /**
+   * Log lock timeouts (warn) and lost leases (error) through the Nest logger, with the lock's name, keys
+   * and how long it waited or was held. Default false (a busy lock answering 409s is not an incident).
+   */
+  logEvents?: boolean;
 }
 
 /** Set at `forRoot` / `forRootAsync` level, beside the options (they shape the module itself). */
@@ -104,6 +109,8 @@ export interface LockedSpec {
   /** `Class.method`, for messages. */
   readonly where: string;
   readonly template: LockKeyTemplate;
+  /** `lock.name` in metrics, spans and events: the template (`Class.method` for a key function). */
+  readonly name: string;
   readonly key: KeyResolver;
   /** The decorated method itself (not the wrapper), for the start-up checks of its parameters. */
   readonly method: (...args: never[]) => unknown;

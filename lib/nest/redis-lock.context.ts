@@ -18,6 +18,7 @@ import {
 import type { RedisClient } from '../protocol/lock-scripts';
 import { isLockBackend, type LockBackend } from '../store/lock-store';
 import { MemoryLockBackend } from '../store/memory-store';
+import type { TelemetryOptions } from '../telemetry/telemetry-options';
 import type { LockWarning } from './key-warnings';
 import { DEFAULT_RETRY_AFTER } from './lock-http.errors';
 import type { RedisLockModuleOptions } from './redis-lock-options.interface';
@@ -38,6 +39,7 @@ const MODULE_OPTION_NAMES = [
   'shutdownGracePeriod',
   'retryAfterSeconds',
   'scope',
+  'logEvents',
   ...SERVICE_OPTION_NAMES,
 ];
 /** Extras shape the module itself: they go beside the options, never inside what a factory returns. */
@@ -85,9 +87,13 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
       shutdownGracePeriod,
       retryAfterSeconds,
       scope,
+      logEvents,
       onWarning,
       ...serviceOptions
     } = options;
+    if (logEvents !== undefined && typeof logEvents !== 'boolean') {
+      throw new LockOptionsError(`logEvents must be true or false, got ${describeValue(logEvents)}.`);
+    }
     if (scope !== undefined && typeof scope !== 'boolean') {
       throw new LockOptionsError(
         `scope must be true (prefix every @Locked key with its Class.method) or false, got ${describeValue(scope)}.`,
@@ -119,6 +125,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
         // Documented: what the handler throws is ignored, as LockService does for server risks.
       }
     };
+    if (logEvents) serviceOptions.telemetry = withEventLog(serviceOptions.telemetry, logger);
     this.service = new LockService(store, { ...serviceOptions, onWarning: this.warn });
   }
 
@@ -354,6 +361,30 @@ async function settled(promise: Promise<void>, ms: number): Promise<void> {
 /** The logger of one configuration: `RedisLock`, or `RedisLock:<name>` for a named one. */
 function loggerFor(name: string | undefined): Logger {
   return new Logger(name ? `RedisLock:${name}` : 'RedisLock');
+}
+
+/**
+ * `logEvents`: timeouts and lost leases in the application's log, beside the application's own
+ * `telemetry.onEvent` (checked by LockService like the rest of `telemetry`).
+ */
+function withEventLog(telemetry: unknown, logger: Logger): TelemetryOptions {
+  const given = (telemetry ?? {}) as TelemetryOptions;
+  const own = given.onEvent;
+  return {
+    ...given,
+    onEvent: (event) => {
+      if (event.kind === 'timeout' && !event.skipped) {
+        logger.warn(
+          `Lock "${event.name}" (${event.keys.join(', ')}): not granted within ${Math.round(event.waitedMs ?? 0)} ms`,
+        );
+      } else if (event.kind === 'lost') {
+        logger.error(
+          `Lock "${event.name}" (${event.keys.join(', ')}) lost after ${Math.round(event.heldMs ?? 0)} ms: ${(event.error as Error | undefined)?.message ?? event.reason}`,
+        );
+      }
+      if (typeof own === 'function') own(event);
+    },
+  };
 }
 
 /** Jest, Vitest or NODE_ENV=test: where a missing Redis is most often a missing override. */

@@ -67,7 +67,11 @@ describe('overriding the lock service in a Nest test', () => {
     try {
       expect(await app.get(Orders).pay(7)).toBe('paid 7');
       expect(fake.calls).toEqual([
-        { key: 'order:7', options: { ttl: 5_000, waitTimeout: 100, renew: undefined, minHold: undefined } },
+        {
+          key: 'order:7',
+          // The declaration's template names the lock in metrics and spans.
+          options: { ttl: 5_000, waitTimeout: 100, renew: undefined, minHold: undefined, name: 'order:<0>' },
+        },
       ]);
       // Nothing reached the real Redis.
       expect(await server().keys('lock:*')).toEqual([]);

@@ -1,0 +1,49 @@
+/**
+ * Which store a LockService's first argument calls for: one Redis (a server or a Cluster), a quorum of
+ * independent masters (Redlock), or a backend such as MemoryLockBackend; and the store opened on it.
+ */
+import { LockOptionsError } from '../errors/lock-options.error';
+import type { ResolvedServiceOptions } from '../lock-options';
+import { isLockBackend, type LockBackend, type LockStore, type WakeHandlers } from './lock-store';
+import { checkQuorum, QuorumLockStore } from './quorum-store';
+import { isIoredisClient, type RedisClient, RedisLockStore } from './redis-store';
+
+/** The first argument, told apart and checked. */
+export type StoreSource =
+  | { kind: 'redis'; redis: RedisClient }
+  | { kind: 'quorum'; quorum: readonly RedisClient[] }
+  | { kind: 'backend'; backend: LockBackend };
+
+/** Throws LockOptionsError for anything that is not a client, a quorum's clients or a backend. */
+export function storeSource(client: unknown): StoreSource {
+  if (Array.isArray(client)) return { kind: 'quorum', quorum: checkQuorum(client) };
+  if (isIoredisClient(client)) return { kind: 'redis', redis: client as RedisClient };
+  if (isLockBackend(client)) return { kind: 'backend', backend: client };
+  throw new LockOptionsError(
+    'LockService needs an ioredis client (new Redis(...) or new Cluster(...)) as its first argument, ' +
+      'an array of 3, 5 or 7 clients of independent Redis masters, or a lock backend such as ' +
+      'new MemoryLockBackend().',
+  );
+}
+
+/** Opens the store on `source` with the service's options; `replicas` only where it applies. */
+export function openStore(
+  source: StoreSource,
+  options: ResolvedServiceOptions,
+  handlers: WakeHandlers,
+): LockStore {
+  const { prefix, fenceRetention, commandTimeout, nodeTimeout, replicas } = options;
+  if (replicas && source.kind !== 'redis') {
+    throw new LockOptionsError(
+      `replicas applies to one Redis server or a Sentinel-managed master, not to ${source.kind === 'quorum' ? 'a quorum of independent masters (each node is its own master: run them without replicas)' : 'a lock backend'}. Leave it unset.`,
+    );
+  }
+  switch (source.kind) {
+    case 'quorum':
+      return new QuorumLockStore(source.quorum, { prefix, fenceRetention, nodeTimeout }, handlers);
+    case 'redis':
+      return new RedisLockStore(source.redis, { prefix, fenceRetention, commandTimeout, replicas }, handlers);
+    default:
+      return source.backend.openStore(handlers);
+  }
+}

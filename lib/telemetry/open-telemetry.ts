@@ -1,0 +1,124 @@
+/**
+ * OpenTelemetry, when the application has it: `@opentelemetry/api` is an optional peer dependency, loaded
+ * here if installed and never required. The instruments follow the closest conventions there are
+ * (`db.client.connection.*`, `aspnetcore.rate_limiting.*`): durations in seconds, outcomes as attributes.
+ */
+import type * as Otel from '@opentelemetry/api';
+import type { MeterProviderLike, TracerProviderLike } from './telemetry-options';
+
+export const INSTRUMENTATION_NAME = 'nestjs-redis-lock';
+
+/** The API module once loaded; null when it is not installed; undefined while it loads. */
+let api: typeof Otel | null | undefined;
+
+/**
+ * Loads the API: synchronously where `require` exists (the published CommonJS build, so the first lock
+ * call already reports), else through `import()` (an ES module host). Either way the application's own
+ * copy is found, whose globals (providers, context manager) are the ones its SDK registered.
+ */
+function load(): void {
+  if (typeof require === 'function') {
+    try {
+      api = require('@opentelemetry/api') as typeof Otel;
+      return;
+    } catch {
+      api = null;
+      return;
+    }
+  }
+  import('@opentelemetry/api').then(
+    (loaded) => {
+      api = loaded;
+    },
+    () => {
+      api = null;
+    },
+  );
+}
+load();
+
+/** Resolves once the API is loaded (or known to be absent): for tests on an ES module host. */
+export function openTelemetryLoaded(): Promise<boolean> {
+  return new Promise((resolve) => {
+    const check = () => (api === undefined ? setImmediate(check) : resolve(api !== null));
+    check();
+  });
+}
+
+/** The six instruments, from one meter. */
+export interface Instruments {
+  waitDuration: Otel.Histogram;
+  holdDuration: Otel.Histogram;
+  acquisitions: Otel.Counter;
+  lost: Otel.Counter;
+  waiters: Otel.UpDownCounter;
+  held: Otel.UpDownCounter;
+}
+
+/** Bucket bounds (seconds) for lock waits and holds: from a local hand-off to a long job. */
+const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+/**
+ * What one LockService reports through: the providers given in its options, else the global ones (read
+ * again on each use, so an SDK registered after the service was created is still found).
+ */
+export class OpenTelemetry {
+  private cache: { provider: unknown; instruments: Instruments } | undefined;
+  private tracer: Otel.Tracer | undefined;
+
+  constructor(
+    private readonly meterProvider: MeterProviderLike | undefined,
+    private readonly tracerProvider: TracerProviderLike | undefined,
+  ) {}
+
+  /** The API, or undefined when it is not installed (nothing is then reported through it). */
+  get api(): typeof Otel | undefined {
+    return api ?? undefined;
+  }
+
+  instruments(): Instruments | undefined {
+    if (!api) return undefined;
+    const provider = this.meterProvider ?? api.metrics.getMeterProvider();
+    if (this.cache?.provider === provider) return this.cache.instruments;
+    const meter = provider.getMeter(INSTRUMENTATION_NAME) as Otel.Meter;
+    const advice = { explicitBucketBoundaries: BUCKETS };
+    const instruments: Instruments = {
+      waitDuration: meter.createHistogram('lock.wait.duration', {
+        unit: 's',
+        description: 'How long calls waited for a lock, by outcome.',
+        advice,
+      }),
+      holdDuration: meter.createHistogram('lock.hold.duration', {
+        unit: 's',
+        description: 'How long leases were held, from grant to release or loss.',
+        advice,
+      }),
+      acquisitions: meter.createCounter('lock.acquisitions', {
+        unit: '{call}',
+        description: 'Calls that asked for a lock, by outcome.',
+      }),
+      lost: meter.createCounter('lock.lost', {
+        unit: '{lease}',
+        description: 'Leases lost while held, by reason.',
+      }),
+      waiters: meter.createUpDownCounter('lock.waiters', {
+        unit: '{call}',
+        description: 'Calls of this process waiting for a lock.',
+      }),
+      held: meter.createUpDownCounter('lock.held', {
+        unit: '{lease}',
+        description: 'Leases this process holds.',
+      }),
+    };
+    this.cache = { provider, instruments };
+    return instruments;
+  }
+
+  /** The tracer: the given provider's, or the global proxy (which follows a later registration). */
+  getTracer(): Otel.Tracer | undefined {
+    if (!api) return undefined;
+    this.tracer ??= (this.tracerProvider?.getTracer(INSTRUMENTATION_NAME) ??
+      api.trace.getTracer(INSTRUMENTATION_NAME)) as Otel.Tracer;
+    return this.tracer;
+  }
+}

@@ -1,0 +1,193 @@
+// Lock events without OpenTelemetry, against real Redis: the diagnostics channels publish queued,
+// granted, timeout, aborted, released, renewed and lost with their documented payloads; a service's
+// `onEvent` gets the same events (and what it throws is ignored); the Nest module's `logEvents` logs
+// timeouts and lost leases through the Nest logger, and a skip is not logged.
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { Injectable, type LoggerService } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import {
+  LOCK_CHANNELS,
+  type LockEvent,
+  type LockEventKind,
+  Locked,
+  LockLostError,
+  LockOptionsError,
+  LockService,
+  LockTimeoutError,
+  RedisLockModule,
+} from '../../lib';
+import { connection, lockState } from '../nest/locked-fixtures';
+import { lockService, outcome } from '../support/lock-fixtures';
+import { useRedis } from '../support/redis-server';
+
+const server = useRedis();
+
+/** Every event published on the channels while subscribed. */
+const seen: LockEvent[] = [];
+/** Tests waiting for an event, resolved by the listener when it comes. */
+const waiting: Array<{ matches: (event: LockEvent) => boolean; resolve: () => void }> = [];
+const listener = (message: unknown) => {
+  const event = message as LockEvent;
+  seen.push(event);
+  for (const waiter of waiting.filter((w) => w.matches(event))) waiter.resolve();
+};
+
+/** Resolves once an event of `kind` for lock `name` has been published. */
+function published(kind: LockEventKind, name: string): Promise<void> {
+  if (of(kind, name).length > 0) return Promise.resolve();
+  return new Promise((resolve) =>
+    waiting.push({ matches: (e) => e.kind === kind && e.name === name, resolve }),
+  );
+}
+const subscribed: string[] = [];
+
+function listen(): void {
+  for (const name of Object.values(LOCK_CHANNELS)) {
+    subscribe(name, listener);
+    subscribed.push(name);
+  }
+}
+
+afterEach(() => {
+  for (const name of subscribed.splice(0)) unsubscribe(name, listener);
+  seen.length = 0;
+  waiting.length = 0;
+});
+
+const of = (kind: LockEventKind, name: string) => seen.filter((e) => e.kind === kind && e.name === name);
+
+describe('diagnostics channels', () => {
+  it('publish each event of a contended lock with its payload', async () => {
+    listen();
+    const locks = lockService(server());
+    const first = await locks.acquire('chan:1', { name: 'chan', ttl: 300, renew: true });
+    const second = locks.acquire('chan:1', { name: 'chan', waitTimeout: 10_000 });
+    await lockState(locks, 'chan:1', (info) => info.queueLength === 1);
+    // A renewal comes every ttl/3.
+    await published('renewed', 'chan');
+    await first.release();
+    const lease = await second;
+    await lease.release();
+
+    const [queued] = of('queued', 'chan');
+    expect(queued).toMatchObject({ keys: ['chan:1'], token: lease.token });
+    const granted = of('granted', 'chan');
+    expect(granted.map((e) => e.fence)).toEqual([first.fence, lease.fence]);
+    expect(granted[1].waitedMs).toBeGreaterThan(0);
+    expect(of('renewed', 'chan')[0]).toMatchObject({ token: first.token, fence: first.fence });
+    const released = of('released', 'chan');
+    expect(released.map((e) => e.token)).toEqual([first.token, lease.token]);
+    expect(released[0].heldMs).toBeGreaterThan(0);
+  });
+
+  it('publish timeouts, aborts and losses with the error and reason', async () => {
+    listen();
+    const locks = lockService(server());
+    const holder = await locks.acquire('chan:2', { ttl: 5_000 });
+    await outcome(locks.acquire('chan:2', { name: 'two', waitTimeout: 20 }));
+    const abort = new AbortController();
+    const waiting = locks.acquire('chan:2', { name: 'two', signal: abort.signal });
+    await lockState(locks, 'chan:2', (info) => info.queueLength === 1);
+    abort.abort();
+    await outcome(waiting);
+    await server().admin((redis) => redis.del('lock:{chan:2}'));
+    await expect(holder.extend()).rejects.toThrow();
+
+    expect(of('timeout', 'two')[0].error).toBeInstanceOf(LockTimeoutError);
+    expect(of('timeout', 'two')[0].waitedMs).toBeGreaterThanOrEqual(20);
+    expect(of('aborted', 'two')).toHaveLength(1);
+    const [lost] = of('lost', 'unnamed');
+    expect(lost).toMatchObject({ keys: ['chan:2'], reason: 'key-missing', token: holder.token });
+    expect(lost.error).toBeInstanceOf(LockLostError);
+  });
+
+  it("a service's onEvent gets the events, and what it throws is ignored", async () => {
+    const events: LockEventKind[] = [];
+    const locks = lockService(server(), {
+      telemetry: {
+        onEvent: (event) => {
+          events.push(event.kind);
+          throw new Error('a broken observer');
+        },
+      },
+    });
+    await (await locks.acquire('chan:3')).release();
+    expect(events).toEqual(['granted', 'released']);
+  });
+});
+
+describe('telemetry options', () => {
+  it('a bad telemetry option or lock name is a typed error saying what to give, and nothing is sent', async () => {
+    const client = server().client();
+    try {
+      for (const [telemetry, message] of [
+        ['yes', /telemetry must be an object/],
+        [{ meterprovider: {} }, /unknown option "meterprovider"/],
+        [{ meterProvider: {} }, /meterProvider must be an OpenTelemetry MeterProvider/],
+        [{ tracerProvider: { getTracer: 1 } }, /tracerProvider must be an OpenTelemetry TracerProvider/],
+        [{ onEvent: 'log' }, /onEvent must be a function/],
+      ] as const) {
+        expect(() => new LockService(client, { telemetry } as never)).toThrow(LockOptionsError);
+        expect(() => new LockService(client, { telemetry } as never)).toThrow(message);
+      }
+      const locks = lockService(server());
+      for (const name of ['', 'x'.repeat(257), 42]) {
+        await expect(locks.acquire('named', { name } as never)).rejects.toThrow(
+          /name must be a non-empty string/,
+        );
+      }
+      expect((await locks.inspect('named')).held).toBe(false);
+    } finally {
+      client.disconnect();
+    }
+  });
+});
+
+describe('logEvents in the Nest module', () => {
+  class Capture implements LoggerService {
+    readonly lines: string[] = [];
+    log() {}
+    warn(message: unknown) {
+      this.lines.push(`warn ${String(message)}`);
+    }
+    error(message: unknown) {
+      this.lines.push(`error ${String(message)}`);
+    }
+  }
+
+  @Injectable()
+  class Jobs {
+    @Locked('job:<0>', { waitTimeout: 0, onTimeout: 'skip' })
+    async runOnce(_id: string): Promise<void> {}
+
+    @Locked('job:<0>', { waitTimeout: 20 })
+    async runAfter(_id: string): Promise<void> {}
+  }
+
+  it('logs a timeout (warn) and a lost lease (error), not a skip', async () => {
+    const logger = new Capture();
+    const ref = await Test.createTestingModule({
+      imports: [RedisLockModule.forRoot({ ...connection(server()), logEvents: true })],
+      providers: [Jobs],
+    })
+      .setLogger(logger)
+      .compile();
+    const app = ref.createNestApplication({ logger });
+    await app.init();
+    try {
+      const locks = app.get(LockService);
+      const holder = await locks.acquire('job:1', { ttl: 5_000 });
+      await app.get(Jobs).runOnce('1');
+      await expect(app.get(Jobs).runAfter('1')).rejects.toBeInstanceOf(LockTimeoutError);
+      await server().admin((redis) => redis.del('lock:{job:1}'));
+      await expect(holder.extend()).rejects.toThrow();
+      const lockLines = logger.lines.filter((line) => line.includes('Lock "'));
+      expect(lockLines).toHaveLength(2);
+      expect(lockLines[0]).toMatch(/^warn Lock "job:<0>" \(job:1\): not granted within \d+ ms$/);
+      expect(lockLines[1]).toMatch(/^error Lock "unnamed" \(job:1\) lost after \d+ ms: .*key/);
+    } finally {
+      await app.close();
+    }
+  });
+});
