@@ -21,7 +21,6 @@ export {
   type TryAcquireOptions,
 } from './lock-options';
 export * from './nest';
-export type { ServerFacts, ServerReport, ServerRisk, ServerRiskCode } from './protocol/server-info';
 export type {
   AcquireMode,
   AcquireReply,
@@ -34,6 +33,7 @@ export type {
   WakeMessage,
 } from './store/lock-store';
 export { MemoryLockBackend } from './store/memory-store';
+export type { ServerFacts, ServerReport, ServerRisk, ServerRiskCode } from './store/server-watch';
 export { LOCK_CHANNELS, type LockEvent, type LockEventKind } from './telemetry/lock-events';
 export type {
   LockOutcome,

@@ -6,8 +6,8 @@
 import type { LeaseObserver } from './engine/held-lease';
 import { LockKeyError } from './errors/lock-key.error';
 import { LockOptionsError } from './errors/lock-options.error';
-import type { ServerRisk } from './protocol/server-info';
-import { checkTelemetryOptions } from './telemetry/lock-telemetry';
+import type { ServerRisk } from './store/server-watch';
+import { checkLockName, checkTelemetryOptions } from './telemetry/lock-telemetry';
 import type { TelemetryOptions } from './telemetry/telemetry-options';
 
 /** Options of one `acquire`, `tryAcquire` or `using` call. Unset fields fall back to the service defaults. */
@@ -454,8 +454,6 @@ function nodeTimeoutBelow(ttl: number, value: unknown): number {
 
 /** Validates one call's options against the service's. Throws LockOptionsError. */
 const CALL_OPTION_NAMES = ['ttl', 'waitTimeout', 'renew', 'minHold', 'signal', 'name'] as const;
-/** Longest `name`: a label for dashboards, not a key. */
-const MAX_NAME_LENGTH = 256;
 
 /**
  * `tryNow`: the options of a call that never waits (tryAcquire): a waitTimeout other than 0 cannot
@@ -500,24 +498,8 @@ export function resolveAcquireOptions(
     renew: optionalBoolean('renew', given('renew')) ?? service.renew ?? renewByDefault,
     minHold,
     signal,
-    name: lockName(given('name')),
+    name: checkLockName(given('name')),
   };
-}
-
-function lockName(value: unknown): string | undefined {
-  if (value === undefined) return undefined;
-  if (
-    typeof value !== 'string' ||
-    value === '' ||
-    value.length > MAX_NAME_LENGTH ||
-    hasLoneSurrogate(value)
-  ) {
-    throw new LockOptionsError(
-      `name must be a non-empty string of at most ${MAX_NAME_LENGTH} characters (a fixed name such as 'order', ` +
-        `not the key), got ${describe(value)}.`,
-    );
-  }
-  return value;
 }
 
 /**

@@ -38,7 +38,6 @@ import {
   validateKey,
   validateKeys,
 } from './lock-options';
-import type { ServerReport } from './protocol/server-info';
 import {
   type AcquireReply,
   type LockBackend,
@@ -51,7 +50,7 @@ import {
 import { MemoryLockBackend } from './store/memory-store';
 import { openStore, storeSource } from './store/open-store';
 import { type RedisClient } from './store/redis-store';
-import { ServerWatch } from './store/server-watch';
+import { type ServerReport, ServerWatch } from './store/server-watch';
 import { claimWindowOf } from './store/token';
 import { type CallRecord, LockTelemetry, SKIPS_ON_TIMEOUT } from './telemetry/lock-telemetry';
 

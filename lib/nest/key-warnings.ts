@@ -10,7 +10,7 @@
  *
  * Heuristics, so warnings, not errors: `constantKey: true` on the decorator says a constant key is meant.
  */
-import type { ServerRisk } from '../protocol/server-info';
+import type { ServerRisk } from '../store/server-watch';
 import { templateIndexes } from './key-template';
 import { parameterCapacity, parameterNames } from './method-parameters';
 import type { LockedSpec } from './redis-lock-options.interface';

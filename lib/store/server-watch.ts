@@ -9,6 +9,8 @@ import type { RedisClient } from '../protocol/lock-scripts';
 import { checkServer, lockServers, type ServerReport, type ServerRisk } from '../protocol/server-info';
 
 export type WarningHandler = (warning: ServerRisk) => void;
+/** What the checks report, for the service and its users: the engine reaches the protocol through the stores. */
+export type { ServerFacts, ServerReport, ServerRisk, ServerRiskCode } from '../protocol/server-info';
 
 export class ServerWatch {
   private readonly reported = new Set<string>();

@@ -15,6 +15,7 @@ import type { LockLostError } from '../errors/lock-lost.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import type { Lease } from '../lease';
+import { describeValue, hasLoneSurrogate } from '../lock-options';
 import { anyChannelWatched, isWatched, type LockEvent, type LockEventKind, publish } from './lock-events';
 import { type Instruments, OpenTelemetry } from './open-telemetry';
 import type {
@@ -268,4 +269,24 @@ export function checkTelemetryOptions(value: unknown): TelemetryOptions | undefi
   if (onEvent !== undefined && typeof onEvent !== 'function')
     fail('.onEvent must be a function of the event.');
   return { ...(options as TelemetryOptions) };
+}
+
+/** Longest `name`: a label for dashboards, not a key. */
+const MAX_NAME_LENGTH = 256;
+
+/** A call's `name` option: a label for dashboards, not a key. */
+export function checkLockName(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (
+    typeof value !== 'string' ||
+    value === '' ||
+    value.length > MAX_NAME_LENGTH ||
+    hasLoneSurrogate(value)
+  ) {
+    throw new LockOptionsError(
+      `name must be a non-empty string of at most ${MAX_NAME_LENGTH} characters (a fixed name such as 'order', ` +
+        `not the key), got ${describeValue(value)}.`,
+    );
+  }
+  return value;
 }

@@ -1,0 +1,45 @@
+#!/usr/bin/env node
+// The timing-sensitive suites on a busy machine, as users' CI runners are (a few shared cores, other jobs
+// beside): one busy-loop process per core runs for the whole of the jest run, so the tests, their workers
+// and redis-server all compete for CPU. A test that passes only on an idle machine fails here.
+//
+// Usage: npm run test:busy [-- <jest arguments>]   (default suites below; BUSY_PROCESSES=n to change the load)
+import { spawn } from 'node:child_process';
+import { availableParallelism, loadavg } from 'node:os';
+
+/** The suites whose bounds are about time: the engine, the stores' conformance, several keys, short leases, quorum. */
+const SUITES = ['test/engine', 'test/conformance', 'test/quorum'];
+
+const count = Number(process.env.BUSY_PROCESSES ?? availableParallelism());
+const busy = Array.from({ length: count }, () =>
+  spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }),
+);
+const stopBusy = () => {
+  for (const child of busy) child.kill('SIGKILL');
+};
+process.on('exit', stopBusy);
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    stopBusy();
+    process.exit(130);
+  });
+}
+
+const args = process.argv.slice(2);
+const suites = args.some((arg) => !arg.startsWith('-')) ? [] : SUITES;
+console.log(
+  `test:busy: ${count} busy-loop processes on ${availableParallelism()} cores; load ${loadavg()[0].toFixed(1)}`,
+);
+const jest = spawn(
+  process.execPath,
+  ['node_modules/jest/bin/jest.js', ...suites, ...args],
+  // As `npm test` runs jest (its workers, and the suites' own child processes, inherit it).
+  { stdio: 'inherit', env: { ...process.env, NODE_OPTIONS: '--experimental-vm-modules' } },
+);
+jest.on('exit', (code, signal) => {
+  console.log(
+    `test:busy: jest ${signal ? `killed by ${signal}` : `exited ${code}`}; load ${loadavg()[0].toFixed(1)}`,
+  );
+  stopBusy();
+  process.exit(code ?? 1);
+});

@@ -1,0 +1,43 @@
+// Bounds the code keeps to, checked so that they stay kept: small files named by role (the library's at
+// most 600 lines, the fault suite's at most 350), and an engine that reaches the protocol (Lua scripts and
+// the class that runs them) only through the stores.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from '@jest/globals';
+
+const root = process.cwd();
+
+function files(dir: string): string[] {
+  return readdirSync(join(root, dir)).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(join(root, path)).isDirectory() ? files(path) : path.endsWith('.ts') ? [path] : [];
+  });
+}
+
+const lines = (file: string) => readFileSync(join(root, file), 'utf8').split('\n').length - 1;
+
+describe('the code stays within its bounds', () => {
+  it.each<[string, number]>([
+    ['lib', 600],
+    ['chaos', 350],
+  ])('every file of %s/ has at most %i lines', (dir, limit) => {
+    // The generated file is the Lua scripts as strings, not code anyone edits.
+    const over = files(dir)
+      .filter((file) => !file.endsWith('.generated.ts'))
+      .map((file) => ({ file, lines: lines(file) }))
+      .filter((entry) => entry.lines > limit);
+    expect(over).toEqual([]);
+  });
+
+  it('the engine (LockService, lib/engine/, lib/telemetry/) imports nothing from lib/protocol/', () => {
+    const engine = ['lib/lock.service.ts', ...files('lib/engine'), ...files('lib/telemetry')];
+    const reaching = engine.flatMap((file) =>
+      [...readFileSync(join(root, file), 'utf8').matchAll(/from '([^']+)'/g)]
+        .map((m) => relative(root, join(root, file, '..', m[1])))
+        .filter((target) => target.startsWith(join('lib', 'protocol')))
+        .map((target) => `${file} → ${target}`),
+    );
+    expect(engine.length).toBeGreaterThan(5);
+    expect(reaching).toEqual([]);
+  });
+});
