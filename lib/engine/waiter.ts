@@ -308,8 +308,14 @@ export class Waiter<T> {
     return Math.min(MAX_MS, this.deadline - at);
   }
 
+  /**
+   * Re-checks after `delay`, or sooner if one is already due sooner: a head note that arrived while a
+   * check was in flight (a busy process reads its sockets in any order) asked for a re-check as the
+   * hold ends, which that check's reply, sent before the hand-off, must not push back to the old
+   * holder's ttl.
+   */
   private scheduleCheck(delay: number): void {
-    this.recheckAt = now() + Math.max(1, delay);
+    this.recheckAt = Math.min(this.recheckAt, now() + Math.max(1, delay));
     this.arm();
   }
 

@@ -44,7 +44,7 @@ describe('a waiter stalled when it is granted the lock', () => {
         await holder.release();
         // The grant to the frozen waiter is never confirmed: after its claim window the next one takes it.
         x = await others.next((m) => m.id === 'x' && m.type !== 'ready');
-        expect(x.type).toBe('granted');
+        expect(x).toMatchObject({ type: 'granted' });
         // Arrives after the frozen waiter, while it is still frozen.
         others.send({ type: 'acquire', id: 'y', key, ttl: 10_000, waitTimeout: 20_000 });
         await queued(1);
@@ -57,12 +57,12 @@ describe('a waiter stalled when it is granted the lock', () => {
 
       others.send({ type: 'release', id: 'x' });
       const w = await stalled.next((m) => m.id === 'w');
-      expect(w.type).toBe('granted');
+      expect(w).toMatchObject({ type: 'granted' });
       // y is still waiting while w holds the lock: nobody overtook w, and nothing overlaps.
       expect(others.messages.some((m) => m.id === 'y' && m.type === 'granted')).toBe(false);
       stalled.send({ type: 'release', id: 'w' });
       const y = await others.next((m) => m.id === 'y' && m.type !== 'released');
-      expect(y.type).toBe('granted');
+      expect(y).toMatchObject({ type: 'granted' });
       expect(w.fence).toBeGreaterThan(x.fence as number);
       expect(y.fence).toBeGreaterThan(w.fence as number);
       others.send({ type: 'release', id: 'y' });
