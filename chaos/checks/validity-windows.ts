@@ -16,6 +16,8 @@
  *   nothing, nor does any other fault;
  * - either: the server (a node) evicted that lock's owner key under memory pressure, in the same span
  *   (inside the first holder's window, before the second grant). On one server the lock is then free.
+ * "First" and "second" are in the order the grants were made (their fences), which a pushed grant that
+ * reached its waiter late can reverse on the holders' clocks.
  * A Sentinel failover explains nothing: it is recorded as a fault, never as a restart, since with every
  * grant acknowledged by the replica (the `replicas` option) the promoted replica has them all.
  */
@@ -149,12 +151,18 @@ export function checkValidityWindows(history: History, ctx: CheckContext): Check
     excusedByFault: {},
     excusedByCause: {},
   };
-  const explain = (key: string, first: OpRec, second: OpRec): StateLoss | undefined =>
-    (ctx.nodes > 1
-      ? (earlyRestartBetween(history.restarts, first, second, ctx.ttl) ??
-        keyDeletedBetween(history.faults, key, first, second, ctx.ttl))
-      : acrossRestart(history.restarts, first, second)) ??
-    evictedBetween(history.faults, key, first, second, ctx.ttl);
+  const explain = (key: string, a: OpRec, b: OpRec): StateLoss | undefined => {
+    // In the order Redis granted them (by fence), not the order the holders learnt of it: a grant pushed
+    // to a waiter can reach it after a later grant reached another (its owner key evicted meanwhile).
+    const [first, second] = (a.fence as number) <= (b.fence as number) ? [a, b] : [b, a];
+    return (
+      (ctx.nodes > 1
+        ? (earlyRestartBetween(history.restarts, first, second, ctx.ttl) ??
+          keyDeletedBetween(history.faults, key, first, second, ctx.ttl))
+        : acrossRestart(history.restarts, first, second)) ??
+      evictedBetween(history.faults, key, first, second, ctx.ttl)
+    );
+  };
   const excuse = (x: StateLoss, overlap: Record<string, unknown>): void => {
     const label = `#${x.faultId} ${x.node}`;
     stats.restartOverlaps.push({ ...overlap, restart: label, cause: x.cause });

@@ -171,6 +171,37 @@ describe('checker: overlapping validity windows', () => {
       });
     }
 
+    it('orders the pair by fence: a grant pushed before the eviction that reached its waiter after a newer one', () => {
+      // Redis granted 2.a first (the lower fence); its owner key was evicted at 60..62, and 1.a took the
+      // free lock (granted at 100). 2.a read its pushed grant only at 102, still inside that grant's
+      // claim window (validity 210), so on the holders' clocks 1.a came first.
+      const pushedLate = () => [
+        call(
+          '1.a',
+          'k',
+          { t0: 50, tGrant: 100, tEnd: 160, validUntil: 590 },
+          { fence: 2_000_000, validUntilGrant: 590 },
+        ),
+        call(
+          '2.a',
+          'k',
+          { t0: 0, tGrant: 102, tEnd: 180, validUntil: 210 },
+          { fence: 1_000_000, validUntilGrant: 210 },
+        ),
+      ];
+      const excused = historyOf(pushedLate(), {
+        faults: [pressure([{ key: 'lock:{k}', after: 60, by: 62 }])],
+      });
+      const result = checkValidityWindows(excused, context());
+      expect(result.violations).toEqual([]);
+      expect(result.stats.excusedByCause).toEqual({ eviction: 1 });
+      // An eviction after the newer grant explains nothing, whatever the order.
+      const late = historyOf(pushedLate(), {
+        faults: [pressure([{ key: 'lock:{k}', after: 120, by: 122 }])],
+      });
+      expect(checkValidityWindows(late, context()).violations.map((v) => v.check)).toEqual(overlapCheck);
+    });
+
     it('counts apart an eviction whose notification came after the second grant, if it may have preceded it', () => {
       // Sent after 245 and received at 252: it may have come before the grant at 250.
       const history = historyOf(overlapping(), {
