@@ -158,7 +158,18 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
       }
     }
     checkOptionNames(options, MODULE_OPTION_NAMES, `the ${label} options`);
-    if (replacement) return replaced(options, replacement, label, name);
+    if (replacement) {
+      // getLockBackendToken() replaced in a test: that backend, whatever the options name. Connection
+      // options are ignored (the constructor never reads them), so nothing is opened; the lock options
+      // go through the same validation.
+      if (!isLockBackend(replacement.backend)) {
+        throw new LockOptionsError(
+          `${label}: "${replacement.token}" was replaced with ${describeValue(replacement.backend)}; give a lock ` +
+            'backend, as in .overrideProvider(getLockBackendToken()).useValue(new MemoryLockBackend()).',
+        );
+      }
+      return new RedisLockContext(replacement.backend, [], inMemory(options), name);
+    }
     const { url, redis, backend } = options;
     if (backend !== undefined && !isLockBackend(backend)) {
       throw new LockOptionsError(
@@ -172,9 +183,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
             `got ${describeValue(backend)}.`,
         );
       }
-      // Acknowledgement by replicas is about a Redis deployment, as the connection options are: ignored.
-      const { replicas: _replicas, ...inMemory } = options;
-      return new RedisLockContext(backend ?? new MemoryLockBackend(), [], inMemory, name);
+      return new RedisLockContext(backend ?? new MemoryLockBackend(), [], inMemory(options), name);
     }
     const connections = ['client', 'url', 'redis', 'backend', 'urls', 'clients'] as const;
     const given = connections.filter((k) => options[k] !== undefined);
@@ -225,11 +234,6 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
-  /** A configuration on `backend` with nothing to open or close (see `replaced`). */
-  static inMemory(backend: LockBackend, options: RedisLockModuleOptions, name?: string): RedisLockContext {
-    return new RedisLockContext(backend, [], options, name);
-  }
-
   onModuleInit(): void {
     // Redis being down at start-up must not stop the application: lock calls fail fast with
     // RedisUnavailableError and the health indicator reports it until the connection comes up.
@@ -243,34 +247,12 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
 }
 
 /**
- * getLockBackendToken() replaced in a test: the given backend instead of what the options name.
- * Connection options are accepted and ignored (nothing is opened, so a test needs no Redis); the lock
- * options still go through the same validation.
+ * The options of a configuration whose locks are in memory: acknowledgement by replicas is about a
+ * Redis deployment, as the connection options are, so it is ignored too.
  */
-function replaced(
-  options: RedisLockModuleOptions,
-  { backend, token }: BackendReplacement,
-  label: string,
-  name: string | undefined,
-): RedisLockContext {
-  if (!isLockBackend(backend)) {
-    throw new LockOptionsError(
-      `${label}: "${token}" was replaced with ${describeValue(backend)}; give a lock backend, as in ` +
-        '.overrideProvider(getLockBackendToken()).useValue(new MemoryLockBackend()).',
-    );
-  }
-  const {
-    client: _c,
-    url: _u,
-    redis: _r,
-    backend: _b,
-    urls: _us,
-    clients: _cs,
-    // Acknowledgement by replicas is about a Redis deployment, as the connection options are: ignored.
-    replicas: _replicas,
-    ...lockOptions
-  } = options;
-  return RedisLockContext.inMemory(backend, lockOptions, name);
+function inMemory(options: RedisLockModuleOptions): RedisLockModuleOptions {
+  const { replicas: _replicas, ...rest } = options;
+  return rest;
 }
 
 /** `urls` of a quorum the module connects to: an array of redis:// URLs (the count is LockService's to check). */
