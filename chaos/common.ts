@@ -56,6 +56,14 @@ export class Prng {
   }
 }
 
+/**
+ * What a fault run's workers do (`--workload`): take mutexes (the fenced write and its unfenced twin),
+ * take a semaphore's permits, or both (the default; the semaphore is left out where the topology has
+ * none, a quorum).
+ */
+export const WORKLOADS = ['both', 'mutex', 'semaphore'] as const;
+export type WorkloadName = (typeof WORKLOADS)[number];
+
 export interface Flags {
   quick: boolean;
   seed: number;
@@ -63,6 +71,8 @@ export interface Flags {
   duration: number | undefined;
   /** The lock servers a fault run uses (`--topology`), if given. */
   topology: TopologyName | undefined;
+  /** The workloads a fault run runs (`--workload`), if given. */
+  workload: WorkloadName | undefined;
 }
 
 export function parseFlags(argv: readonly string[]): Flags {
@@ -71,6 +81,7 @@ export function parseFlags(argv: readonly string[]): Flags {
     seed: Date.now() % 1_000_000_000,
     duration: undefined,
     topology: undefined,
+    workload: undefined,
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -88,8 +99,15 @@ export function parseFlags(argv: readonly string[]): Flags {
       if (!TOPOLOGIES.includes(raw as TopologyName))
         throw new Error(`--topology must be one of ${TOPOLOGIES.join(', ')}, got ${raw}`);
       flags.topology = raw as TopologyName;
+    } else if (arg === '--workload' || arg.startsWith('--workload=')) {
+      const raw = arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : argv[++i];
+      if (!WORKLOADS.includes(raw as WorkloadName))
+        throw new Error(`--workload must be one of ${WORKLOADS.join(', ')}, got ${raw}`);
+      flags.workload = raw as WorkloadName;
     } else
-      throw new Error(`unknown argument ${arg} (expected --quick, --seed N, --duration S, --topology T)`);
+      throw new Error(
+        `unknown argument ${arg} (expected --quick, --seed N, --duration S, --topology T, --workload W)`,
+      );
   }
   return flags;
 }

@@ -3,14 +3,29 @@
  * topology at least once), `--seed N` (the nemesis' choices and the workers' keys; the same seed
  * replays the same plan), `--duration S` (the full run's nemesis phase, 600 s by default), `--topology
  * single|redlock|sentinel` (one lock server, five holding each lock on a majority, or a master with one
- * replica and three sentinels; single by default).
+ * replica and three sentinels; single by default), `--workload both|mutex|semaphore` (what the workers
+ * take: both by default, the semaphore left out on redlock, which has none).
  */
-import { type Flags, parseFlags } from './common';
+import { type Flags, parseFlags, type WorkloadName } from './common';
 import type { TopologyName } from './topologies/topology';
+
+/** The semaphore workload (chaos/workloads/semaphore.ts): agents taking permits on keys of their own. */
+export interface SemaphoreConfig {
+  /** Its keys: distinct from the mutex keys, since one key is one kind of lock. */
+  keys: string[];
+  /** How many holders each key allows at once. */
+  permits: number;
+  /** Agents per worker process. */
+  agents: number;
+  /** The share of grants whose holder abandons its lease (never releases it): it comes back by expiry. */
+  abandon: number;
+}
 
 export interface ChaosConfig {
   workers: number;
+  /** Mutex agents per worker process (0 when the run has only the semaphore workload). */
   agents: number;
+  /** The mutex keys (none when the run has only the semaphore workload). */
   keys: string[];
   ttl: number;
   claimWindow: number;
@@ -27,6 +42,8 @@ export interface ChaosConfig {
   gapMs: [number, number];
   /** Scheduling slack for a loaded 2-core machine. */
   slackMs: number;
+  /** The semaphore workload, when the run has it. */
+  semaphore?: SemaphoreConfig;
 }
 
 export interface RunSettings {
@@ -34,6 +51,7 @@ export interface RunSettings {
   quick: boolean;
   seed: number;
   topology: TopologyName;
+  workload: WorkloadName;
   cfg: ChaosConfig;
   /** The command that replays this run. */
   reproduce: string;
@@ -45,10 +63,16 @@ export function settingsFrom(argv: readonly string[]): RunSettings {
   const flags = parseFlags(argv);
   const quick = flags.quick;
   const topology = flags.topology ?? 'single';
+  const workload = flags.workload ?? 'both';
+  // A quorum of independent masters has no semaphores (permits > 1 is refused there).
+  if (workload === 'semaphore' && topology === 'redlock')
+    throw new Error('--workload semaphore needs one Redis: the redlock topology has no semaphores');
+  const mutex = workload !== 'semaphore';
+  const semaphore = workload !== 'mutex' && topology !== 'redlock';
   const cfg: ChaosConfig = {
     workers: quick ? 3 : 4,
-    agents: 2,
-    keys: Array.from({ length: quick ? 3 : 4 }, (_, i) => `chaos-${i}`),
+    agents: mutex ? 2 : 0,
+    keys: mutex ? Array.from({ length: quick ? 3 : 4 }, (_, i) => `chaos-${i}`) : [],
     ttl: quick ? 500 : 600,
     claimWindow: quick ? 200 : 250,
     waitTimeout: quick ? 3_000 : 4_000,
@@ -60,16 +84,22 @@ export function settingsFrom(argv: readonly string[]): RunSettings {
     calmMs: quick ? 3_000 : 10_000,
     gapMs: quick ? [150, 600] : [300, 2_000],
     slackMs: 1_000,
+    // More agents than permits on each key, so that some wait in line; abandoned leases hold a permit
+    // for a whole ttl, so that waiters also depend on expiry to be served.
+    semaphore: semaphore
+      ? { keys: ['chaos-sem-0', 'chaos-sem-1'], permits: 3, agents: 3, abandon: 0.1 }
+      : undefined,
   };
   const seed = flags.seed;
-  const reproduce = `tsx chaos/run.ts${quick ? ' --quick' : ''} --topology ${topology} --seed ${seed}${
-    !quick && flags.duration !== undefined ? ` --duration ${flags.duration}` : ''
-  }`;
+  const reproduce = `tsx chaos/run.ts${quick ? ' --quick' : ''} --topology ${topology}${
+    workload === 'both' ? '' : ` --workload ${workload}`
+  } --seed ${seed}${!quick && flags.duration !== undefined ? ` --duration ${flags.duration}` : ''}`;
   return {
     flags,
     quick,
     seed,
     topology,
+    workload,
     cfg,
     reproduce,
     budgetMs: quick ? 60_000 : cfg.nemesisMs + 120_000,

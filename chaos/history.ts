@@ -20,12 +20,19 @@ export interface EndMsg {
   outcome: string;
   message?: string;
   harnessError?: string;
+  /**
+   * The holder abandoned its lease (a semaphore's permit, never released): its window then lasts until
+   * the lease's validity ended, which tWorkEnd carries, since it could have used the permit until then.
+   */
+  abandoned?: boolean;
 }
 
 /** One lock call, from its worker's reports. */
 export interface OpRec {
   op: string;
   key: string;
+  /** A semaphore's permits (more than 1); absent for a mutex. */
+  permits?: number;
   slot: number;
   pid: number;
   t0: number;
@@ -131,11 +138,21 @@ export function emptyHistory(): History {
   };
 }
 
-/** The granted calls of each lock, in grant order. */
-export function grantsByKey(history: History): Map<string, OpRec[]> {
+/** Whether the call was on a semaphore (several holders at once), not a mutex. */
+export const onSemaphore = (r: OpRec): boolean => (r.permits ?? 1) > 1;
+
+/**
+ * The granted calls of each lock, in grant order (as their holders learnt of them): the mutexes' by
+ * default, whose checks forbid any two holders at once; a semaphore's have checks of their own.
+ */
+export function grantsByKey(
+  history: History,
+  which: 'mutex' | 'semaphore' | 'all' = 'mutex',
+): Map<string, OpRec[]> {
   const byKey = new Map<string, OpRec[]>();
   for (const r of history.ops.values()) {
     if (r.tGrant === undefined) continue;
+    if (which !== 'all' && onSemaphore(r) !== (which === 'semaphore')) continue;
     const list = byKey.get(r.key) ?? [];
     list.push(r);
     byKey.set(r.key, list);

@@ -103,6 +103,7 @@ export function buildResult(
         fencedViolations: fenced.fencedViolations,
         overlapsExcusedByEviction: windows.excusedByCause.eviction ?? 0,
       },
+      semaphore: semaphoreFigures(settings, verdicts),
       unhandled: history.unhandled.length,
       crashes: facts.crashes,
       hygiene: facts.hygiene,
@@ -121,6 +122,48 @@ export function buildResult(
   };
 }
 
+/** What the semaphore checks found, or null for a run without the semaphore workload. */
+function semaphoreFigures(settings: RunSettings, verdicts: Verdicts): SemaphoreFigures | null {
+  const sem = settings.cfg.semaphore;
+  if (!sem) return null;
+  const s = verdicts.semaphore;
+  return {
+    keys: sem.keys,
+    permits: sem.permits,
+    grants: s.grants,
+    abandoned: s.abandoned,
+    overPermits: s.overPermits.length,
+    overPermitExamples: s.overPermits.slice(0, 5),
+    excused: s.excused.length,
+    excusedByCause: s.excusedByCause,
+    excusedExamples: s.excused.slice(0, 10),
+    undetermined: s.undetermined.length,
+    peakHolders: s.peakHolders,
+    beliefPeak: s.beliefPeak,
+    frozenGrants: s.frozenGrants,
+    fenceViolations: s.semaphoreFenceViolations,
+    calmHandoffMaxMs: Math.round(verdicts.hangs.semaphoreHandoffMax),
+  };
+}
+
+interface SemaphoreFigures {
+  keys: string[];
+  permits: number;
+  grants: number;
+  abandoned: number;
+  overPermits: number;
+  overPermitExamples: unknown[];
+  excused: number;
+  excusedByCause: Record<string, number>;
+  excusedExamples: unknown[];
+  undetermined: number;
+  peakHolders: number;
+  beliefPeak: number;
+  frozenGrants: number;
+  fenceViolations: number;
+  calmHandoffMaxMs: number;
+}
+
 /** The Sentinel failovers kill-master caused: how long each took, kill to promotion, and to the rejoin. */
 function failoversOf(faults: readonly Fault[]): { count: number; failoverMs: number[]; rejoinMs: number[] } {
   const done = faults.filter((f) => f.kind === 'kill-master' && typeof f.detail.failoverMs === 'number');
@@ -133,6 +176,7 @@ function failoversOf(faults: readonly Fault[]): { count: number; failoverMs: num
 
 interface Summary {
   seed: number;
+  config: { agents: number };
   mode: string;
   topology: string;
   reproduce: string;
@@ -146,6 +190,7 @@ interface Summary {
     longestStall: { ms: number; kind: string; key: string };
     stalls: Record<string, { fromInjectMaxMs: number; fromHealMaxMs: number }>;
     memoryPressure: MemoryPressureStats & { fencedViolations: number; overlapsExcusedByEviction: number };
+    semaphore: SemaphoreFigures | null;
   };
   violations: Violation[];
 }
@@ -156,15 +201,19 @@ export function printSummary(result: Record<string, unknown>, file: string): voi
   const c = r.checks;
   const line = (label: string, value: unknown): void =>
     console.log(`  ${label.padEnd(34)} ${typeof value === 'string' ? value : JSON.stringify(value)}`);
+  // The mutex workload's figures, left out of a run without it (a semaphore's have their own section).
+  const mutexLine = (label: string, value: unknown): void => {
+    if (r.config.agents > 0) line(label, value);
+  };
   console.log(`\nchaos summary (${r.mode} run, topology ${r.topology})`);
   line('time', `${r.timings.totalS} s (nemesis ${r.timings.nemesisS} s, drain ${r.timings.drainMs} ms)`);
   line('calls / granted', `${o.calls} / ${o.granted}`);
   line('outcomes', o.outcomes);
   line('lost reasons', o.lostReasons);
   line('LOCK_LOST by reason', o.lostByReason);
-  line('fenced writes accepted / refused', `${o.fencedAccepted} / ${o.fencedRefusedStale}`);
-  line('writes after the signal aborted', o.writesSkippedAfterLoss);
-  line('twin writes', o.twinWrites);
+  mutexLine('fenced writes accepted / refused', `${o.fencedAccepted} / ${o.fencedRefusedStale}`);
+  mutexLine('writes after the signal aborted', o.writesSkippedAfterLoss);
+  mutexLine('twin writes', o.twinWrites);
   line('worker restarts', o.workerRestarts);
   console.log(`  faults (${r.faults.total} injected):`);
   for (const [kind, n] of Object.entries(r.faults.counts)) {
@@ -174,15 +223,15 @@ export function printSummary(result: Record<string, unknown>, file: string): voi
         (s ? `   stall max ${s.fromInjectMaxMs} ms from injection, ${s.fromHealMaxMs} ms from heal` : ''),
     );
   }
-  line('FENCED violations (must be 0)', c.fencedViolations);
-  line(
+  mutexLine('FENCED violations (must be 0)', c.fencedViolations);
+  mutexLine(
     'unfenced violations (must be > 0)',
     `${c.unfencedViolations} (lost updates reported by workers: ${c.lostUpdatesReported}; effective pauses: ${c.effectivePauses})`,
   );
-  line('overlaps (must be 0)', c.overlaps);
+  mutexLine('overlaps (must be 0)', c.overlaps);
   if (r.topology === 'sentinel') {
     // Nothing is excused: with every grant acknowledged by the replica, a failover loses none.
-    line('overlaps excused', `${c.overlapsAcrossRestart} (none allowed: a failover explains nothing)`);
+    mutexLine('overlaps excused', `${c.overlapsAcrossRestart} (none allowed: a failover explains nothing)`);
     const { count, failoverMs, rejoinMs } = r.failovers;
     line(
       'failovers (kill to promotion, ms)',
@@ -191,12 +240,12 @@ export function printSummary(result: Record<string, unknown>, file: string): voi
         : 0,
     );
   } else if (r.topology === 'single')
-    line(
+    mutexLine(
       'overlaps after state was lost',
       `${c.overlapsAcrossRestart} ${JSON.stringify(c.overlapsByCause)} (allowed: restart or eviction)`,
     );
   else
-    line(
+    mutexLine(
       'overlaps after a node lost state',
       `${c.overlapsAcrossRestart} ${JSON.stringify(c.overlapsByRestartFault)} ${JSON.stringify(c.overlapsByCause)}` +
         ' (allowed: early restart, key deletion or eviction)',
@@ -217,10 +266,26 @@ export function printSummary(result: Record<string, unknown>, file: string): voi
     );
     line('  overlaps excused by eviction', m.overlapsExcusedByEviction);
   }
-  line('undetermined (holder SIGKILLed)', c.undeterminedKilledHolder);
-  line('holders believing past validity', c.holdersBelievingPastValidity);
-  line('grants past validity (frozen)', c.frozenGrants);
-  line('closest hand-off (validity gap)', `${c.closestHandoffMs} ms`);
+  const sem = c.semaphore;
+  if (sem) {
+    console.log(`  semaphores (${sem.keys.length} keys, ${sem.permits} permits each):`);
+    line('  grants (abandoned leases)', `${sem.grants} (${sem.abandoned})`);
+    line(`  more than ${sem.permits} holders (must be 0)`, sem.overPermits);
+    line(
+      '  over permits after state loss',
+      `${sem.excused} ${JSON.stringify(sem.excusedByCause)}` +
+        (r.topology === 'sentinel' ? ' (none allowed)' : ' (allowed: restart, or eviction of its holders)'),
+    );
+    line('  undetermined (holder SIGKILLed)', sem.undetermined);
+    line('  peak holders / believing holders', `${sem.peakHolders} / ${sem.beliefPeak}`);
+    line('  grants past validity (frozen)', sem.frozenGrants);
+    line('  fence order violations (must be 0)', sem.fenceViolations);
+    line('  max hand-off after nemesis stop', `${sem.calmHandoffMaxMs} ms (bound ${c.handoffBoundMs})`);
+  }
+  mutexLine('undetermined (holder SIGKILLed)', c.undeterminedKilledHolder);
+  mutexLine('holders believing past validity', c.holdersBelievingPastValidity);
+  mutexLine('grants past validity (frozen)', c.frozenGrants);
+  mutexLine('closest hand-off (validity gap)', `${c.closestHandoffMs} ms`);
   line('restart: what holders got', c.restartOutcomes);
   line('errors by fault under way', c.errorContext);
   line(
@@ -228,7 +293,7 @@ export function printSummary(result: Record<string, unknown>, file: string): voi
     `${c.longestStall.ms} ms (${c.longestStall.kind} on ${c.longestStall.key})`,
   );
   line('slowest call (pauses excluded)', `${c.slowestCallMs} ms (bound ${c.callBoundMs})`);
-  line('max hand-off after nemesis stop', `${c.calmHandoffMaxMs} ms (bound ${c.handoffBoundMs})`);
+  mutexLine('max hand-off after nemesis stop', `${c.calmHandoffMaxMs} ms (bound ${c.handoffBoundMs})`);
   line('unhandled rejections', c.unhandled);
   for (const note of r.notes) line('note', note);
   line('key hygiene', c.hygiene);

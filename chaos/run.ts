@@ -1,5 +1,6 @@
 /**
- * Nemesis run: `tsx chaos/run.ts [--quick] [--seed N] [--duration S] [--topology single|redlock|sentinel]`.
+ * Nemesis run: `tsx chaos/run.ts [--quick] [--seed N] [--duration S] [--topology single|redlock|sentinel]
+ * [--workload both|mutex|semaphore]`.
  *
  * Starts a topology (chaos/topologies/: one lock server, five holding each lock on a majority, or a
  * Sentinel-managed master and its replica, each behind a fault-injecting TCP proxy, and a "resource"
@@ -8,7 +9,10 @@
  * (chaos/faults/). Then the checkers (chaos/checks/) judge the history the run recorded: fenced writes
  * in the resource's own order, lost updates of the unfenced twin (which must occur: the checkers are
  * shown to see), overlapping validity windows, hangs, unhandled rejections and untyped errors, keys
- * without a TTL. Exits 1 on any violation, printing the seed to reproduce; writes chaos/results/.
+ * without a TTL. With the semaphore workload (by default, but on redlock), other agents take permits
+ * on keys of their own: never more holders than permits, fences in grant order, no waiter left behind,
+ * its keys gone after the run. Exits 1 on any violation, printing the seed to reproduce; writes
+ * chaos/results/.
  */
 import { writeFileSync } from 'node:fs';
 import { checkHistory } from './checks';
@@ -17,7 +21,7 @@ import { checkKeyHygiene } from './checks/key-hygiene';
 import { effectiveness } from './checks/sensitivity';
 import { hr, Prng, sleep, writeResult } from './common';
 import { settingsFrom } from './config';
-import { closeAll, drain, probe } from './coordinator/end-phases';
+import { closeAll, drain, probe, semaphoreKeys, untilGone } from './coordinator/end-phases';
 import { nemesisHost } from './coordinator/host';
 import { WorkerPool } from './coordinator/workers';
 import { type Fault, type FaultKind, quickPlan, randomKind } from './faults/kinds';
@@ -29,6 +33,10 @@ import { COUNTER_PREFIX, FENCED_PREFIX, monitorResource } from './workloads/reso
 
 const settings = settingsFrom(process.argv.slice(2));
 const { quick, seed, cfg, reproduce } = settings;
+/** Every lock the workers take: the mutexes, then the semaphores. */
+const allKeys = [...cfg.keys, ...(cfg.semaphore?.keys ?? [])];
+/** With no mutex workload there is no twin read to aim a GC pause at: it aims at a semaphore's hold. */
+const mutex = cfg.agents > 0;
 const topology = topologyNamed(settings.topology);
 const prng = new Prng(seed);
 const history = emptyHistory();
@@ -40,22 +48,28 @@ process.on('unhandledRejection', (error) =>
 
 async function main(): Promise<number> {
   const started = hr();
-  const pool = new WorkerPool(history, violations, (slot, generation) => ({
-    slot,
-    lockPorts: topology.lockPorts(),
-    sentinel: topology.sentinel?.(),
-    resourcePort: topology.resource.port,
-    keys: cfg.keys,
-    agents: cfg.agents,
-    ttl: cfg.ttl,
-    claimWindow: cfg.claimWindow,
-    waitTimeout: cfg.waitTimeout,
-    commandTimeout: cfg.commandTimeout,
-    nodeTimeout: cfg.nodeTimeout,
-    lockPrefix: cfg.lockPrefix,
-    workMs: cfg.workMs,
-    seed: seed * 31 + slot * 1_000 + generation,
-  }));
+  const pool = new WorkerPool(
+    history,
+    violations,
+    (slot, generation) => ({
+      slot,
+      lockPorts: topology.lockPorts(),
+      sentinel: topology.sentinel?.(),
+      resourcePort: topology.resource.port,
+      keys: cfg.keys,
+      agents: cfg.agents,
+      ttl: cfg.ttl,
+      claimWindow: cfg.claimWindow,
+      waitTimeout: cfg.waitTimeout,
+      commandTimeout: cfg.commandTimeout,
+      nodeTimeout: cfg.nodeTimeout,
+      lockPrefix: cfg.lockPrefix,
+      workMs: cfg.workMs,
+      semaphore: cfg.semaphore,
+      seed: seed * 31 + slot * 1_000 + generation,
+    }),
+    mutex ? 'read' : 'work',
+  );
   setTimeout(() => {
     console.log(
       `\nFAIL: the run exceeded its ${settings.budgetMs / 1000} s budget (a hang?); reproduce with: ${reproduce}`,
@@ -66,11 +80,15 @@ async function main(): Promise<number> {
     console.log(`  calls still open: ${JSON.stringify(stuck).slice(0, 1000)}`);
     process.exit(1);
   }, settings.budgetMs).unref();
+  const sem = cfg.semaphore;
   console.log(
     `chaos: ${quick ? 'quick' : 'full'} run on ${topology.name}, seed ${seed}, ` +
-      `${cfg.workers} workers x ${cfg.agents} agents on ` +
-      `${cfg.keys.length} locks, ttl ${cfg.ttl} ms, claim window ${cfg.claimWindow} ms, nemesis ${Math.round(cfg.nemesisMs / 1000)} s`,
+      `${cfg.workers} workers x ${cfg.agents} agents on ${cfg.keys.length} locks` +
+      (sem ? ` + ${sem.agents} agents on ${sem.keys.length} semaphores of ${sem.permits} permits` : '') +
+      `, ttl ${cfg.ttl} ms, claim window ${cfg.claimWindow} ms, nemesis ${Math.round(cfg.nemesisMs / 1000)} s`,
   );
+  if (settings.workload === 'both' && !sem)
+    console.log('  (no semaphore workload: redlock has no semaphores)');
   await topology.start();
   const monitor = await monitorResource(topology.resource, history);
   await Promise.all(Array.from({ length: cfg.workers }, (_, slot) => pool.spawn(slot)));
@@ -84,7 +102,8 @@ async function main(): Promise<number> {
   // Quick mode ends its nemesis 38 s after the start at the latest, whatever the start-up took.
   const deadline = Math.min(tNemesis + cfg.nemesisMs, quick ? started + 38_000 : Infinity);
   const plan: FaultKind[] = quick ? (topology.quickPlan?.(prng) ?? quickPlan(prng, topology.faults)) : [];
-  let effectivePauseSeen = false;
+  // Quick mode repeats GC pauses until one shows the twin losing an update; without a twin, none can.
+  let effectivePauseSeen = !mutex;
   while (hr() < deadline) {
     let kind = plan.shift();
     if (!kind && quick && !effectivePauseSeen) kind = 'gc-pause';
@@ -104,18 +123,31 @@ async function main(): Promise<number> {
   const tCalm = hr();
   await sleep(cfg.calmMs);
   const drainMs = await drain(pool, cfg, violations);
-  const probeMax = await probe(pool, cfg, violations);
+  const probeMax = await probe(pool, { ...cfg, keys: allKeys }, violations);
   const closedAll = await closeAll(pool, history, violations);
+  const tClosed = hr();
   await sleep(300);
+  const gone = sem ? semaphoreKeys(cfg.lockPrefix, sem.keys) : [];
+  const goneBy = tClosed + Math.max(cfg.waitTimeout, cfg.ttl) + cfg.claimWindow;
+  const goneWaitMs = gone.length > 0 ? await untilGone(topology.nodes, gone, goneBy) : 0;
 
   // --- let MONITOR catch up, then read what Redis holds ----------------------------------------
   await monitor.catchUp();
-  const hygiene = checkKeyHygiene(await topology.snapshotKeys([COUNTER_PREFIX, FENCED_PREFIX]));
+  const snapshot = await topology.snapshotKeys([COUNTER_PREFIX, FENCED_PREFIX]);
+  const hygiene = checkKeyHygiene({ ...snapshot, gone });
   violations.push(...hygiene.violations);
   monitor.stop();
   await topology.stop();
 
-  const ctx: CheckContext = { ...cfg, now: hr(), tCalm, quick, nodes: topology.nodes.length };
+  const ctx: CheckContext = {
+    ...cfg,
+    keys: allKeys,
+    now: hr(),
+    tCalm,
+    quick,
+    nodes: topology.nodes.length,
+    mutex,
+  };
   const verdicts = checkHistory(history, ctx);
   violations.push(...verdicts.violations);
   const result = buildResult(settings, history, verdicts, violations, {
@@ -126,7 +158,7 @@ async function main(): Promise<number> {
     tNemesisEnd,
     drainMs,
     probeMax,
-    hygiene: hygiene.stats,
+    hygiene: { ...hygiene.stats, semaphoreGoneWaitMs: Math.round(goneWaitMs) },
     workerRestarts: [...pool.slots.values()].reduce((n, s) => n + s.generation, 0),
     crashes: pool.crashes,
     workerLeftovers: closedAll.map(({ slot, closed }) => ({
@@ -137,7 +169,9 @@ async function main(): Promise<number> {
     proxy: Object.fromEntries(topology.nodes.map((node) => [node.name, node.proxy.stats])),
     notes: topology.notes?.() ?? [],
   });
-  const name = `chaos${quick ? '-quick' : ''}${settings.topology === 'single' ? '' : `-${settings.topology}`}`;
+  const name = `chaos${quick ? '-quick' : ''}${settings.topology === 'single' ? '' : `-${settings.topology}`}${
+    settings.workload === 'both' ? '' : `-${settings.workload}`
+  }`;
   const file = writeResult(name, result);
   // Every call, one per line, for digging into a failure (the JSON keeps only a sample in full mode).
   writeFileSync(

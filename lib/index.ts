@@ -5,7 +5,7 @@ export {
   type FencedValue,
   type FencedWriteResult,
 } from './fencing/fenced-store';
-export type { Lease, LockInfo } from './lease';
+export type { Lease, LockHolder, LockInfo } from './lease';
 export { type LockKeys, LockService } from './lock.service';
 export {
   type AcquireOptions,
@@ -21,6 +21,7 @@ export {
   type TryAcquireOptions,
 } from './lock-options';
 export * from './nest';
+export { MAX_PERMITS } from './permits';
 export type {
   AcquireMode,
   AcquireReply,

@@ -39,9 +39,9 @@ export interface Lease {
 /** What `inspect` reports about a lock. */
 export interface LockInfo {
   key: string;
-  /** Whether some holder (or a granted waiter that has yet to confirm) owns the lock. */
+  /** Whether some holder (or a granted waiter that has yet to confirm) owns the lock (a semaphore: a permit). */
   held: boolean;
-  /** The owner's token, or null when free. */
+  /** The owner's token (a semaphore: the holder whose hold ends first), or null when free. */
   holder: string | null;
   /**
    * Milliseconds until the current hold expires unless renewed; 0 when free. A lock kept by `minHold`
@@ -56,5 +56,26 @@ export interface LockInfo {
    */
   reserved: number;
   /** The last fencing token handed out, or 0 if none is remembered. */
+  fence: number;
+  /** How many callers may hold the lock at once: 1 for a mutex, a semaphore's permits (0 when only its line is left). */
+  permits: number;
+  /**
+   * Every holder with its token, ms until its hold ends and its fence, the first to end first: at most
+   * one for a mutex, up to `permits` for a semaphore. A grant not confirmed yet counts.
+   */
+  holders: LockHolder[];
+  /**
+   * The waiters' tokens in line order (the first is served next), where the store lists them (Redis and
+   * memory; not a quorum). Reservations are left out.
+   */
+  waiting?: string[];
+}
+
+/** One holder of a lock, as `inspect` reports it. */
+export interface LockHolder {
+  token: string;
+  /** ms until the hold ends unless renewed. */
+  ttl: number;
+  /** Its fencing token (for a mutex, the last one handed out). */
   fence: number;
 }

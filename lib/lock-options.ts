@@ -3,9 +3,11 @@
  * runs before any command is sent, so a bad value never leaves partial state in Redis.
  */
 
+import { describeValue, hasLoneSurrogate } from './describe-value';
 import type { LeaseObserver } from './engine/held-lease';
 import { LockKeyError } from './errors/lock-key.error';
 import { LockOptionsError } from './errors/lock-options.error';
+import { resolvePermits } from './permits';
 import type { ServerRisk } from './store/server-watch';
 import { checkLockName, checkTelemetryOptions } from './telemetry/lock-telemetry';
 import type { TelemetryOptions } from './telemetry/telemetry-options';
@@ -28,6 +30,12 @@ export interface AcquireOptions {
    * ticks, fired a few ms later, from running it again. Default 0.
    */
   minHold?: number;
+  /**
+   * How many callers may hold the key at once, across every instance (an integer from 1 to 10 000).
+   * Above 1 the key is a fair semaphore: waiters are served in arrival order, each holder has its own
+   * lease and fence. Every caller of one key must give the same number. Default 1, the mutex.
+   */
+  permits?: number;
   /** Stops waiting when aborted (the call rejects with LockAbortedError). */
   signal?: AbortSignal;
   /**
@@ -172,28 +180,13 @@ export interface ResolvedAcquireOptions {
   minHold: number;
   signal: AbortSignal | undefined;
   name: string | undefined;
+  /** How many callers may hold the key at once: 1 for a mutex. */
+  permits: number;
   /** What reports on the call and its lease (set by the service when anything listens). */
   observer?: LeaseObserver;
 }
 
-/**
- * A short, safe description of a value for error messages: never longer than a line, never calls a
- * throwing `toString`, never echoes a 10 MB string or Buffer.
- */
-export function describeValue(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
-  if (typeof value === 'symbol' || typeof value === 'function') return `a ${typeof value}`;
-  if (typeof value === 'bigint') return `${value}n (a bigint)`;
-  if (value === null || typeof value !== 'object') return String(value);
-  if (Buffer.isBuffer(value)) return `a Buffer of ${value.length} bytes`;
-  if (Array.isArray(value)) return 'an array';
-  try {
-    const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
-    return typeof name === 'string' && name !== '' && name !== 'Object' ? `a ${name}` : 'an object';
-  } catch {
-    return 'an object';
-  }
-}
+export { describeValue, hasLoneSurrogate } from './describe-value';
 
 const describe = describeValue;
 
@@ -453,7 +446,7 @@ function nodeTimeoutBelow(ttl: number, value: unknown): number {
 }
 
 /** Validates one call's options against the service's. Throws LockOptionsError. */
-const CALL_OPTION_NAMES = ['ttl', 'waitTimeout', 'renew', 'minHold', 'signal', 'name'] as const;
+const CALL_OPTION_NAMES = ['ttl', 'waitTimeout', 'renew', 'minHold', 'permits', 'signal', 'name'] as const;
 
 /**
  * `tryNow`: the options of a call that never waits (tryAcquire): a waitTimeout other than 0 cannot
@@ -499,6 +492,7 @@ export function resolveAcquireOptions(
     minHold,
     signal,
     name: checkLockName(given('name')),
+    permits: resolvePermits(given('permits')),
   };
 }
 
@@ -516,10 +510,7 @@ export function checkCallOptions(options: AcquireOptions): void {
   const minHold = read(o, 'minHold', 'minHold');
   if (minHold !== undefined) milliseconds('minHold', minHold, 0);
   if (typeof ttl === 'number' && typeof minHold === 'number') checkMinHold(minHold, ttl, 'minHold', 'ttl');
-}
-
-export function hasLoneSurrogate(value: string): boolean {
-  return /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(value);
+  resolvePermits(read(o, 'permits', 'permits'));
 }
 
 /**

@@ -14,12 +14,14 @@ import {
   type OwnedLease,
 } from './engine/held-lease';
 import { checkOrder, type KeyTaker, takeInOrder } from './engine/key-sequence';
+import { lockInfo } from './engine/lock-info';
 import { MultiLease } from './engine/multi-lease';
 import { ReentrantLease } from './engine/reentrant-lease';
 import { handOnLocally, queueLifetime, Waiter, type WaiterHost } from './engine/waiter';
 import { LockAbortedError } from './errors/lock-aborted.error';
 import { LockNotReplicatedError } from './errors/lock-not-replicated.error';
 import { LockOptionsError } from './errors/lock-options.error';
+import { LockPermitsError } from './errors/lock-permits.error';
 import { LockServiceClosedError } from './errors/lock-service-closed.error';
 import { LockTimeoutError } from './errors/lock-timeout.error';
 import { RedisUnavailableError } from './errors/redis-unavailable.error';
@@ -38,6 +40,7 @@ import {
   validateKey,
   validateKeys,
 } from './lock-options';
+import { checkPermitsCall } from './permits';
 import {
   type AcquireReply,
   type LockBackend,
@@ -297,23 +300,18 @@ export class LockService {
    * LockOptionsError. The Nest module runs it for every @Locked at start-up.
    */
   checkOptions(options: AcquireOptions | undefined): void {
-    resolveAcquireOptions(this.options, options, true);
+    const { permits } = resolveAcquireOptions(this.options, options, true);
+    checkPermitsCall(permits, 1, this.store.semaphores !== false);
   }
 
-  /** Reads the lock's state in one step: holder, remaining ttl, queue length, last fence. */
+  /**
+   * Reads the lock's state in one step: its holders (a semaphore's every one) with their ttl and fence,
+   * the permits, the waiters in line order, the last fence.
+   */
   async inspect(key: string): Promise<LockInfo> {
     validateKey(key);
     this.assertOpen(key);
-    const snapshot = await this.store.inspect(key);
-    return {
-      key,
-      held: snapshot.owner !== null,
-      holder: snapshot.owner,
-      ttl: Math.max(0, snapshot.ownerTtl),
-      queueLength: snapshot.queueLength,
-      reserved: snapshot.reserved,
-      fence: snapshot.fence,
-    };
+    return lockInfo(key, await this.store.inspect(key));
   }
 
   /**
@@ -375,6 +373,7 @@ export class LockService {
     let keys: string[];
     try {
       keys = validateKeys(input);
+      checkPermitsCall(options.permits, keys.length, this.store.semaphores !== false);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -401,7 +400,12 @@ export class LockService {
       // call on the lock it already holds.
       const scope = this.scope.getStore();
       const outer = scope?.byKey.get(key);
-      if (outer?.isHeld) return Promise.resolve(new ReentrantLease(outer));
+      if (outer?.isHeld) {
+        // A nested call reuses the permit held; asking for another number of permits is a mix.
+        if (outer.permits !== options.permits)
+          throw new LockPermitsError(key, outer.permits, options.permits);
+        return Promise.resolve(new ReentrantLease(outer));
+      }
       if (scope?.multi) checkOrder([key], scope.byKey);
       return this.take(this.ticket(key, options), options, busyIsTimeout);
     } catch (error) {
@@ -471,7 +475,8 @@ export class LockService {
 
   /** A ticket for one key: it carries this call's claim window (how long a grant to it stays reserved). */
   private ticket(key: string, options: ResolvedAcquireOptions, member?: TicketMember): LockTicket {
-    return this.store.ticket(key, options.ttl, claimWindowFor(options.ttl, this.options.claimWindow), member);
+    const claimWindow = claimWindowFor(options.ttl, this.options.claimWindow);
+    return this.store.ticket(key, options.ttl, claimWindow, member, options.permits);
   }
 
   /** One attempt without queueing; then, for a waiting call, subscribe to pushes and queue. */

@@ -28,6 +28,8 @@ export interface CheckContext {
   quick: boolean;
   /** Lock servers: one, or several holding each lock on a majority (a quorum, Redlock). */
   nodes: number;
+  /** False when the run had no mutex workload: no twin, so nothing to show the checkers see with. */
+  mutex?: boolean;
 }
 
 /** Collects violations under one checker. */

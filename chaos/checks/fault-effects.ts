@@ -47,7 +47,7 @@ export function checkFaultEffects(history: History, ctx: CheckContext): CheckRes
   const stalls: Record<string, { fromInjectMaxMs: number; fromHealMaxMs: number }> = {};
   let longestStall = { ms: 0, kind: '', key: '', faultId: 0 };
   const grantTimes = new Map(
-    [...grantsByKey(history)].map(([k, list]) => [k, list.map((r) => r.tGrant as number)]),
+    [...grantsByKey(history, 'all')].map(([k, list]) => [k, list.map((r) => r.tGrant as number)]),
   );
   const nextGrant = (key: string, t: number): number | undefined => grantTimes.get(key)?.find((g) => g >= t);
   for (const f of faults) {

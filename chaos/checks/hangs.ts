@@ -1,9 +1,10 @@
 /**
  * Liveness: every call settles (granted, or a typed error) within waitTimeout + commandTimeout + slack,
  * pauses of its own process not counted; no call is left open; and once the nemesis has stopped, every
- * lock goes to its next waiter within ttl + claim window + slack of being free.
+ * lock goes to its next waiter within ttl + claim window + slack of being free. Semaphore calls are
+ * calls like the others; a semaphore's hand-offs are judged by permits (semaphoreHandoffs).
  */
-import { grantsByKey, type History, pausedOverlap, windowOf } from '../history';
+import { grantsByKey, type History, type OpRec, pausedOverlap, windowOf } from '../history';
 import { type CheckContext, type CheckResult, Findings } from './check';
 
 export interface HangStats {
@@ -11,6 +12,8 @@ export interface HangStats {
   callBound: number;
   calmHandoffMax: number;
   handoffBound: number;
+  /** The same for a semaphore's permits (0 without the semaphore workload). */
+  semaphoreHandoffMax: number;
 }
 
 export function checkHangs(history: History, ctx: CheckContext): CheckResult<HangStats> {
@@ -61,5 +64,46 @@ export function checkHangs(history: History, ctx: CheckContext): CheckResult<Han
         });
     }
   }
-  return { stats: { slowestCall, callBound, calmHandoffMax, handoffBound }, violations: found.violations };
+  let semaphoreHandoffMax = 0;
+  for (const list of grantsByKey(history, 'semaphore').values()) {
+    for (const { r, gap } of semaphoreHandoffs(list, ctx)) {
+      semaphoreHandoffMax = Math.max(semaphoreHandoffMax, gap);
+      if (gap > handoffBound)
+        found.add('liveness: slow hand-off of a semaphore permit after the nemesis stopped', {
+          op: r.op,
+          key: r.key,
+          gapMs: Math.round(gap),
+          boundMs: handoffBound,
+        });
+    }
+  }
+  return {
+    stats: { slowestCall, callBound, calmHandoffMax, handoffBound, semaphoreHandoffMax },
+    violations: found.violations,
+  };
+}
+
+/**
+ * A semaphore's grants after the nemesis stopped, each with how long it came after a permit was free
+ * for it. The grants Redis made before it (lower fences) were ahead of it in line or held a permit
+ * already, so a permit was free for it once fewer than `permits` of them still held one (their
+ * holders' belief; a killed holder's permit comes back within its ttl, which the bound allows).
+ */
+function semaphoreHandoffs(list: readonly OpRec[], ctx: CheckContext): Array<{ r: OpRec; gap: number }> {
+  const permits = list[0].permits as number;
+  const byFence = [...list].sort((a, b) => (a.fence as number) - (b.fence as number));
+  // Holds that ended before the calm cannot delay a grant after it: leave them out of the counting.
+  const late = byFence.filter((g) => windowOf(g, ctx.now).belief > ctx.tCalm);
+  const out: Array<{ r: OpRec; gap: number }> = [];
+  for (const r of byFence) {
+    const tGrant = r.tGrant as number;
+    if (tGrant < ctx.tCalm) continue;
+    const ends = late
+      .filter((g) => (g.fence as number) < (r.fence as number))
+      .map((g) => windowOf(g, ctx.now).belief)
+      .sort((a, b) => b - a);
+    const busyUntil = ends.length >= permits ? ends[permits - 1] : -Infinity;
+    out.push({ r, gap: tGrant - Math.max(busyUntil, r.t0, ctx.tCalm) });
+  }
+  return out;
 }

@@ -12,6 +12,8 @@ import { checkFencedWrites, type FencedStats } from './fenced-writes';
 import { checkHangs, type HangStats } from './hangs';
 import { checkLostUpdates, type LostUpdateStats } from './lost-updates';
 import { checkMemoryPressure, type MemoryPressureStats } from './memory-pressure';
+import { checkSemaphoreFences, type SemaphoreFenceStats } from './semaphore-fences';
+import { checkSemaphoreHolders, type SemaphoreHolderStats } from './semaphore-holders';
 import { checkSensitivity, type SensitivityStats } from './sensitivity';
 import { checkValidityWindows, type WindowStats } from './validity-windows';
 
@@ -25,6 +27,7 @@ export interface Verdicts {
   effects: FaultEffectStats;
   sensitivity: SensitivityStats;
   memoryPressure: MemoryPressureStats;
+  semaphore: SemaphoreHolderStats & SemaphoreFenceStats;
   violations: Violation[];
 }
 
@@ -38,7 +41,21 @@ export function checkHistory(history: History, ctx: CheckContext): Verdicts {
   const effects = checkFaultEffects(history, ctx);
   const sensitivity = checkSensitivity(history, ctx, lostUpdates.stats.unfencedViolations);
   const memoryPressure = checkMemoryPressure(history, ctx);
-  const all = [fenceOrder, fenced, lostUpdates, windows, hangs, errors, effects, sensitivity, memoryPressure];
+  const holders = checkSemaphoreHolders(history, ctx);
+  const semaphoreFences = checkSemaphoreFences(history);
+  const all = [
+    fenceOrder,
+    fenced,
+    lostUpdates,
+    windows,
+    hangs,
+    errors,
+    effects,
+    sensitivity,
+    memoryPressure,
+    holders,
+    semaphoreFences,
+  ];
   return {
     fenceOrderViolations: fenceOrder.stats.fenceOrderViolations,
     fenced: fenced.stats,
@@ -49,6 +66,7 @@ export function checkHistory(history: History, ctx: CheckContext): Verdicts {
     effects: effects.stats,
     sensitivity: sensitivity.stats,
     memoryPressure: memoryPressure.stats,
+    semaphore: { ...holders.stats, ...semaphoreFences.stats },
     violations: all.flatMap((result) => result.violations),
   };
 }

@@ -1,6 +1,8 @@
 /**
  * Keys without a TTL: every key the lock left on its servers (every node of a quorum) must expire, and
  * so must every resource key but the workloads' own values (kept on purpose, to be read after the run).
+ * A semaphore's hash, holders set and line must be gone outright once the run has ended: they expire
+ * with the last hold and the newest waiter's wait, and the snapshot is taken after both (`gone`).
  */
 import { type CheckResult, Findings } from './check';
 
@@ -11,14 +13,29 @@ export interface KeySnapshot {
   resource: ReadonlyArray<{ key: string; ttl: number }>;
   /** Resource key prefixes the workloads keep on purpose. */
   keptPrefixes: readonly string[];
+  /** Lock keys that must no longer exist (a TTL of -2: expired between the listing and the PTTL). */
+  gone?: readonly string[];
 }
 
-/** How many keys of each kind: owner, queue, a quorum's waiters and line (per node), fence, and any other. */
+/**
+ * How many keys of each kind: owner (a semaphore's hash too), queue, a quorum's waiters and line (per
+ * node), fence, a semaphore's holders and line, and any other.
+ */
 function kindsOf(keys: readonly string[]): Record<string, number> {
-  const kinds: Record<string, number> = { owner: 0, queue: 0, waiters: 0, fence: 0, other: 0 };
+  const kinds: Record<string, number> = {
+    owner: 0,
+    queue: 0,
+    waiters: 0,
+    fence: 0,
+    holders: 0,
+    line: 0,
+    other: 0,
+  };
   for (const key of keys) {
     if (/^lock:\{[^}]*\}$/.test(key)) kinds.owner++;
     else if (key.endsWith(':q')) kinds.queue++;
+    else if (key.endsWith(':s')) kinds.holders++;
+    else if (key.endsWith(':sq')) kinds.line++;
     else if (key.endsWith(':w') || key.endsWith(':l')) kinds.waiters++;
     else if (key.endsWith(':fence')) kinds.fence++;
     else kinds.other++;
@@ -33,6 +50,12 @@ export function checkKeyHygiene(snapshot: KeySnapshot): CheckResult<Record<strin
     .filter(({ ttl }) => ttl === -1)
     .map(({ key, node }) => (node === undefined ? key : `${node}: ${key}`));
   if (noTtl.length > 0) found.add('key hygiene: lock keys without a TTL', noTtl);
+  const mustBeGone = new Set(snapshot.gone ?? []);
+  const left = snapshot.lock
+    .filter(({ key, ttl }) => mustBeGone.has(key) && ttl !== -2)
+    .map(({ key, ttl, node }) => ({ key, ttl, node }));
+  if (left.length > 0)
+    found.add("key hygiene: a semaphore's keys still there after its last hold and wait ended", left);
   const kept = (key: string): boolean => snapshot.keptPrefixes.some((prefix) => key.startsWith(prefix));
   const persistentOnPurpose = snapshot.resource.filter(({ key }) => kept(key));
   const otherNoTtl = snapshot.resource
@@ -43,6 +66,7 @@ export function checkKeyHygiene(snapshot: KeySnapshot): CheckResult<Record<strin
     stats: {
       lockKeys: lockKeys.length,
       lockKeysWithoutTtl: noTtl,
+      semaphoreKeysLeft: left.length,
       lockKeyKinds: kindsOf(lockKeys),
       resourceKeysPersistentOnPurpose: persistentOnPurpose.length,
       resourceKeysWithoutTtl: otherNoTtl,

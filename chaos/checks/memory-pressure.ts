@@ -19,7 +19,7 @@ export interface MemoryPressureStats {
   fillerKb: number;
   /** INFO stats evicted_keys, summed over the faults: filler and lock keys. */
   evictedKeys: number;
-  lockKeysEvicted: { owner: number; queue: number; fence: number };
+  lockKeysEvicted: { owner: number; queue: number; fence: number; holders: number };
   /** LOCK_LOST calls whose lease was lost inside a span (see above). */
   leasesLost: number;
   /** The same, by LockLostError reason (its message where the library gave none). */
@@ -38,7 +38,7 @@ export function checkMemoryPressure(history: History, ctx: CheckContext): CheckR
     skipped: faults.length - hit.length,
     fillerKb: 0,
     evictedKeys: 0,
-    lockKeysEvicted: { owner: 0, queue: 0, fence: 0 },
+    lockKeysEvicted: { owner: 0, queue: 0, fence: 0, holders: 0 },
     leasesLost: 0,
     lostByReason: {},
     notHeldAtRelease: 0,

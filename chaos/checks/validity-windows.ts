@@ -6,7 +6,8 @@
  * the kill, so a grant in there is "undetermined". A grant whose validity had already ended when its work
  * began must be explained by a pause of its process.
  *
- * Overlaps a loss of the lock's state explains are counted apart (with the fault), never as violations:
+ * Overlaps a loss of the lock's state explains (state-loss.ts) are counted apart (with the fault), never
+ * as violations:
  * - one server: the first holder's grant came from the instance that was killed before the second grant
  *   (the restart erased the lock);
  * - a quorum (Redlock): a node lost the lock's state inside the first holder's validity window and before
@@ -21,13 +22,9 @@
  * A Sentinel failover explains nothing: it is recorded as a fault, never as a restart, since with every
  * grant acknowledged by the replica (the `replicas` option) the promoted replica has them all.
  */
-import type { Eviction, Fault } from '../faults/kinds';
-import { grantsByKey, type History, type OpRec, pausedOverlap, type Restart, windowOf } from '../history';
+import { grantsByKey, type History, type OpRec, pausedOverlap, windowOf } from '../history';
 import { type CheckContext, type CheckResult, Findings } from './check';
-
-/** A fault that erased the lock's state on a node: the restart, deletion or eviction behind an overlap. */
-type StateLoss = Pick<Restart, 'faultId' | 'node'> & { cause: LossCause };
-type LossCause = 'restart' | 'deletion' | 'eviction';
+import { type LossCause, type StateLoss, stateLossExplainer } from './state-loss';
 
 export interface WindowStats {
   overlaps: unknown[];
@@ -44,76 +41,6 @@ export interface WindowStats {
   frozenGrants: unknown[];
   closest: { gapMs: number; pair?: unknown };
   unknownWindows: number;
-}
-
-/** One server: the restart that killed the instance `first`'s grant came from before `second`'s grant. */
-function acrossRestart(restarts: readonly Restart[], first: OpRec, second: OpRec): StateLoss | undefined {
-  // A fence is the server clock in µs at the grant (on the same machine, so the same wall clock).
-  const x = restarts.find(
-    (x) => (first.fence as number) / 1000 <= x.wall1 + 1 && (second.fence as number) / 1000 >= x.wall0 - 1,
-  );
-  return x && { faultId: x.faultId, node: x.node, cause: 'restart' };
-}
-
-/**
- * A quorum: an early restart of any node killed inside `first`'s validity window and before `second`'s
- * grant (inside `first`'s window, since the two overlap). The window opens when the attempt that granted
- * `first` began: its validity is counted from there, ttl less a drift allowance, so validUntil - ttl is
- * at most that allowance earlier. A restart before it (while `first` only waited) erased nothing `first`
- * held; when the validity is unknown, the call's start stands in.
- */
-function earlyRestartBetween(
-  restarts: readonly Restart[],
-  first: OpRec,
-  second: OpRec,
-  ttl: number,
-): StateLoss | undefined {
-  const opened = windowOpened(first, ttl);
-  const x = restarts.find((x) => x.early && x.t0 > opened && x.t0 < (second.tGrant as number));
-  return x && { faultId: x.faultId, node: x.node, cause: 'restart' };
-}
-
-/** When `first`'s validity window opened (see earlyRestartBetween). */
-const windowOpened = (first: OpRec, ttl: number): number =>
-  first.validUntilGrant === undefined ? first.t0 : first.validUntilGrant - ttl;
-
-/** A quorum: the deletion of `key`'s owner key on some node, in the same span as earlyRestartBetween. */
-function keyDeletedBetween(
-  faults: readonly Fault[],
-  key: string,
-  first: OpRec,
-  second: OpRec,
-  ttl: number,
-): StateLoss | undefined {
-  const opened = windowOpened(first, ttl);
-  const fault = faults.find(
-    (f) =>
-      f.kind === 'delete-lock-keys' &&
-      f.keys?.includes(key) &&
-      f.t0 > opened &&
-      f.t0 < (second.tGrant as number),
-  );
-  return fault && { faultId: fault.id, node: String(fault.detail.node), cause: 'deletion' };
-}
-
-/**
- * The eviction of `key`'s owner key on some node (the one server), in the same span as
- * earlyRestartBetween. An eviction is only known to lie between its `after` and `by` times (see
- * Eviction), so it explains the overlap when that interval meets the span: one that surely came before
- * the window opened, or surely after the second grant, explains nothing.
- */
-function evictedBetween(
-  faults: readonly Fault[],
-  key: string,
-  first: OpRec,
-  second: OpRec,
-  ttl: number,
-): StateLoss | undefined {
-  const opened = windowOpened(first, ttl);
-  const inSpan = (e: Eviction): boolean =>
-    e.part === 'owner' && e.lock === key && e.by > opened && e.after < (second.tGrant as number);
-  const fault = faults.find((f) => f.kind === 'memory-pressure' && f.evictions?.some(inSpan));
-  return fault && { faultId: fault.id, node: String(fault.detail.node), cause: 'eviction' };
 }
 
 function timeline(r: OpRec, origin: number): Record<string, unknown> {
@@ -151,18 +78,7 @@ export function checkValidityWindows(history: History, ctx: CheckContext): Check
     excusedByFault: {},
     excusedByCause: {},
   };
-  const explain = (key: string, a: OpRec, b: OpRec): StateLoss | undefined => {
-    // In the order Redis granted them (by fence), not the order the holders learnt of it: a grant pushed
-    // to a waiter can reach it after a later grant reached another (its owner key evicted meanwhile).
-    const [first, second] = (a.fence as number) <= (b.fence as number) ? [a, b] : [b, a];
-    return (
-      (ctx.nodes > 1
-        ? (earlyRestartBetween(history.restarts, first, second, ctx.ttl) ??
-          keyDeletedBetween(history.faults, key, first, second, ctx.ttl))
-        : acrossRestart(history.restarts, first, second)) ??
-      evictedBetween(history.faults, key, first, second, ctx.ttl)
-    );
-  };
+  const explain = stateLossExplainer(history, ctx, 'owner');
   const excuse = (x: StateLoss, overlap: Record<string, unknown>): void => {
     const label = `#${x.faultId} ${x.node}`;
     stats.restartOverlaps.push({ ...overlap, restart: label, cause: x.cause });

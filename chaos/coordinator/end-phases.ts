@@ -1,11 +1,13 @@
 /**
  * The end of a fault run, once the nemesis has stopped and the run has calmed down: every worker drains
  * (finishes its current call; none may hang), probes every lock (each granted within ttl + claim window
- * + slack), then closes its LockService and exits by itself. Each phase has a bound; missing it is a
- * violation.
+ * + slack; a semaphore's with its permits), then closes its LockService and exits by itself. Each phase
+ * has a bound; missing it is a violation. Then a semaphore's keys are given the time they may still
+ * live, for key hygiene to find them gone.
  */
 import { hr, isRunning, sleep } from '../common';
 import type { History, Violation } from '../history';
+import type { LockNode } from '../topologies/topology';
 import type { Msg, WorkerPool } from './workers';
 
 export interface EndBounds {
@@ -98,4 +100,32 @@ export async function closeAll(
     history.closes.push({ slot, unhandled: closed?.unhandled as number | undefined });
   }
   return closedAll;
+}
+
+/**
+ * The keys of each semaphore that expire with its last hold and its newest waiter's wait: its hash
+ * `<prefix>{<key>}`, its holders `:s` and its line `:sq` (lib/protocol/keys.ts). Its fence counter
+ * outlives them, with a TTL of its own.
+ */
+export function semaphoreKeys(prefix: string, keys: readonly string[]): string[] {
+  return keys.flatMap((key) => [`${prefix}{${key}}`, `${prefix}{${key}}:s`, `${prefix}{${key}}:sq`]);
+}
+
+/**
+ * Once every worker closed: waits until none of `gone` is left, or until `deadline` (the last hold
+ * ended at the latest a ttl after the close, the line a wait plus a claim window after its newest
+ * waiter joined), whichever comes first. Returns how long it waited.
+ */
+export async function untilGone(
+  nodes: readonly LockNode[],
+  gone: readonly string[],
+  deadline: number,
+): Promise<number> {
+  const t0 = hr();
+  while (hr() < deadline) {
+    const left = await Promise.all(nodes.map((node) => node.admin.exists(...gone)));
+    if (left.every((n) => n === 0)) break;
+    await sleep(100);
+  }
+  return hr() - t0;
 }

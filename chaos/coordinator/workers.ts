@@ -39,6 +39,12 @@ export class WorkerPool {
     /** Violations seen while the run goes (crashes, failed restarts, hangs at the end). */
     private readonly violations: Violation[],
     private readonly argsFor: (slot: number, generation: number) => WorkerArgs,
+    /**
+     * The report that shows a holder in its work, which a GC pause aims at: the mutex agents' read of
+     * the twin (the pause must land between it and the write), or, in a run with no mutex workload, the
+     * start of a semaphore agent's hold.
+     */
+    private readonly inWork: 'read' | 'work' = 'read',
   ) {}
 
   private violate(check: string, detail: unknown): void {
@@ -107,7 +113,7 @@ export class WorkerPool {
     if (rec && typeof m.validUntil === 'number') {
       rec.validUntilLast = Math.max(rec.validUntilLast ?? -Infinity, m.validUntil);
     }
-    if (rec && ['grant', 'read', 'fenced', 'twin', 'skipped'].includes(m.type)) {
+    if (rec && ['grant', 'read', 'work', 'fenced', 'twin', 'skipped'].includes(m.type)) {
       const at = (m.tDone ?? m.t) as number;
       rec.heldAtLeastUntil = Math.max(rec.heldAtLeastUntil ?? -Infinity, at);
     }
@@ -120,6 +126,7 @@ export class WorkerPool {
           pid: s.pid,
           t0: m.t as number,
         };
+        if (typeof m.permits === 'number') r.permits = m.permits;
         ops.set(r.op, r);
         this.open.add(r);
         return;
@@ -131,13 +138,16 @@ export class WorkerPool {
         rec.wall = m.wall as number;
         rec.validUntilGrant = m.validUntil as number | undefined;
         return;
-      case 'read': {
+      case 'read':
+      case 'work': {
         if (!rec) return;
-        rec.tRead = m.t as number;
-        rec.seqRead = m.seq as number;
+        if (m.type === 'read') {
+          rec.tRead = m.t as number;
+          rec.seqRead = m.seq as number;
+        }
         rec.workMs = m.workMs as number;
         const h: Holder = { slot: s.slot, pid: s.pid, op: rec.op, key: rec.key, workMs: rec.workMs };
-        if (!s.paused) for (const reader of [...this.readers]) reader(h);
+        if (m.type === this.inWork && !s.paused) for (const reader of [...this.readers]) reader(h);
         return;
       }
       case 'fenced':
@@ -178,7 +188,7 @@ export class WorkerPool {
     return !s.paused && !s.expectedExit && isRunning(s.child);
   }
 
-  /** Resolves with the next holder that reports it read the twin (is in its work), or undefined. */
+  /** Resolves with the next holder that reports it is in its work (see `inWork`), or undefined. */
   nextReader(accept: (h: Holder) => boolean, timeoutMs: number): Promise<Holder | undefined> {
     return new Promise((resolve) => {
       const done = (h: Holder | undefined): void => {

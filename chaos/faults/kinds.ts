@@ -131,8 +131,11 @@ export interface Eviction {
   key: string;
   /** The lock the key belongs to. */
   lock: string;
-  /** Which of the lock's keys: its owner key `<prefix>{<lock>}`, its waiters' line, its fence counter. */
-  part: 'owner' | 'queue' | 'fence';
+  /**
+   * Which of the lock's keys: its owner key `<prefix>{<lock>}`, a waiters' line (a mutex's or a
+   * semaphore's), its fence counter, or a semaphore's holders (`:s`, the set that counts the permits held).
+   */
+  part: 'owner' | 'queue' | 'fence' | 'holders';
   after: number;
   by: number;
 }

@@ -37,12 +37,18 @@ async function configGet(admin: Redis, name: string): Promise<string> {
 /** The lock and the part of it a key is, or undefined for a key that is not the lock's. */
 function lockKeyParser(prefix: string): (key: string) => Pick<Eviction, 'lock' | 'part'> | undefined {
   const escaped = prefix.replace(/[.*+?^$()|[\]\\{}]/g, '\\$&');
-  const pattern = new RegExp(`^${escaped}\\{([^}]*)\\}(:q|:fence)?$`);
+  const pattern = new RegExp(`^${escaped}\\{([^}]*)\\}(:q|:sq|:s|:fence)?$`);
+  // A semaphore's hash takes the owner key's place; its line and holders set are keys of their own.
+  const parts: Record<string, Eviction['part']> = {
+    ':q': 'queue',
+    ':sq': 'queue',
+    ':s': 'holders',
+    ':fence': 'fence',
+  };
   return (key) => {
     const match = pattern.exec(key);
     if (!match) return undefined;
-    const part = match[2] === ':q' ? 'queue' : match[2] === ':fence' ? 'fence' : 'owner';
-    return { lock: match[1], part };
+    return { lock: match[1], part: match[2] ? parts[match[2]] : 'owner' };
   };
 }
 

@@ -7,7 +7,8 @@
  *   (b) a fenced write of the same lock's resource with FencedStore (lease.fence: fenced-write.ts).
  * Like a careful application, an agent checks `lease.signal.aborted` right before it writes; that is
  * exactly what a paused process cannot get right (on resume, the work's timer runs before the lease's
- * expiry timer), and what the twin exposes.
+ * expiry timer), and what the twin exposes. With the semaphore workload, other agents of the same
+ * process take permits on keys of their own (semaphore.ts): a pause or a kill hits both kinds at once.
  *
  * The resource (twin counters and fenced values) lives on a second Redis, reached DIRECTLY, not through
  * the proxy: it stands for the application's database, which is not the lock service. So a lock-Redis
@@ -16,21 +17,14 @@
  * Everything the coordinator checks is reported over IPC, with times on the system-wide monotonic clock.
  */
 import Redis from 'ioredis';
-import { FencedStore, type Lease, LockError, LockLostError, LockService } from '../../lib';
-import {
-  childArgs,
-  describeError,
-  hr,
-  Prng,
-  perfToHr,
-  sendToParent as send,
-  sleep,
-  workerLifecycle,
-} from '../common';
+import { FencedStore, type Lease, LockError, LockService } from '../../lib';
+import { childArgs, describeError, hr, Prng, sendToParent as send, sleep, workerLifecycle } from '../common';
 import type { ChaosConfig } from '../config';
 import type { SentinelConnection } from '../topologies/topology';
 import { readCounter, writeCounter } from './counter';
 import { writeFenced } from './fenced-write';
+import { failureOf, type LossFacts, validUntil, watchLoss } from './lease-facts';
+import { semaphoreAgent } from './semaphore';
 
 /** The run's settings a worker uses (chaos/config.ts says what each is), and where it connects. */
 export type WorkerArgs = Pick<
@@ -44,6 +38,7 @@ export type WorkerArgs = Pick<
   | 'nodeTimeout'
   | 'lockPrefix'
   | 'workMs'
+  | 'semaphore'
 > & {
   slot: number;
   /** One port: a single lock server. Several: independent masters holding each lock on a majority. */
@@ -117,37 +112,20 @@ const locks = quorum
   ? new LockService(lockClients, { ...options, nodeTimeout: args.nodeTimeout })
   : new LockService(lockClients[0], sentinel ? { ...options, replicas: sentinel.replicas } : options);
 
-/** The lease's own end of validity (HeldLease keeps it in a private field), on the shared clock. */
-function validUntil(lease: Lease): number | undefined {
-  const raw = (lease as unknown as { validUntil?: unknown }).validUntil;
-  return typeof raw === 'number' ? perfToHr(raw) : undefined;
-}
-
-/** The `reason` a LockLostError names (`'key-missing'`: a renewal found the owner key gone, ...). */
-function lossCode(error: unknown): string | undefined {
-  return error instanceof LockLostError ? error.reason : undefined;
-}
-
 let draining = false;
 let sequence = 0;
+/** A call's id: its worker slot, process, agent and a number unique in the process. */
+const nextOp = (agent: number | string): string => `${args.slot}.${pid}.${agent}.${++sequence}`;
 
 async function agent(index: number): Promise<void> {
   const rnd = new Prng(args.seed * 7919 + index * 13);
   while (!draining) {
     const key = rnd.pick(args.keys);
-    const op = `${args.slot}.${pid}.${index}.${++sequence}`;
+    const op = nextOp(index);
     const workMs = rnd.int(args.workMs[0], args.workMs[1]);
     const t0 = hr();
     send({ type: 'acq', op, key, t: t0 });
-    const rec: {
-      tGrant?: number;
-      tWorkEnd?: number;
-      lostAt?: number;
-      lostReason?: string;
-      lostCode?: string;
-      lease?: Lease;
-      harnessError?: string;
-    } = {};
+    const rec: LossFacts & { tGrant?: number; tWorkEnd?: number; lease?: Lease; harnessError?: string } = {};
     let outcome = 'ok';
     let message: string | undefined;
     try {
@@ -156,14 +134,7 @@ async function agent(index: number): Promise<void> {
         async (lease) => {
           rec.tGrant = hr();
           rec.lease = lease;
-          lease.signal.addEventListener('abort', () => {
-            rec.lostAt = hr();
-            const reason = lease.signal.reason as Error | undefined;
-            rec.lostReason = reason?.message
-              .replace(/^Lock ".*" was lost: /, '')
-              .replace(/\. Work done.*$/, '');
-            rec.lostCode = lossCode(reason);
-          });
+          watchLoss(lease, rec, hr);
           send({
             type: 'grant',
             op,
@@ -217,10 +188,10 @@ async function agent(index: number): Promise<void> {
         { ttl: args.ttl, renew: true, waitTimeout: args.waitTimeout },
       );
     } catch (error) {
-      if (error instanceof LockError) outcome = error.code;
-      else outcome = 'UNTYPED';
-      if (outcome === 'LOCK_LOST') rec.lostCode ??= lossCode(error);
-      message = error instanceof Error ? error.message : String(error);
+      const failure = failureOf(error);
+      outcome = failure.outcome;
+      message = failure.message;
+      rec.lostCode ??= failure.lostCode;
     }
     send({
       type: 'end',
@@ -246,8 +217,10 @@ async function probe(keys: string[], waitTimeout: number): Promise<void> {
   const results: { key: string; ok: boolean; ms: number; code?: string }[] = [];
   for (const key of keys) {
     const t = hr();
+    // A semaphore's key is probed with its permits: one key is one kind of lock.
+    const permits = args.semaphore?.keys.includes(key) ? args.semaphore.permits : undefined;
     try {
-      await locks.using(key, async () => {}, { waitTimeout, ttl: args.ttl });
+      await locks.using(key, async () => {}, { waitTimeout, ttl: args.ttl, permits });
       results.push({ key, ok: true, ms: hr() - t });
     } catch (error) {
       results.push({
@@ -282,4 +255,16 @@ process.on('message', (message: { type: string; keys?: string[]; waitTimeout?: n
 });
 
 for (let i = 0; i < args.agents; i++) agents.push(agent(i));
+const { semaphore } = args;
+for (let i = 0; semaphore && i < semaphore.agents; i++) {
+  const rnd = new Prng(args.seed * 7919 + 1_000_003 + i * 13);
+  const host = {
+    locks,
+    config: semaphore,
+    ttl: args.ttl,
+    waitTimeout: args.waitTimeout,
+    workMs: args.workMs,
+  };
+  agents.push(semaphoreAgent({ ...host, rnd, send, op: () => nextOp(`s${i}`), draining: () => draining }));
+}
 send({ type: 'ready', pid, t: hr() });

@@ -125,6 +125,11 @@ export class HeldLease implements OwnedLease {
     } else if (this.renew) this.scheduleRenewal(this.ttl / 3);
   }
 
+  /** How many callers may hold the key at once: 1 for a mutex. */
+  get permits(): number {
+    return this.ticket.permits ?? 1;
+  }
+
   get keys(): readonly string[] {
     return [this.key];
   }

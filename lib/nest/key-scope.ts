@@ -3,8 +3,9 @@
  * with `name:`, as murlock namespaces every key. Keys are global by default on purpose: two services
  * that protect one resource must be able to name the same lock.
  */
+
+import { describeValue, hasLoneSurrogate } from '../describe-value';
 import { LockOptionsError } from '../errors/lock-options.error';
-import { describeValue, hasLoneSurrogate } from '../lock-options';
 import type { LockedOptions, LockedSpec } from './redis-lock-options.interface';
 
 /** Longest `scope` name: a prefix, not a key of its own. */

@@ -27,6 +27,7 @@ const OPTION_NAMES = new Set([
   'waitTimeout',
   'renew',
   'minHold',
+  'permits',
   'onTimeout',
   'service',
   'scope',

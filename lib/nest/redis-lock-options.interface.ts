@@ -85,6 +85,12 @@ export interface LockedOptions {
    */
   minHold?: number;
   /**
+   * How many calls may hold the key at once across every instance: above 1 the key is a fair
+   * semaphore (`@Locked('export', { permits: 3 })`). Every caller of one key must give the same number.
+   * Default 1, the mutex.
+   */
+  permits?: number;
+  /**
    * What happens when the lock is not granted in time: 'throw' (default) rejects with LockTimeoutError;
    * 'skip' returns undefined without running the method (for a job that must run on one instance only).
    */

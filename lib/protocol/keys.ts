@@ -11,11 +11,22 @@ export interface LockKeys {
   queue: string;
   /** Highest fencing token handed out. */
   fence: string;
+  /** A semaphore's holders, scored by when each hold ends (its owner key is then a hash of their fences). */
+  holders: string;
+  /** A semaphore's own FIFO line. */
+  semaphoreQueue: string;
 }
 
 export function lockKeys(prefix: string, key: string): LockKeys {
   const owner = `${prefix}{${key}}`;
-  return { lock: key, owner, queue: `${owner}:q`, fence: `${owner}:fence` };
+  return {
+    lock: key,
+    owner,
+    queue: `${owner}:q`,
+    fence: `${owner}:fence`,
+    holders: `${owner}:s`,
+    semaphoreQueue: `${owner}:sq`,
+  };
 }
 
 /** Channels are per process (per LockService), not per key: one subscription serves every waiter. */

@@ -27,6 +27,12 @@ import {
   releaseLaterLua,
   releaseLua,
   reserveLua,
+  semaphoreAcquireLua,
+  semaphoreCancelLua,
+  semaphoreExtendLua,
+  semaphoreLua,
+  semaphoreReleaseLaterLua,
+  semaphoreReleaseLua,
   transferLua,
 } from './lua/scripts.generated';
 import { type Acknowledged, type ReplicaAck, ScriptRunner, type ScriptSource } from './script-runner';
@@ -54,6 +60,8 @@ export interface ScriptContext {
   fenceRetention: number;
   /** The caller's reservation on this key (reserve.lua), once made. */
   reserved?: string;
+  /** A semaphore's permits (semaphore.lua); absent for a mutex. */
+  permits?: number;
 }
 
 export type { AcquireMode, AcquireReply, LockSnapshot } from '../store/lock-store';
@@ -66,7 +74,24 @@ type ScriptName =
   | 'cancel'
   | 'transfer'
   | 'extend'
-  | 'inspect';
+  | 'inspect'
+  | SemaphoreScript;
+
+/** A semaphore's scripts (semaphore.lua), by the mutex script each one stands in for. */
+const SEMAPHORE = {
+  acquire: 'semaphoreAcquire',
+  release: 'semaphoreRelease',
+  releaseLater: 'semaphoreReleaseLater',
+  cancel: 'semaphoreCancel',
+  extend: 'semaphoreExtend',
+} as const;
+type SemaphoreScript = (typeof SEMAPHORE)[keyof typeof SEMAPHORE];
+
+/** A semaphore script: the prelude, queue.lua and semaphore.lua's helpers, then the script itself. */
+const semaphoreScript = (lua: string): ScriptSource => ({
+  lua: preludeLua + queueLua + semaphoreLua + lua,
+  keys: 5,
+});
 
 const COMMON_MARK = '-- @common\n';
 
@@ -91,7 +116,12 @@ const SOURCES: Record<ScriptName, ScriptSource> = {
   cancel: { lua: ownerScript('cancel', cancelLua), keys: 3 },
   transfer: { lua: ownerScript('transfer', transferLua), keys: 3 },
   extend: { lua: extendLua, keys: 1 },
-  inspect: { lua: inspectLua, keys: 3 },
+  inspect: { lua: inspectLua, keys: 5 },
+  semaphoreAcquire: semaphoreScript(semaphoreAcquireLua),
+  semaphoreRelease: semaphoreScript(semaphoreReleaseLua),
+  semaphoreReleaseLater: semaphoreScript(semaphoreReleaseLaterLua),
+  semaphoreCancel: semaphoreScript(semaphoreCancelLua),
+  semaphoreExtend: semaphoreScript(semaphoreExtendLua),
 };
 
 function acquireReply(reply: number[]): AcquireReply {
@@ -149,15 +179,21 @@ export class LockScripts {
     return this.runner.run(name, key, args);
   }
 
+  /** The script for `ctx`'s kind of lock: a semaphore's stand-in when it has permits. */
+  private named(name: keyof typeof SEMAPHORE, ctx: ScriptContext): ScriptName {
+    return ctx.permits ? SEMAPHORE[name] : name;
+  }
+
   async acquire(ctx: ScriptContext, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
     // The reservation only when there is one: an argument less for every other call.
     const args = ctx.reserved ? this.argv(ctx, mode, queueTtl, ctx.reserved) : this.argv(ctx, mode, queueTtl);
-    if (!this.ack) return acquireReply((await this.run('acquire', ctx.keys.lock, args)) as number[]);
+    const name = this.named('acquire', ctx);
+    if (!this.ack) return acquireReply((await this.run(name, ctx.keys.lock, args)) as number[]);
     // A waiter's re-check is acknowledged too: it is how a hand-off is confirmed (the PEXPIRE it writes
     // comes after the hand-off in the replication stream, so acknowledging it covers both).
     let acked: Acknowledged;
     try {
-      acked = await this.runner.runAcknowledged('acquire', ctx.keys.lock, args, this.ack);
+      acked = await this.runner.runAcknowledged(name, ctx.keys.lock, args, this.ack);
     } catch (error) {
       // The script may have granted before the wait failed (WAITAOF refused, no reply in time): give it
       // back, or it would stay held by a caller that was told it failed. Harmless if it was not granted.
@@ -186,7 +222,7 @@ export class LockScripts {
    */
   async release(ctx: ScriptContext, handedOn?: HandedOn): Promise<boolean> {
     const args = handedOn ? this.argv(ctx, handedOn.from.token, ...handedOn.handed) : this.argv(ctx);
-    const { held, grant } = released(await this.run('release', ctx.keys.lock, args));
+    const { held, grant } = released(await this.run(this.named('release', ctx), ctx.keys.lock, args));
     if (grant) this.onGrant(grant);
     return held;
   }
@@ -208,19 +244,22 @@ export class LockScripts {
    * to the queue. Returns false when the caller did not hold the lock.
    */
   async releaseLater(ctx: ScriptContext, holdMs: number): Promise<boolean> {
-    return (await this.run('releaseLater', ctx.keys.lock, this.argv(ctx, holdMs))) === 1;
+    return (await this.run(this.named('releaseLater', ctx), ctx.keys.lock, this.argv(ctx, holdMs))) === 1;
   }
 
   /** Leaves the queue; returns true when a grant had raced in (it was passed on). */
   async cancel(ctx: ScriptContext): Promise<boolean> {
-    return (await this.run('cancel', ctx.keys.lock, this.argv(ctx, ctx.reserved ?? ''))) === 1;
+    const args = ctx.permits ? this.argv(ctx) : this.argv(ctx, ctx.reserved ?? '');
+    return (await this.run(this.named('cancel', ctx), ctx.keys.lock, args)) === 1;
   }
 
   /** Resets the lease to `ttl` if the caller holds the lock; else says whether the key is gone or taken. */
-  async extend(keys: LockKeys, token: string, ttl: number): Promise<ExtendOutcome> {
-    const args = [keys.owner, token, ttl];
-    if (!this.ack) return extendOutcome(await this.run('extend', keys.lock, args));
-    const acked = await this.runner.runAcknowledged('extend', keys.lock, args, this.ack);
+  async extend(ctx: ScriptContext, ttl: number): Promise<ExtendOutcome> {
+    const { keys } = ctx;
+    const name = this.named('extend', ctx);
+    const args = ctx.permits ? this.argv({ ...ctx, ttl }) : [keys.owner, ctx.token, ttl];
+    if (!this.ack) return extendOutcome(await this.run(name, keys.lock, args));
+    const acked = await this.runner.runAcknowledged(name, keys.lock, args, this.ack);
     const outcome = extendOutcome(acked.value);
     if (outcome !== 'extended' || this.enough(acked)) return outcome;
     throw this.refusal(keys.lock, 'renewal', acked);
@@ -244,16 +283,32 @@ export class LockScripts {
   }
 
   async inspect(keys: LockKeys): Promise<LockSnapshot> {
-    const [owner, ownerTtl, queueLength, fence, reserved] = (await this.run('inspect', keys.lock, [
+    const reply = (await this.run('inspect', keys.lock, [
       keys.owner,
       keys.queue,
       keys.fence,
-    ])) as [string | null, number, number, number, number];
-    return { owner: owner ?? null, ownerTtl, queueLength, reserved, fence };
+      keys.holders,
+      keys.semaphoreQueue,
+    ])) as [string | null, number, number, number, number, number, string[], (string | number)[]];
+    const [owner, ownerTtl, queueLength, fence, reserved, permits, waiting, flat] = reply;
+    const holders = [];
+    for (let i = 0; i < flat.length; i += 3) {
+      holders.push({ token: String(flat[i]), ttl: Number(flat[i + 1]), fence: Number(flat[i + 2]) });
+    }
+    return { owner: owner ?? null, ownerTtl, queueLength, reserved, fence, permits, waiting, holders };
   }
 
   private argv(ctx: ScriptContext, ...extra: (string | number)[]): (string | number)[] {
     const { keys } = ctx;
+    if (ctx.permits) {
+      // semaphore.lua: its own line second, then its holders and the mutex's line; the permits last.
+      const { token, ttl, claimWindow, channelPrefix, trustReceivers, fenceRetention, permits } = ctx;
+      return [
+        ...[keys.owner, keys.semaphoreQueue, keys.fence, keys.holders, keys.queue],
+        ...[token, ttl, claimWindow, channelPrefix, trustReceivers ? '1' : '0', fenceRetention, permits],
+        ...extra,
+      ];
+    }
     return [
       keys.owner,
       keys.queue,

@@ -5,6 +5,7 @@
  * single-server protocol (LockScripts) and each node of a quorum (QuorumNode).
  */
 import { createHash } from 'node:crypto';
+import { permitsRefusal } from '../errors/lock-permits.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { CallDeadlines } from './call-deadlines';
 import type { RedisClient } from './lock-scripts';
@@ -183,7 +184,7 @@ export class ScriptRunner<N extends string> {
             if (deadlines.settle(deadline)) resolve(value);
           },
           (error: unknown) => {
-            if (deadlines.settle(deadline)) reject(translateRedisError(error, key, lockRejection(key)));
+            if (deadlines.settle(deadline)) reject(scriptRefusal(error, key));
           },
         );
       };
@@ -241,6 +242,12 @@ function waitAofRefused(error: unknown): unknown {
   const refused = new Error(`replicas.aof: ${error.message} (${hint})`, { cause: error });
   refused.name = error.name;
   return refused;
+}
+
+/** What a refused call stands for: one key used as two kinds of lock (a script's own error), or translateRedisError's. */
+function scriptRefusal(error: unknown, key: string): Error {
+  const mix = isReplyError(error) ? permitsRefusal(key, (error as Error).message) : undefined;
+  return mix ?? translateRedisError(error, key, lockRejection(key));
 }
 
 /** The wording of a lock command Redis refused (a wrong type on a lock key, a script error). */

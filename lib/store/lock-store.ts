@@ -19,6 +19,8 @@ export interface LockTicket {
   readonly ttl: number;
   /** How long a grant to this caller stays reserved until it confirms, ms (at most its ttl). */
   readonly claimWindow: number;
+  /** A semaphore's permits (more than 1): how many callers may hold the key at once. Absent: a mutex. */
+  readonly permits?: number;
 }
 
 /** Which multi-key call a ticket belongs to: its first key's token, and this key's place after it. */
@@ -48,16 +50,30 @@ export type AcquireReply =
  */
 export type ExtendOutcome = 'extended' | 'missing' | 'taken';
 
+/** One holder of a lock: its token, ms until its hold ends, and its fence (0 when not known). */
+export interface HolderSnapshot {
+  token: string;
+  ttl: number;
+  fence: number;
+}
+
 /** One lock's state, read in one step. */
 export interface LockSnapshot {
+  /** The owner (a semaphore: the holder whose hold ends first), or null when free. */
   owner: string | null;
-  /** ms until the current hold expires; negative when free. */
+  /** ms until the current hold expires (a semaphore: the first to end); negative when free. */
   ownerTtl: number;
   /** Waiters in line, reservations not counted. */
   queueLength: number;
   /** Reservations in line (see reserve). */
   reserved: number;
   fence: number;
+  /** 1 for a mutex; a semaphore's permits (0 when only its line is left). Absent: 1. */
+  permits?: number;
+  /** The waiting tokens in line order (reservations left out), where the store lists them. */
+  waiting?: string[];
+  /** A semaphore's holders, the first to end first; absent for a mutex (see owner). */
+  holders?: HolderSnapshot[];
 }
 
 /**
@@ -110,8 +126,9 @@ export interface LockStore {
    * A ticket for one call on `key`: a fresh token, with the call's ttl and claim window. For key number
    * `member.index` (from 1) of a multi-key call, a token derived from its first key's (`member.of`): each
    * key has a token of its own, so a late wake-up about one key can never be taken for another's.
+   * `permits` (above 1): the ticket is for a semaphore with that many permits.
    */
-  ticket(key: string, ttl: number, claimWindow: number, member?: TicketMember): LockTicket;
+  ticket(key: string, ttl: number, claimWindow: number, member?: TicketMember, permits?: number): LockTicket;
   /**
    * Take the lock, or join its queue (per `mode`), or confirm a grant; idempotent per ticket. A `wait`
    * call whose ticket holds a reservation on the key (reserve) claims it: it is queued at that place.
@@ -162,6 +179,11 @@ export interface LockStore {
    * absent.
    */
   validityDrift?(ttl: number): number;
+  /**
+   * Optional. False for a store without semaphores: a ticket with `permits` is then refused (the engine
+   * says so before any call).
+   */
+  readonly semaphores?: boolean;
   /** Stops wake-ups and frees what the store opened itself (never a client the application passed in). */
   close(): Promise<void>;
 }

@@ -11,6 +11,7 @@
  * call that caused them, as a push would arrive after the script that sent it.
  */
 import { performance } from 'node:perf_hooks';
+import { LockPermitsError } from '../errors/lock-permits.error';
 import type {
   AcquireMode,
   AcquireReply,
@@ -23,6 +24,7 @@ import type {
   WakeHandlers,
   WakeMessage,
 } from './lock-store';
+import { MemorySemaphores } from './memory-semaphores';
 import { claimWindowOf, instanceOf, lockToken, memberToken } from './token';
 
 interface LockState {
@@ -63,6 +65,12 @@ export class MemoryLockBackend implements LockBackend {
   /** The last fence of each lock granted within FENCE_RETENTION: what inspect() reports. */
   private readonly fences = new Map<string, { fence: number; at: number }>();
   private grants = 0;
+  /** The keys used with permits: semaphore.lua's counterpart. */
+  private readonly semaphores = new MemorySemaphores({
+    fence: (key, now) => this.fence(key, now),
+    deliver: (token, message) => this.deliver(token, message),
+    isMutex: (key, now) => this.state(key, now) !== undefined,
+  });
 
   openStore(handlers: WakeHandlers): LockStore {
     const id = `m${(++this.nextSession).toString(36)}`;
@@ -72,8 +80,9 @@ export class MemoryLockBackend implements LockBackend {
 
   /** Locks held or queued right now (idle locks take no memory). */
   get size(): number {
-    for (const key of [...this.locks.keys()]) this.state(key, this.now());
-    return this.locks.size;
+    const now = this.now();
+    for (const key of [...this.locks.keys()]) this.state(key, now);
+    return this.locks.size + this.semaphores.size(now);
   }
 
   /** @internal */ now(): number {
@@ -233,9 +242,13 @@ export class MemoryLockBackend implements LockBackend {
   }
 
   /** @internal */ acquire(ticket: MemoryTicket, asked: AcquireMode, queueTtl: number): AcquireReply {
+    const now = this.now();
+    if (ticket.permits) return this.semaphores.acquire(ticket, ticket.permits, asked, queueTtl, now);
+    // One key is one kind of lock (semaphore.lua): a mutex call on a semaphore in use is refused.
+    const permits = this.semaphores.permitsOf(ticket.key, now);
+    if (permits !== undefined) throw new LockPermitsError(ticket.key, permits, 1);
     const late = asked === 'late';
     const mode = late ? 'wait' : asked;
-    const now = this.now();
     const lock = this.stateFor(ticket.key, now);
     const { token } = ticket;
     const waiting = (queued: boolean): AcquireReply => {
@@ -283,6 +296,7 @@ export class MemoryLockBackend implements LockBackend {
 
   /** @internal */ release(ticket: LockTicket): boolean {
     const now = this.now();
+    if (ticket.permits) return this.semaphores.release(ticket, now);
     const lock = this.state(ticket.key, now);
     if (!lock || lock.owner !== ticket.token) return false;
     this.giveUp(ticket.key, lock, now);
@@ -292,6 +306,7 @@ export class MemoryLockBackend implements LockBackend {
 
   /** @internal */ releaseLater(ticket: LockTicket, holdMs: number): boolean {
     const now = this.now();
+    if (ticket.permits) return this.semaphores.releaseLater(ticket, holdMs, now);
     const lock = this.state(ticket.key, now);
     if (!lock || lock.owner !== ticket.token) return false;
     lock.ownerUntil = now + holdMs;
@@ -301,6 +316,7 @@ export class MemoryLockBackend implements LockBackend {
 
   /** @internal */ cancel(ticket: MemoryTicket): boolean {
     const now = this.now();
+    if (ticket.permits) return this.semaphores.cancel(ticket, now);
     const lock = this.state(ticket.key, now);
     if (!lock) return false;
     const head = this.firstActive(lock);
@@ -321,6 +337,7 @@ export class MemoryLockBackend implements LockBackend {
 
   /** @internal */ extend(ticket: LockTicket, ttl: number): ExtendOutcome {
     const now = this.now();
+    if (ticket.permits) return this.semaphores.extend(ticket, ttl, now);
     const lock = this.state(ticket.key, now);
     if (!lock || lock.owner === null) return 'missing';
     if (lock.owner !== ticket.token) return 'taken';
@@ -330,13 +347,19 @@ export class MemoryLockBackend implements LockBackend {
 
   /** @internal */ inspect(key: string): LockSnapshot {
     const now = this.now();
+    const fence = this.fences.get(key)?.fence ?? 0;
+    const semaphore = this.semaphores.inspect(key, now, fence);
+    if (semaphore) return semaphore;
     const lock = this.state(key, now);
+    const waiting = lock?.queue.filter((entry) => !isReservation(entry)) ?? [];
     return {
       owner: lock?.owner ?? null,
       ownerTtl: lock && lock.owner !== null ? Math.ceil(lock.ownerUntil - now) : FREE,
-      queueLength: lock?.queue.filter((entry) => !isReservation(entry)).length ?? 0,
-      reserved: lock?.queue.filter(isReservation).length ?? 0,
-      fence: this.fences.get(key)?.fence ?? 0,
+      queueLength: waiting.length,
+      reserved: (lock?.queue.length ?? 0) - waiting.length,
+      fence,
+      permits: 1,
+      waiting,
     };
   }
 }
@@ -351,12 +374,13 @@ class MemoryLockStore implements LockStore {
     private readonly id: string,
   ) {}
 
-  ticket(key: string, ttl: number, claimWindow: number, member?: TicketMember): LockTicket {
+  ticket(key: string, ttl: number, claimWindow: number, member?: TicketMember, permits?: number): LockTicket {
     const ticket: MemoryTicket = {
       key,
       token: member ? memberToken(member.of, member.index) : lockToken(this.id, ++this.sequence, claimWindow),
       ttl,
       claimWindow,
+      ...(permits !== undefined && permits > 1 ? { permits } : {}),
     };
     return ticket;
   }

@@ -97,6 +97,9 @@ export class QuorumLockStore implements LockStore {
     this.channel = this.channelPrefix + this.instanceId;
   }
 
+  /** A quorum has no semaphores (yet): a lock held on a majority is one owner's. */
+  readonly semaphores = false;
+
   ticket(key: string, ttl: number, claimWindow: number, member?: TicketMember): LockTicket {
     const ticket = {
       key,

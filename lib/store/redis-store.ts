@@ -112,7 +112,7 @@ export class RedisLockStore implements LockStore {
     client.on('end', this.onClientEnd);
   }
 
-  ticket(key: string, ttl: number, claimWindow: number, member?: TicketMember): LockTicket {
+  ticket(key: string, ttl: number, claimWindow: number, member?: TicketMember, permits?: number): LockTicket {
     const ticket: RedisTicket = {
       key,
       keys: lockKeys(this.options.prefix, key),
@@ -124,6 +124,7 @@ export class RedisLockStore implements LockStore {
       channelPrefix: this.channelPrefix,
       trustReceivers: this.trustReceivers,
       fenceRetention: this.options.fenceRetention,
+      ...(permits !== undefined && permits > 1 ? { permits } : {}),
     };
     return ticket;
   }
@@ -150,8 +151,7 @@ export class RedisLockStore implements LockStore {
   }
 
   extend(ticket: LockTicket, ttl: number): Promise<ExtendOutcome> {
-    const { keys, token } = ticket as RedisTicket;
-    return this.scripts.extend(keys, token, ttl);
+    return this.scripts.extend(ticket as RedisTicket, ttl);
   }
 
   inspect(key: string): Promise<LockSnapshot> {

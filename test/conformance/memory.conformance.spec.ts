@@ -4,6 +4,7 @@ import { afterEach, beforeEach } from '@jest/globals';
 import { LockService, MemoryLockBackend } from '../../lib';
 import { describeConformance, type ServiceFactory } from './lock-conformance';
 import { describeMultiKeyConformance } from './multi-key-conformance';
+import { describeSemaphoreConformance } from './semaphore-conformance';
 
 let backend: MemoryLockBackend;
 let services: LockService[] = [];
@@ -29,3 +30,4 @@ describeConformance('memory', service, {
   'exclusion across processes': 'its locks live in one process',
   'surviving a store outage': 'it is in the process: it goes down with it',
 });
+describeSemaphoreConformance('memory', service);

@@ -6,6 +6,7 @@ import { DEFAULT_TTL, type LockServiceOptions } from '../../lib';
 import { useQuorum } from '../quorum/quorum-fixtures';
 import { describeConformance } from './lock-conformance';
 import { describeMultiKeyConformance } from './multi-key-conformance';
+import { describeNoSemaphores } from './semaphore-conformance';
 
 const quorum = useQuorum();
 /**
@@ -24,3 +25,4 @@ describeMultiKeyConformance('quorum', service, {
   'reservations on later keys':
     'the quorum store keeps no reservations: a later key is queued for when the call reaches it',
 });
+describeNoSemaphores('quorum', service, /quorum of independent masters \(Redlock\) has no semaphores/);

@@ -5,8 +5,10 @@ import { lockService } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 import { describeConformance } from './lock-conformance';
 import { describeMultiKeyConformance } from './multi-key-conformance';
+import { describeSemaphoreConformance } from './semaphore-conformance';
 
 const server = useRedis();
 
 describeConformance('redis', (options) => lockService(server(), options));
 describeMultiKeyConformance('redis', (options) => lockService(server(), options));
+describeSemaphoreConformance('redis', (options) => lockService(server(), options));

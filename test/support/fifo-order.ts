@@ -4,12 +4,14 @@ import type { LockService } from '../../lib';
 import { until } from './lock-fixtures';
 import type { Worker } from './processes';
 
-type AgentMessage = { type: string; id?: string };
+type AgentMessage = { type: string; id?: string; fence?: number };
 
 /**
  * While `holder` holds `key`, `count` waiters join, alternating between `agents`, each only once the
  * previous one is visibly queued (which fixes the arrival order); then `release` lets go and each grant
- * is released as soon as it arrives. Resolves with the arrival order and the grant order.
+ * is released as soon as it arrives. Resolves with the arrival order, the grant order, and each
+ * grant's fence (the order Redis made them in, when several can be granted at once: a semaphore).
+ * `options`: more acquire options for every waiter (`permits`).
  */
 export async function arrivalAndGrants(
   locks: LockService,
@@ -17,11 +19,12 @@ export async function arrivalAndGrants(
   key: string,
   count: number,
   release: () => Promise<unknown>,
-): Promise<{ arrival: string[]; grants: string[] }> {
+  options: Record<string, unknown> = {},
+): Promise<{ arrival: string[]; grants: string[]; fences: Map<string, number> }> {
   const arrival: string[] = [];
   for (let i = 0; i < count; i++) {
     const id = `w${i}`;
-    agents[i % agents.length].send({ type: 'acquire', id, key, waitTimeout: 30_000 });
+    agents[i % agents.length].send({ type: 'acquire', id, key, waitTimeout: 30_000, ...options });
     arrival.push(id);
     await until(
       () => locks.inspect(key),
@@ -29,16 +32,20 @@ export async function arrivalAndGrants(
     );
   }
   const grants: string[] = [];
+  const fences = new Map<string, number>();
   // One outstanding next() per agent: a call that lost a race stays pending and is reused, since a
   // fresh call beside it would compete with it for the agent's next grant.
   const nextGrant = (a: number) =>
-    agents[a].next((m) => m.type === 'granted', 20_000).then((m) => ({ a, id: m.id as string }));
+    agents[a]
+      .next((m) => m.type === 'granted', 20_000)
+      .then((m) => ({ a, id: m.id as string, fence: m.fence as number }));
   const serve = async () => {
     const pending = agents.map((_, a) => nextGrant(a));
     for (let i = 0; i < count; i++) {
-      const { a, id } = await Promise.race(pending);
+      const { a, id, fence } = await Promise.race(pending);
       pending[a] = nextGrant(a);
       grants.push(id);
+      fences.set(id, fence);
       agents[a].send({ type: 'release', id });
     }
     // The last calls never get a grant; keep their timeouts from failing the run.
@@ -47,5 +54,5 @@ export async function arrivalAndGrants(
   const served = serve();
   await release();
   await served;
-  return { arrival, grants };
+  return { arrival, grants, fences };
 }

@@ -24,6 +24,7 @@ type Command =
       waitTimeout?: number;
       renew?: boolean;
       minHold?: number;
+      permits?: number;
     }
   | { type: 'release'; id: string };
 
@@ -53,6 +54,7 @@ onMessage(async (message: Command) => {
         waitTimeout: message.waitTimeout,
         renew: message.renew,
         minHold: message.minHold,
+        permits: message.permits,
       });
       leases.set(message.id, lease);
       lease.signal.addEventListener('abort', () => send({ type: 'lost', id: message.id }));

@@ -1,18 +1,6 @@
 -- common.lua: the hand-off, shared by every script that can change the lock's owner. Spliced in where
 -- the script writes `-- @common`, after prelude.lua, so each script still runs as one atomic EVALSHA.
 
-local function channel_of(waiter)
-  return channel_prefix .. instance_of(waiter)
-end
-
--- How long a grant to `waiter` stays reserved until it confirms. A waiter's token ends in "~<ms>": the
--- smaller of its service's claim window and its own ttl, the figure its validity is counted from, so
--- a short lease never leaves the queue stalled for longer than the lease itself. A token without one
--- gets the caller's window.
-local function claim_of(waiter)
-  return tonumber(string.match(waiter, '~(%d+)$')) or claim_window
-end
-
 -- A reservation, "^<expires ms>^<token>", keeps a place in line for a multi-key call that does not hold
 -- this key's predecessors yet (reserve.lua): it is passed over, keeping its place, until its caller
 -- claims it (acquire.lua), and it is never granted.

@@ -49,3 +49,15 @@ end
 local function instance_of(t)
   return string.match(t, '^(.-):')
 end
+
+local function channel_of(waiter)
+  return channel_prefix .. instance_of(waiter)
+end
+
+-- How long a grant to `waiter` stays reserved until it confirms. A waiter's token ends in "~<ms>": the
+-- smaller of its service's claim window and its own ttl, the figure its validity is counted from, so
+-- a short lease never leaves the queue stalled for longer than the lease itself. A token without one
+-- gets the caller's window.
+local function claim_of(waiter)
+  return tonumber(string.match(waiter, '~(%d+)$')) or claim_window
+end

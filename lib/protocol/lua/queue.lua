@@ -2,8 +2,9 @@
 -- reserve), before their `-- @common` line: a waiter joining behind a held lock never defines the
 -- hand-off helpers.
 
--- PEXPIRE's GT option (Redis 7) keeps a longer expiry in one call; Redis 6.2 needs PTTL first.
-local has_expire_gt = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
+-- Redis 7: PEXPIRE's GT option keeps a longer expiry in one call (6.2 needs PTTL first), and SET takes
+-- NX and GET together (acquire.lua).
+local redis_7 = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
 
 -- Appends `entry` to the queue (puts it first with `front`), which then outlives it by at least
 -- `queue_ttl` ms. Returns the length.
@@ -11,7 +12,7 @@ local function push_entry(entry, queue_ttl, front)
   local length = redis.call(front and 'LPUSH' or 'RPUSH', queue_key, entry)
   if length == 1 then
     redis.call('PEXPIRE', queue_key, queue_ttl)
-  elseif has_expire_gt then
+  elseif redis_7 then
     redis.call('PEXPIRE', queue_key, queue_ttl, 'GT')
   elseif redis.call('PTTL', queue_key) < queue_ttl then
     redis.call('PEXPIRE', queue_key, queue_ttl)

@@ -1,0 +1,61 @@
+-- semaphore-acquire.lua: take a permit, or join the line, or confirm a grant; idempotent per token, as
+-- acquire.lua is for a mutex (the same modes).
+-- KEYS/ARGV[1..7]: see semaphore.lua
+--   ARGV[8] mode       "try", "join", "wait" or "late" (acquire.lua)
+--   ARGV[9] queue ttl  the line outlives its newest waiter by this much, ms
+-- Returns {1, fence, server_us}                       the caller holds a permit for ttl
+--         {0, first hold left, server_us, is_head}   the caller waits (or, for "try", gave up)
+
+local refused = kind_refused()
+if refused then return refused end
+local mode = ARGV[8]
+local late = mode == 'late'
+if late then mode = 'wait' end
+local queue_ttl = tonumber(ARGV[9])
+
+local function granted(fence)
+  keep_keys()
+  return {1, fence, now_us}
+end
+
+local held = live_holders()
+if mode == 'wait' then
+  -- A grant reached us (or we already hold a permit): confirm it with the full ttl.
+  local fence = redis.call('HGET', owner_key, token)
+  if fence then
+    redis.call('ZADD', holders_key, ms(now_ms + ttl), token)
+    return granted(tonumber(fence))
+  end
+end
+
+-- Nobody in line and a permit free: take it. Otherwise nobody barges: the line is served first.
+local queued = redis.call('LLEN', queue_key)
+if queued == 0 and held < permits then
+  local fence = next_fence(now_us)
+  add_holder(token, ttl, fence)
+  return granted(fence)
+end
+if mode == 'try' then return {0, first_hold_left(), now_us, 0} end
+
+local length = 0
+if mode == 'join' then
+  length = push_entry(token, queue_ttl)
+elseif not redis.call('LPOS', queue_key, token) then
+  -- A late waiter goes back to the front, where it was granted from (acquire.lua).
+  length = push_entry(token, queue_ttl, late)
+elseif late and redis.call('LINDEX', queue_key, 0) ~= token then
+  redis.call('LREM', queue_key, 1, token)
+  redis.call('LPUSH', queue_key, token)
+end
+
+if held < permits then
+  -- Permits free with others in line (their grants expired, their holders died): serve in order.
+  local fence, count = serve(token)
+  if count > 0 then
+    notify_head()
+    keep_keys()
+  end
+  if fence then return {1, fence, now_us} end
+end
+local is_head = length == 1 or (length == 0 and redis.call('LINDEX', queue_key, 0) == token)
+return {0, first_hold_left(), now_us, is_head and 1 or 0}

@@ -1,0 +1,16 @@
+-- semaphore-cancel.lua: a waiter gives up (timeout, abort, shutdown). It leaves the line; if a grant
+-- raced in, its permit goes to the next waiter at once instead of after a claim window.
+-- KEYS/ARGV[1..7]: see semaphore.lua
+-- Returns 1 if the caller had been granted a permit (and passed it on), else 0.
+
+local was_head = redis.call('LINDEX', queue_key, 0) == token
+redis.call('LREM', queue_key, 0, token)
+if redis.call('ZSCORE', holders_key, token) then
+  redis.call('ZREM', holders_key, token)
+  redis.call('HDEL', owner_key, token)
+  served_after_leaving()
+  return 1
+end
+-- The new head must learn when the first hold ends, as the old head would have.
+if was_head then notify_head() end
+return 0

@@ -1,0 +1,138 @@
+-- semaphore.lua: a lock that up to `permits` callers hold at once, served first come first served
+-- (docs/protocol.md, "Semaphores"). Spliced after prelude.lua and queue.lua into every semaphore script.
+--
+-- KEYS[1] "<prefix>{<key>}"     hash: "#" the permits, then each holder's token and its fence. Its
+--                               place is the mutex's owner key, so the two kinds of lock refuse each other.
+-- KEYS[2] "<prefix>{<key>}:sq"  FIFO list of waiting tokens (the semaphore's own line)
+-- KEYS[3] "<prefix>{<key>}:fence", as for a mutex: one counter, so fences grow across both kinds
+-- KEYS[4] "<prefix>{<key>}:s"   sorted set: each holder's token, scored by when its hold ends (server ms)
+-- KEYS[5] "<prefix>{<key>}:q"   the mutex's line, only read: waiters there make the key a mutex
+-- ARGV[1..6] as prelude.lua; ARGV[7] permits
+-- The hash and the sorted set expire with the last hold: nothing outlives a crashed holder's ttl.
+
+local holders_key, mutex_queue_key = KEYS[4], KEYS[5]
+local permits = tonumber(ARGV[7])
+local now_us = server_time_us()
+local now_ms = math.floor(now_us / 1000)
+
+-- Scores and times are sent as whole numbers: Lua would write a large one as 1.7e+12.
+local function ms(value)
+  return string.format('%.0f', value)
+end
+
+-- One key is one kind of lock: a mutex (a string at KEYS[1], or waiters in its line) or a semaphore
+-- with one number of permits. A mix is refused with an error naming both numbers (a mutex has 1).
+local function kind_refused()
+  local stored = redis.pcall('HGET', owner_key, '#')
+  local found
+  if type(stored) == 'table' then
+    local kind = redis.call('TYPE', owner_key)['ok']
+    if kind ~= 'string' then
+      return redis.error_reply('WRONGTYPE the lock key ' .. owner_key .. ' holds a ' .. kind .. ', not a lock')
+    end
+    found = '1'
+  elseif stored then
+    if tonumber(stored) == permits then return nil end
+    found = stored
+  elseif redis.call('LLEN', mutex_queue_key) > 0 then
+    found = '1'
+  else
+    return nil
+  end
+  return redis.error_reply('LOCKKIND ' .. found .. ' ' .. permits)
+end
+
+-- The first hold (token, end ms), or nil.
+local function first_hold()
+  local first = redis.call('ZRANGE', holders_key, 0, 0, 'WITHSCORES')
+  if first[2] then return first[1], tonumber(first[2]) end
+  return nil
+end
+
+-- Drops the holds that ended (a crashed holder's permit comes back this way, at the end of its ttl,
+-- or a granted waiter's that never confirmed, at the end of its claim window). Returns how many are left.
+local function live_holders()
+  local _, ends = first_hold()
+  if ends and ends <= now_ms then
+    local gone = redis.call('ZRANGEBYSCORE', holders_key, '-inf', ms(now_ms))
+    redis.call('ZREMRANGEBYSCORE', holders_key, '-inf', ms(now_ms))
+    for i = 1, #gone, 500 do
+      redis.call('HDEL', owner_key, unpack(gone, i, math.min(i + 499, #gone)))
+    end
+  end
+  return redis.call('ZCARD', holders_key)
+end
+
+-- ms until the first hold ends (when a permit comes back unless renewed); -2 when nobody holds one.
+local function first_hold_left()
+  local _, ends = first_hold()
+  if not ends then return -2 end
+  return math.max(ends - now_ms, 0)
+end
+
+-- `holder` holds a permit for `hold` ms from now, under `fence`.
+local function add_holder(holder, hold, fence)
+  redis.call('ZADD', holders_key, ms(now_ms + hold), holder)
+  redis.call('HSET', owner_key, '#', permits, holder, ms(fence))
+end
+
+-- Both keys live exactly as long as the last hold; with no holder left they go.
+local function keep_keys()
+  local last = redis.call('ZRANGE', holders_key, -1, -1, 'WITHSCORES')
+  if not last[2] then
+    redis.call('DEL', owner_key, holders_key)
+    return
+  end
+  local ends = ms(tonumber(last[2]) + 1)
+  redis.call('PEXPIREAT', owner_key, ends)
+  redis.call('PEXPIREAT', holders_key, ends)
+end
+
+-- Grants the free permits to the waiters first in line, in order: none is passed over while it could
+-- be served, so nobody is overtaken. One whose process no longer listens (on one server) is skipped.
+-- A waiter gets its claim window to confirm (extend); `caller` (when it is in line) its full ttl.
+-- Returns the caller's fence if it was served (else false), and how many were granted.
+local function serve(caller)
+  local free = permits - live_holders()
+  local mine, granted = false, 0
+  while free > 0 do
+    local head = redis.call('LPOP', queue_key)
+    if not head then break end
+    local fence = next_fence(now_us)
+    if head == caller then
+      add_holder(head, ttl, fence)
+      mine = fence
+    elseif redis.call('PUBLISH', channel_of(head), 'g ' .. head .. ' ' .. ms(fence) .. ' ' .. ms(now_us)) > 0
+      or not trust_receivers then
+      add_holder(head, claim_of(head), fence)
+    else
+      fence = nil -- its process is gone: skip it rather than reserve a permit for it
+    end
+    if fence then
+      free = free - 1
+      granted = granted + 1
+    end
+  end
+  return mine, granted
+end
+
+-- Tells the first waiter in line when the first hold ends, so that it (and only it) re-checks then;
+-- one whose process no longer listens is dropped (one server).
+local function notify_head()
+  local hold = first_hold_left()
+  while true do
+    local head = redis.call('LINDEX', queue_key, 0)
+    if not head then return end
+    if redis.call('PUBLISH', channel_of(head), 'h ' .. head .. ' ' .. hold) > 0 or not trust_receivers then
+      return
+    end
+    redis.call('LPOP', queue_key)
+  end
+end
+
+-- A permit given back (released, cancelled after a grant): the line is served and told.
+local function served_after_leaving()
+  local _, granted = serve(nil)
+  if granted > 0 then notify_head() end
+  keep_keys()
+end
