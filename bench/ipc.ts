@@ -78,7 +78,17 @@ export interface LoadWindow {
   stopAt: number;
 }
 
-export interface LoadResult {
+/** What went wrong in a worker's calls, as it counts them (each kind by error class). */
+export interface CallErrors {
+  /** Failed acquisitions. */
+  failureKinds: Record<string, number>;
+  /** Failed releases. */
+  releaseErrors: Record<string, number>;
+  /** Errors that escaped the library as uncaught exceptions or unhandled rejections. */
+  uncaught: string[];
+}
+
+export interface LoadResult extends CallErrors {
   process: number;
   /** RECORD_STRIDE numbers per successful acquisition. */
   records: Float64Array;
@@ -88,10 +98,6 @@ export interface LoadResult {
   requests: Float64Array;
   /** When the worker stopped looking (open loop: requests still open then are censored there). */
   reportedAt: number;
-  failureKinds: Record<string, number>;
-  releaseErrors: Record<string, number>;
-  /** Errors that escaped the library as uncaught exceptions or unhandled rejections. */
-  uncaught: string[];
   /** Commands the library's connections sent in the measurement window (EVALSHA labelled by script),
    * critical section excluded. */
   sent: Record<string, number>;

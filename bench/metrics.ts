@@ -5,7 +5,7 @@
  */
 import type { LibName } from './ipc';
 import type { OpenLoopWindow, RequestOutcome } from './open-loop';
-import { cdf, type RunAnalysis, type Summary, summarize } from './stats';
+import { addCounts, cdf, type RunAnalysis, type Summary, summarize } from './stats';
 
 export interface RoundOutcome {
   analysis?: RunAnalysis;
@@ -130,10 +130,6 @@ export interface ManyMetrics {
   errors: string[];
 }
 
-function add(into: Record<string, number>, from: Record<string, number>): void {
-  for (const [k, v] of Object.entries(from)) into[k] = (into[k] ?? 0) + v;
-}
-
 function perUnit(counts: Record<string, number>, units: number): Record<string, number> {
   const out: Record<string, number> = {};
   for (const [k, v] of Object.entries(counts).sort((a, b) => b[1] - a[1])) out[k] = units ? v / units : 0;
@@ -217,16 +213,16 @@ export function combineRounds(
     }
     for (const h of a.handoffPush) pushes.push(h);
     for (const h of a.handoffWake) wakes.push(h);
-    add(sent, a.sent);
-    add(sentTotal, a.sentTotal);
+    addCounts(sent, a.sent);
+    addCounts(sentTotal, a.sentTotal);
     const ex = { ...(outcome.executed ?? {}) };
     // The critical section's GET and SET are counted at the client; take them out of Redis' totals.
     if (ex.get !== undefined) ex.get -= a.dataGets;
     if (ex.set !== undefined) ex.set -= a.dataSets;
     for (const k of Object.keys(ex)) if (ex[k] <= 0) delete ex[k];
-    add(executed, ex);
-    add(failureKinds, a.failureKinds);
-    add(releaseErrors, a.releaseErrors);
+    addCounts(executed, ex);
+    addCounts(failureKinds, a.failureKinds);
+    addCounts(releaseErrors, a.releaseErrors);
     uncaught.push(...a.uncaught);
     const min = Math.min(...a.perWorker);
     const max = Math.max(...a.perWorker);

@@ -1,6 +1,7 @@
 /**
- * The benchmark's worker processes (bench/worker.ts), forked with `--import tsx` and driven over IPC: one
- * request at a time per process, each answered by the message type it expects.
+ * The benchmarks' worker processes (bench/worker.ts, bench/semaphore-worker.ts), forked with
+ * `--import tsx` and driven over IPC: one request at a time per process, each answered by the message
+ * type it expects.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { resolve } from 'node:path';
@@ -9,31 +10,36 @@ import type { FromWorker, ToWorker } from './ipc';
 const ROOT = resolve(__dirname, '..');
 const WORKER = resolve(__dirname, 'worker.ts');
 
-type Reply<T extends FromWorker['type']> = Extract<FromWorker, { type: T }>;
-
 const WORKER_ARGS = (process.env.BENCH_WORKER_ARGS ?? '').split(' ').filter(Boolean);
 
-export class WorkerProcess {
+/** What every worker can answer: its reply, or the error its request ended in. */
+type Message = { type: string };
+type Reply<From extends Message, T extends From['type']> = Extract<From, { type: T }>;
+
+/** One forked worker script and its request/reply channel (`To` the requests, `From` the replies). */
+export class ChildWorker<To extends Message, From extends Message> {
   private readonly child: ChildProcess;
   private pending:
-    | { expect: FromWorker['type']; resolve: (m: FromWorker) => void; reject: (e: Error) => void }
+    | { expect: From['type']; resolve: (m: From) => void; reject: (e: Error) => void }
     | undefined;
   private exited = false;
 
-  constructor(exposeGc: boolean) {
-    this.child = fork(WORKER, [], {
+  /** `execArgv`: flags of this worker kind; `env`: variables added to the harness' own. */
+  constructor(script: string, options: { execArgv?: string[]; env?: Record<string, string> } = {}) {
+    this.child = fork(script, [], {
       cwd: ROOT,
       // BENCH_WORKER_ARGS adds flags to every worker, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
-      execArgv: ['--import', 'tsx', ...(exposeGc ? ['--expose-gc'] : []), ...WORKER_ARGS],
+      execArgv: ['--import', 'tsx', ...(options.execArgv ?? []), ...WORKER_ARGS],
+      env: options.env && { ...process.env, ...options.env },
       serialization: 'advanced',
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
-    this.child.on('message', (message: FromWorker) => {
+    this.child.on('message', (message: From) => {
       const pending = this.pending;
       if (!pending) return;
       if (message.type === 'error') {
         this.pending = undefined;
-        pending.reject(new Error(`worker: ${message.error}`));
+        pending.reject(new Error(`worker: ${(message as Message & { error?: string }).error}`));
       } else if (message.type === pending.expect) {
         this.pending = undefined;
         pending.resolve(message);
@@ -50,9 +56,9 @@ export class WorkerProcess {
     return !this.exited;
   }
 
-  request<T extends FromWorker['type']>(message: ToWorker, expect: T, timeoutMs: number): Promise<Reply<T>> {
+  request<T extends From['type']>(message: To, expect: T, timeoutMs: number): Promise<Reply<From, T>> {
     if (this.exited) return Promise.reject(new Error('worker process is gone'));
-    return new Promise<Reply<T>>((resolvePromise, reject) => {
+    return new Promise<Reply<From, T>>((resolvePromise, reject) => {
       const timer = setTimeout(() => {
         this.pending = undefined;
         reject(new Error(`worker did not answer '${message.type}' with '${expect}' within ${timeoutMs} ms`));
@@ -61,7 +67,7 @@ export class WorkerProcess {
         expect,
         resolve: (m) => {
           clearTimeout(timer);
-          resolvePromise(m as Reply<T>);
+          resolvePromise(m as Reply<From, T>);
         },
         reject: (e) => {
           clearTimeout(timer);
@@ -83,13 +89,22 @@ export class WorkerProcess {
   }
 }
 
-/** The load scenarios' worker processes, reused from run to run (each run gets fresh clients and library instances). */
-export class Pool {
-  private workers: WorkerProcess[] = [];
+/** A worker of bench/run.ts (bench/worker.ts); `exposeGc` for the heap measurements of scenario 5. */
+export class WorkerProcess extends ChildWorker<ToWorker, FromWorker> {
+  constructor(exposeGc: boolean) {
+    super(WORKER, { execArgv: exposeGc ? ['--expose-gc'] : [] });
+  }
+}
 
-  take(n: number): WorkerProcess[] {
+/** Worker processes reused from run to run (each run gets fresh clients and library instances). */
+export class Pool<W extends { readonly alive: boolean; kill(): void } = WorkerProcess> {
+  private workers: W[] = [];
+
+  constructor(private readonly spawn: () => W) {}
+
+  take(n: number): W[] {
     for (let i = 0; i < n; i++) {
-      if (!this.workers[i]?.alive) this.workers[i] = new WorkerProcess(false);
+      if (!this.workers[i]?.alive) this.workers[i] = this.spawn();
     }
     return this.workers.slice(0, n);
   }

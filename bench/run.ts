@@ -18,7 +18,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { renderWaitChart, writeAtomically } from './chart';
-import { hr, sleepUntil } from './clock';
+import { sleepUntil } from './clock';
 import {
   type LoadScenario,
   type LoadTiming,
@@ -30,13 +30,15 @@ import {
   TIMING,
   type Timing,
 } from './config';
-import { counterKey, LIBS, type LibName, REQUEST, REQUEST_STRIDE } from './ipc';
+import { counterKey, LIBS, type LibName, type LoadSpec, REQUEST, REQUEST_STRIDE } from './ipc';
+import { commandStats, goAll, initAll, openWindow } from './load-run';
 import { combineRounds, type FloorMetrics, type ManyMetrics, type RoundOutcome } from './metrics';
 import type { RequestOutcome } from './open-loop';
 import { Pool, WorkerProcess } from './processes';
-import { type BenchRedis, startRedis } from './redis-server';
+import { startRedis } from './redis-server';
 import { evaluateTargets, formatTables, formatTargets, type Results } from './report';
 import { combineOpenRounds, type OpenMetrics } from './report-open';
+import { failOnBroken, headline, libsArg, reportHead, rotate, startLog, writeResults } from './session';
 import { analyzeRun, summarize } from './stats';
 import { balanceKey, checkBalances, INITIAL_BALANCE, pairOf } from './transfer';
 
@@ -65,71 +67,36 @@ async function loadRound(
   try {
     if (transfer) await redis.admin.setAll(balances, INITIAL_BALANCE);
     const processes = pool.take(scenario.processes);
-    await Promise.all(
-      processes.map((worker, process) =>
-        worker.request(
-          {
-            type: 'init',
-            spec: {
-              lib,
-              port: redis.port,
-              quorum: servers.length > 1 ? servers.map((server) => server.port) : undefined,
-              process,
-              workers: scenario.workersPerProcess,
-              keys: scenario.keys,
-              csMs: scenario.csMs,
-              transfer,
-              open: open && {
-                ratePerS: open.ratePerS / scenario.processes,
-                seed: open.seed * 1_000 + process,
-                timeoutMs: open.timeoutMs,
-              },
-            },
-          },
-          'ready',
-          60_000,
-        ),
-      ),
+    await initAll(
+      processes,
+      (process: number): LoadSpec => ({
+        lib,
+        port: redis.port,
+        quorum: servers.length > 1 ? servers.map((server) => server.port) : undefined,
+        process,
+        workers: scenario.workersPerProcess,
+        keys: scenario.keys,
+        csMs: scenario.csMs,
+        transfer,
+        open: open && {
+          ratePerS: open.ratePerS / scenario.processes,
+          seed: open.seed * 1_000 + process,
+          timeoutMs: open.timeoutMs,
+        },
+      }),
     );
     await Promise.all(servers.map((server) => server.admin.resetStats()));
-    const startAt = hr() + 300;
-    const measureFrom = startAt + timing.warmMs;
-    const measureTo = measureFrom + timing.measureMs;
-    const stopAt = measureTo + timing.graceMs;
-    // Redis' own count of what it executed, at the edges of the measurement window (summed over servers).
-    const snapshot = async () => ({
-      cpuUs: (await Promise.all(servers.map((server) => server.admin.cpuUs()))).reduce((a, b) => a + b, 0),
-      stats: await commandStats(servers),
-    });
-    const statsFrom = sleepUntil(measureFrom).then(snapshot);
-    const statsTo = sleepUntil(measureTo).then(snapshot);
+    const { window, executedInWindow } = openWindow(servers, timing);
+    const { startAt, measureFrom, measureTo, stopAt } = window;
     if (scenario.slow) slowing = slowDown(processes[scenario.slow.process], scenario.slow, startAt, stopAt);
-    const replies = await Promise.all(
-      processes.map((worker) =>
-        worker.request(
-          { type: 'go', startAt, measureFrom, measureTo, stopAt },
-          'result',
-          stopAt - hr() + 60_000,
-        ),
-      ),
-    );
-    const before = await statsFrom;
-    const after = await statsTo;
-    const executed: Record<string, number> = {};
-    for (const [name, calls] of Object.entries(after.stats)) {
-      if (calls - (before.stats[name] ?? 0) > 0) executed[name] = calls - (before.stats[name] ?? 0);
-    }
-    const redisCpuUs = after.cpuUs - before.cpuUs;
+    const results = await goAll(processes, window);
+    const { executed, redisCpuUs } = await executedInWindow();
     const executedTotal = await commandStats(servers);
     const counted = transfer
       ? undefined
       : await redis.admin.sum(Array.from({ length: scenario.keys }, (_, i) => counterKey(i)));
     const balanceCheck = transfer
-      ? checkBalances(
-          replies.map((r) => r.result),
-          scenario.keys,
-          await redis.admin.values(balances),
-        )
+      ? checkBalances(results, scenario.keys, await redis.admin.values(balances))
       : undefined;
     if (dump) {
       // Raw records, for digging into one run: see RECORD in ipc.ts for the columns.
@@ -139,16 +106,16 @@ async function loadRound(
         lib,
         measureFrom,
         measureTo,
-        processes: replies.map((r) => ({
-          ...r.result,
-          records: [...r.result.records],
-          failures: [...r.result.failures],
+        processes: results.map((result) => ({
+          ...result,
+          records: [...result.records],
+          failures: [...result.failures],
         })),
       };
       writeFileSync(resolve(dump, `s${scenario.id}-${lib}-${Math.round(startAt)}.json`), JSON.stringify(raw));
     }
     const analysis = analyzeRun(
-      replies.map((r) => r.result),
+      results,
       scenario.workersPerProcess,
       { measureFrom, measureTo },
       scenario.csMs !== null,
@@ -156,12 +123,12 @@ async function loadRound(
     );
     const requests = open
       ? {
-          outcomes: replies.flatMap((r) => requestOutcomes(r.result.requests)),
+          outcomes: results.flatMap((result) => requestOutcomes(result.requests)),
           window: {
             from: measureFrom,
             to: measureTo,
             timeoutMs: open.timeoutMs,
-            observedUntil: Math.min(...replies.map((r) => r.result.reportedAt)),
+            observedUntil: Math.min(...results.map((result) => result.reportedAt)),
           },
         }
       : undefined;
@@ -306,15 +273,6 @@ async function openScenario(
   return metrics;
 }
 
-/** INFO commandstats of every server, summed per command. */
-async function commandStats(servers: readonly BenchRedis[]): Promise<Record<string, number>> {
-  const sum: Record<string, number> = {};
-  for (const stats of await Promise.all(servers.map((server) => server.admin.commandStats()))) {
-    for (const [name, calls] of Object.entries(stats)) sum[name] = (sum[name] ?? 0) + calls;
-  }
-  return sum;
-}
-
 /** Measures the machine's hand-off floor with two pool processes and a fresh redis-server. */
 async function probeFloor(pool: Pool, gapMs: number, count: number): Promise<FloorMetrics> {
   const redis = await startRedis();
@@ -445,12 +403,8 @@ function parseArgs(argv: string[]) {
     else if (arg === '--full') mode = 'full';
     else if (arg.startsWith('--dump=')) dump = resolve(arg.slice(7));
     else if (arg.startsWith('--scenarios=')) scenarios = arg.slice(12).split(',').map(Number);
-    else if (arg.startsWith('--libs=')) {
-      libs = arg.slice(7).split(',') as LibName[];
-      const unknown = libs.filter((l) => !LIBS.includes(l));
-      if (unknown.length)
-        throw new Error(`unknown libraries: ${unknown.join(', ')} (known: ${LIBS.join(', ')})`);
-    } else
+    else if (arg.startsWith('--libs=')) libs = libsArg(arg, LIBS);
+    else
       throw new Error(
         `unknown argument ${arg}; usage: bench/run.ts [--quick] [--scenarios=1,2] [--libs=a,b] [--dump=DIR]`,
       );
@@ -458,23 +412,13 @@ function parseArgs(argv: string[]) {
   return { mode, scenarios, libs, dump };
 }
 
-/** Round r runs the libraries starting from the r-th, so no library always runs first or last. */
-const rotate = <T>(items: T[], by: number): T[] => items.map((_, i) => items[(i + by) % items.length]);
-
 async function main(): Promise<void> {
   const { mode, scenarios, libs, dump } = parseArgs(process.argv.slice(2));
   const timing = TIMING[mode];
   const started = new Date();
-  const t0 = hr();
   const results: Results = { load: [], many: [], floors: [], open: [] };
-  const pool = new Pool();
-  const log = (line: string) =>
-    process.stderr.write(`[${((hr() - t0) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
-  log(
-    `${mode} run on ${cpus().length} CPUs, load average ${loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')}`,
-  );
+  const pool = new Pool(() => new WorkerProcess(false));
+  const log = startLog(mode);
   try {
     if (!scenarios || scenarios.some((id) => id >= 2 && id <= 4)) {
       for (const [gap, count] of [
@@ -525,29 +469,13 @@ async function main(): Promise<void> {
 
   const targets = evaluateTargets(results);
   const finished = new Date();
-  console.log(
-    `nestjs-redis-lock benchmark, ${mode} mode, ${started.toISOString()}, ${cpus().length} CPUs ` +
-      `(${cpus()[0]?.model ?? 'unknown'}), load average at the end ${loadavg()
-        .map((l) => l.toFixed(2))
-        .join(' ')}`,
-  );
+  console.log(headline('nestjs-redis-lock benchmark', mode, started));
   console.log(formatTables(results));
   console.log(`\nTargets (within this run; * = correctness):\n${formatTargets(targets)}`);
 
-  const stamp = started.toISOString().replace(/[:.]/g, '-');
   const caption = `${mode} run of ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${cpus().length} CPUs`;
   const report = {
-    mode,
-    startedAt: started.toISOString(),
-    finishedAt: finished.toISOString(),
-    durationS: (finished.getTime() - started.getTime()) / 1000,
-    caption,
-    machine: {
-      cpus: cpus().length,
-      model: cpus()[0]?.model,
-      node: process.version,
-      loadavgAtEnd: loadavg(),
-    },
+    ...reportHead(mode, started, finished, caption),
     timing,
     scenarios: SCENARIOS,
     floors: results.floors,
@@ -556,29 +484,22 @@ async function main(): Promise<void> {
     open: results.open,
     targets,
   };
-  const json = `${JSON.stringify(report, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v), 2)}\n`;
-  const dir = resolve(ROOT, 'bench/results');
-  writeAtomically(resolve(dir, `${mode}-${stamp}.json`), json);
-  // A run of some scenarios or libraries only must not replace the complete run the README quotes.
   const complete = !scenarios && !libs;
-  const latest = `latest-${mode}${complete ? '' : '-partial'}.json`;
-  writeAtomically(resolve(dir, latest), json);
+  writeResults(report, { mode, started, complete });
   const svgPath =
     mode === 'full' && complete
       ? resolve(ROOT, 'docs/bench/wait-times.svg')
-      : resolve(dir, `wait-times-${mode}.svg`);
+      : resolve(ROOT, `bench/results/wait-times-${mode}.svg`);
   const charted = results.load.some((m) => m.scenario === 2 || m.scenario === 3);
   if (charted) writeAtomically(svgPath, await renderWaitChart(results.load, caption));
-  console.log(`\nwrote bench/results/${mode}-${stamp}.json, bench/results/${latest}`);
   if (charted) console.log(`wrote ${svgPath.slice(ROOT.length + 1)}`);
 
   // CI gates on correctness and on the Redis load bound, which is a count and so immune to a noisy
   // machine; speed targets are reported only, since a shared CI machine cannot time them fairly.
-  const broken = targets.filter((t) => (t.correctness || t.name.startsWith('commands sent')) && !t.pass);
-  if (mode === 'quick' && broken.length) {
-    console.error(`\n${broken.length} correctness check(s) failed`);
-    process.exitCode = 1;
-  }
+  failOnBroken(
+    mode,
+    targets.filter((t) => (t.correctness || t.name.startsWith('commands sent')) && !t.pass),
+  );
 }
 
 main().catch((error: unknown) => {

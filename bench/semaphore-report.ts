@@ -6,7 +6,7 @@
 import { kinds, num, table } from './format';
 import type { Target } from './report';
 import { ACQ_STRIDE, type SemaphoreLib, type SemaphoreResult } from './semaphore-worker';
-import { median, summarize } from './stats';
+import { addCounts, median, summarize } from './stats';
 
 export const OURS_SEM: SemaphoreLib = 'nestjs-redis-lock';
 export const PEER_SEM: SemaphoreLib = 'redis-semaphore';
@@ -14,41 +14,41 @@ export const PEER_SEM: SemaphoreLib = 'redis-semaphore';
 /** A worker is starved with no grant in the window, or fewer than this share of the mean. */
 export const STARVED_SHARE = 0.25;
 
-/** What one run (one library, one round) measured. */
-export interface SemaphoreRun {
+/** What a run, and a library over its runs, is reported by. */
+interface SemaphoreFigures
+  extends Pick<SemaphoreResult, 'maxHolders' | 'failures' | 'failureKinds' | 'releaseErrors' | 'unfinished'> {
   lib: SemaphoreLib;
-  round: number;
-  windowMs: number;
   /** Grants in the measurement window, per second. */
   throughput: number;
-  grants: number;
   /** acquire called → holding, ms, for the calls made in the window that succeeded. */
   waitP50: number;
   waitP99: number;
   waitMax: number;
-  waits: number;
-  /** Grants in the window of each worker (all processes, in order). */
-  perWorker: number[];
+  /** Fewest and most grants in the window of one worker. */
   grantsMin: number;
   grantsMax: number;
   /** Workers with no grant in the window or fewer than STARVED_SHARE of the mean. */
   starved: number;
-  /** INFO commandstats calls in the window (harness' own and the holders' counter left out), and per grant. */
-  executed: Record<string, number>;
+  /** INFO commandstats calls in the window (harness' own and the holders' counter left out), per grant. */
   executedPerAcquisition: number;
   /** Commands the library's connections sent in the window (counter left out), per grant. */
   sentPerAcquisition: number;
-  sent: Record<string, number>;
   /** redis-server CPU (INFO cpu) and worker processes' CPU in the window, µs per grant. */
   redisCpuUsPerAcquisition: number;
   clientCpuUsPerAcquisition: number;
-  /** Largest INCR reply of the holders' counter in the whole run: holders at once. */
-  maxHolders: number;
-  failures: number;
-  failureKinds: Record<string, number>;
-  releaseErrors: Record<string, number>;
-  uncaught: string[];
-  unfinished: number;
+}
+
+/** What one run (one library, one round) measured; `sent` and `uncaught` of all its processes. */
+export interface SemaphoreRun extends SemaphoreFigures, Pick<SemaphoreResult, 'sent' | 'uncaught'> {
+  round: number;
+  windowMs: number;
+  grants: number;
+  /** How many calls the wait percentiles are of. */
+  waits: number;
+  /** Grants in the window of each worker (all processes, in order). */
+  perWorker: number[];
+  /** The INFO commandstats calls behind executedPerAcquisition, by command. */
+  executed: Record<string, number>;
   loadavg1m: number;
 }
 
@@ -69,9 +69,6 @@ export function analyzeSemaphoreRun(
   let counterOps = 0;
   let clientCpuUs = 0;
   const sent: Record<string, number> = {};
-  const add = (into: Record<string, number>, from: Record<string, number>) => {
-    for (const [k, v] of Object.entries(from)) into[k] = (into[k] ?? 0) + v;
-  };
   const failureKinds: Record<string, number> = {};
   const releaseErrors: Record<string, number> = {};
   for (const result of results) {
@@ -86,9 +83,9 @@ export function analyzeSemaphoreRun(
     }
     counterOps += result.counterOps;
     clientCpuUs += result.cpuUs;
-    add(sent, result.sent);
-    add(failureKinds, result.failureKinds);
-    add(releaseErrors, result.releaseErrors);
+    addCounts(sent, result.sent);
+    addCounts(failureKinds, result.failureKinds);
+    addCounts(releaseErrors, result.releaseErrors);
   }
   // The holders' counter is the harness' own: its INCR/DECR in the window come off the executed count.
   const executed = { ...executedRaw };
@@ -129,26 +126,10 @@ export function analyzeSemaphoreRun(
 }
 
 /** A library over its runs: medians of the rates, waits and costs; the worst run for fairness and holders. */
-export interface SemaphoreMetrics {
-  lib: SemaphoreLib;
+export interface SemaphoreMetrics extends SemaphoreFigures {
   runs: number;
-  throughput: number;
-  waitP50: number;
-  waitP99: number;
-  waitMax: number;
-  grantsMin: number;
-  grantsMax: number;
-  starved: number;
-  executedPerAcquisition: number;
-  sentPerAcquisition: number;
-  redisCpuUsPerAcquisition: number;
-  clientCpuUsPerAcquisition: number;
-  maxHolders: number;
-  failures: number;
-  failureKinds: Record<string, number>;
-  releaseErrors: Record<string, number>;
+  /** Uncaught errors in all the runs. */
   uncaught: number;
-  unfinished: number;
   errors: string[];
 }
 
@@ -160,7 +141,7 @@ export function combineSemaphoreRuns(
   const med = (pick: (r: SemaphoreRun) => number) => median(runs.map(pick));
   const sum = (pick: (r: SemaphoreRun) => Record<string, number>) => {
     const out: Record<string, number> = {};
-    for (const r of runs) for (const [k, v] of Object.entries(pick(r))) out[k] = (out[k] ?? 0) + v;
+    for (const r of runs) addCounts(out, pick(r));
     return out;
   };
   return {

@@ -19,7 +19,7 @@ import { Semaphore } from 'redis-semaphore';
 import type * as Library from '../lib';
 import { hr, sleepUntil } from './clock';
 import { CommandCounts, instrument } from './instrument';
-import { WORKER_CONNECTION } from './ipc';
+import { type CallErrors, type LoadWindow, WORKER_CONNECTION } from './ipc';
 
 // The built package, as users run it (BENCH_DIST: another build of it), as in bench/adapters.ts; loaded
 // when a run needs it, so the harness can import this module's types and settings without it.
@@ -51,17 +51,10 @@ export interface SemaphoreSpec {
   holdMs: number;
 }
 
-export interface SemaphoreWindow {
-  startAt: number;
-  measureFrom: number;
-  measureTo: number;
-  stopAt: number;
-}
-
 /** One acquisition: worker (index in its process), acquire called, acquire resolved (shared clock, ms). */
 export const ACQ_STRIDE = 3;
 
-export interface SemaphoreResult {
+export interface SemaphoreResult extends CallErrors {
   process: number;
   /** ACQ_STRIDE numbers per successful acquisition. */
   acquisitions: Float64Array;
@@ -74,14 +67,11 @@ export interface SemaphoreResult {
   /** CPU of this process (user + system) in the window, µs. */
   cpuUs: number;
   failures: number;
-  failureKinds: Record<string, number>;
-  releaseErrors: Record<string, number>;
-  uncaught: string[];
   /** Loops still inside a call when the worker gave up waiting for them. */
   unfinished: number;
 }
 
-export type ToSemaphoreWorker = { type: 'init'; spec: SemaphoreSpec } | ({ type: 'go' } & SemaphoreWindow);
+export type ToSemaphoreWorker = { type: 'init'; spec: SemaphoreSpec } | ({ type: 'go' } & LoadWindow);
 export type FromSemaphoreWorker =
   | { type: 'ready' }
   | { type: 'result'; result: SemaphoreResult }
@@ -156,7 +146,7 @@ class SemaphoreRun {
     return new SemaphoreRun(spec, client, counts, acquire, async () => {});
   }
 
-  async go(window: SemaphoreWindow): Promise<SemaphoreResult> {
+  async go(window: LoadWindow): Promise<SemaphoreResult> {
     const onError = (error: unknown) => this.uncaught.push(describe(error));
     process.on('uncaughtException', onError);
     process.on('unhandledRejection', onError);
@@ -205,7 +195,7 @@ class SemaphoreRun {
     };
   }
 
-  private async loop(worker: number, window: SemaphoreWindow): Promise<void> {
+  private async loop(worker: number, window: LoadWindow): Promise<void> {
     this.running++;
     while (hr() < window.stopAt) {
       const call = hr();

@@ -2,7 +2,7 @@
  * From raw worker records to the numbers reported: throughput in the measurement window, wait-time
  * percentiles, per-worker grants, hand-off latency, mutual-exclusion overlaps, commands per acquisition.
  */
-import { FAILURE, FAILURE_STRIDE, type LoadResult, RECORD, RECORD_STRIDE } from './ipc';
+import { type CallErrors, FAILURE, FAILURE_STRIDE, type LoadResult, RECORD, RECORD_STRIDE } from './ipc';
 
 export interface Summary {
   n: number;
@@ -65,7 +65,7 @@ export interface RunWindow {
 }
 
 /** What one run (one library, one round, one scenario) measured. */
-export interface RunAnalysis {
+export interface RunAnalysis extends CallErrors {
   processes: number;
   windowMs: number;
   grantsInWindow: number;
@@ -91,9 +91,6 @@ export interface RunAnalysis {
   criticalSections: number;
   failures: number;
   failuresInWindow: number;
-  failureKinds: Record<string, number>;
-  releaseErrors: Record<string, number>;
-  uncaught: string[];
   sent: Record<string, number>;
   sentTotal: Record<string, number>;
   connections: number;
@@ -103,7 +100,8 @@ export interface RunAnalysis {
   dataSets: number;
 }
 
-function add(into: Record<string, number>, from: Record<string, number>): void {
+/** Adds counts by name (commands, error kinds) into `into`. */
+export function addCounts(into: Record<string, number>, from: Record<string, number>): void {
   for (const [k, v] of Object.entries(from)) into[k] = (into[k] ?? 0) + v;
 }
 
@@ -181,10 +179,10 @@ export function analyzeRun(
       analysis.failures++;
       if (inWindow(f[i + FAILURE.call])) analysis.failuresInWindow++;
     }
-    add(analysis.failureKinds, result.failureKinds);
-    add(analysis.releaseErrors, result.releaseErrors);
-    add(analysis.sent, result.sent);
-    add(analysis.sentTotal, result.sentTotal);
+    addCounts(analysis.failureKinds, result.failureKinds);
+    addCounts(analysis.releaseErrors, result.releaseErrors);
+    addCounts(analysis.sent, result.sent);
+    addCounts(analysis.sentTotal, result.sentTotal);
     analysis.uncaught.push(...result.uncaught);
     analysis.connections += result.connections;
     analysis.clientCpuUs += result.cpuUs;

@@ -132,4 +132,33 @@ describe('on a Redis Cluster', () => {
     expect(waited).toBeLessThan(claimWindow + 1_000);
     await lease.release();
   });
+  it('a semaphore on each of several masters: at most `permits` holders of each, reached, keys gone after', async () => {
+    const keys = ['export:1', 'export:2', 'export:3'];
+    const masters = new Set(await Promise.all(keys.map((key) => current().portOf(`lock:{${key}}`))));
+    expect(masters.size).toBeGreaterThanOrEqual(2);
+    const pair = [service(), service()];
+    const inside = new Map(keys.map((key) => [key, 0]));
+    const most = new Map(keys.map((key) => [key, 0]));
+    await Promise.all(
+      Array.from({ length: 18 }, async (_, i) => {
+        const key = keys[i % keys.length];
+        for (let round = 0; round < 3; round++) {
+          await pair[i % 2].using(
+            key,
+            async () => {
+              inside.set(key, (inside.get(key) ?? 0) + 1);
+              most.set(key, Math.max(most.get(key) ?? 0, inside.get(key) ?? 0));
+              await new Promise((resolve) => setTimeout(resolve, 2));
+              inside.set(key, (inside.get(key) ?? 0) - 1);
+            },
+            { permits: 2, waitTimeout: 20_000 },
+          );
+        }
+      }),
+    );
+    expect([...most.values()]).toEqual([2, 2, 2]);
+    for (const key of keys) {
+      expect(await pair[0].inspect(key)).toMatchObject({ held: false, queueLength: 0, holders: [] });
+    }
+  });
 });

@@ -252,6 +252,38 @@ describe('a grant no replica acknowledges is given back', () => {
   });
 });
 
+describe('a semaphore with replicas', () => {
+  it('a permit, a hand-off and a renewal resolve only once the replica has them', async () => {
+    link.setLatency(150);
+    const locks = lockService(master, acked());
+    const first = await locks.acquire('acked-sem', { permits: 2 });
+    const holders = `${ownerKey('acked-sem')}:s`;
+    expect(await replica.admin((a) => a.zscore(holders, first.token))).not.toBeNull();
+    const second = await locks.acquire('acked-sem', { permits: 2 });
+    const waiting = lockService(master, acked()).acquire('acked-sem', { permits: 2, waitTimeout: 10_000 });
+    await until(
+      () => master.admin((a) => a.llen(`${ownerKey('acked-sem')}:sq`)),
+      (n) => n === 1,
+    );
+    await first.release();
+    const third = await waiting;
+    expect(await replica.admin((a) => a.zscore(holders, third.token))).not.toBeNull();
+    await second.extend(60_000);
+    const ends = Number(await replica.admin((a) => a.zscore(holders, second.token)));
+    expect(ends - Date.now()).toBeGreaterThan(50_000);
+    await Promise.all([second.release(), third.release()]);
+  });
+
+  it('a permit no replica acknowledges is given back: LockNotReplicatedError, no holder left', async () => {
+    replica.pause();
+    const locks = lockService(master, acked({ timeout: 200 }));
+    const result = await outcome(locks.tryAcquire('refused-sem', { permits: 3 }));
+    expect(result.error).toBeInstanceOf(LockNotReplicatedError);
+    expect(await master.admin((a) => a.exists(`${ownerKey('refused-sem')}:s`))).toBe(0);
+    expect(await lockService(master).inspect('refused-sem')).toMatchObject({ held: false, holders: [] });
+  });
+});
+
 describe('a wait that ioredis resends on a new connection acknowledges nothing', () => {
   // ioredis sends again what a dropped connection left unanswered, once it has reconnected: the WAIT
   // alone when the script's reply had arrived. After a failover the new connection is to the new
