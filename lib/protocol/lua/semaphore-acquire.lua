@@ -13,18 +13,14 @@ local late = mode == 'late'
 if late then mode = 'wait' end
 local queue_ttl = tonumber(ARGV[9])
 
-local function granted(fence)
-  keep_keys()
-  return {1, fence, now_us}
-end
-
 local held = live_holders()
 if mode == 'wait' then
   -- A grant reached us (or we already hold a permit): confirm it with the full ttl.
   local fence = redis.call('HGET', owner_key, token)
   if fence then
-    redis.call('ZADD', holders_key, ms(now_ms + ttl), token)
-    return granted(tonumber(fence))
+    hold_for(token, ttl)
+    outlive(now_ms + ttl, false)
+    return {1, tonumber(fence), now_us}
   end
 end
 
@@ -33,7 +29,7 @@ local queued = redis.call('LLEN', queue_key)
 if queued == 0 and held < permits then
   local fence = next_fence(now_us)
   add_holder(token, ttl, fence)
-  return granted(fence)
+  return {1, fence, now_us}
 end
 if mode == 'try' then return {0, first_hold_left(), now_us, 0} end
 
@@ -51,10 +47,7 @@ end
 if held < permits then
   -- Permits free with others in line (their grants expired, their holders died): serve in order.
   local fence, count = serve(token)
-  if count > 0 then
-    notify_head()
-    keep_keys()
-  end
+  if count > 0 then notify_head() end
   if fence then return {1, fence, now_us} end
 end
 local is_head = length == 1 or (length == 0 and redis.call('LINDEX', queue_key, 0) == token)

@@ -6,8 +6,7 @@
 local was_head = redis.call('LINDEX', queue_key, 0) == token
 redis.call('LREM', queue_key, 0, token)
 if redis.call('ZSCORE', holders_key, token) then
-  redis.call('ZREM', holders_key, token)
-  redis.call('HDEL', owner_key, token)
+  remove_holder(token)
   served_after_leaving()
   return 1
 end

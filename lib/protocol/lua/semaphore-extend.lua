@@ -4,6 +4,6 @@
 
 local ends = redis.call('ZSCORE', holders_key, token)
 if not ends or tonumber(ends) <= now_ms then return -1 end
-redis.call('ZADD', holders_key, ms(now_ms + ttl), token)
-keep_keys()
+hold_for(token, ttl)
+outlive(now_ms + ttl, false)
 return 1

@@ -6,7 +6,7 @@
 
 local ends = redis.call('ZSCORE', holders_key, token)
 if not ends or tonumber(ends) <= now_ms then return 0 end
-redis.call('ZADD', holders_key, ms(now_ms + tonumber(ARGV[8])), token)
+-- The keys keep their expiry: they outlive this shorter hold, and go with the last one.
+hold_for(token, tonumber(ARGV[8]))
 notify_head()
-keep_keys()
 return 1

@@ -3,9 +3,8 @@
 -- KEYS/ARGV[1..7]: see semaphore.lua
 -- Returns 1 if the caller held a permit, 0 if it did not (its hold ended, or it never had one).
 
-local ends = redis.call('ZSCORE', holders_key, token)
-if not ends then return 0 end
-redis.call('ZREM', holders_key, token)
-redis.call('HDEL', owner_key, token)
+if not redis.call('ZSCORE', holders_key, token) then return 0 end
+-- A hold that ended is dropped all the same (remove_holder finds it gone), and the line served.
+local held = remove_holder(token)
 served_after_leaving()
-return tonumber(ends) > now_ms and 1 or 0
+return held and 1 or 0

@@ -8,7 +8,8 @@
 -- KEYS[4] "<prefix>{<key>}:s"   sorted set: each holder's token, scored by when its hold ends (server ms)
 -- KEYS[5] "<prefix>{<key>}:q"   the mutex's line, only read: waiters there make the key a mutex
 -- ARGV[1..6] as prelude.lua; ARGV[7] permits
--- The hash and the sorted set expire with the last hold: nothing outlives a crashed holder's ttl.
+-- The hash and the sorted set expire with the last hold at the latest: nothing outlives a crashed
+-- holder's ttl.
 
 local holders_key, mutex_queue_key = KEYS[4], KEYS[5]
 local permits = tonumber(ARGV[7])
@@ -42,50 +43,83 @@ local function kind_refused()
   return redis.error_reply('LOCKKIND ' .. found .. ' ' .. permits)
 end
 
--- The first hold (token, end ms), or nil.
-local function first_hold()
+-- What the script knows of the holders, read once and kept up to date as it changes them: how many
+-- there are, and when the first hold ends (false: nobody holds one; nil: not known, read it again).
+local holder_count, first_end
+
+local function read_first_end()
   local first = redis.call('ZRANGE', holders_key, 0, 0, 'WITHSCORES')
-  if first[2] then return first[1], tonumber(first[2]) end
-  return nil
+  first_end = first[2] and tonumber(first[2]) or false
 end
 
 -- Drops the holds that ended (a crashed holder's permit comes back this way, at the end of its ttl,
 -- or a granted waiter's that never confirmed, at the end of its claim window). Returns how many are left.
 local function live_holders()
-  local _, ends = first_hold()
-  if ends and ends <= now_ms then
+  if holder_count then return holder_count end
+  read_first_end()
+  if first_end and first_end <= now_ms then
     local gone = redis.call('ZRANGEBYSCORE', holders_key, '-inf', ms(now_ms))
     redis.call('ZREMRANGEBYSCORE', holders_key, '-inf', ms(now_ms))
     for i = 1, #gone, 500 do
       redis.call('HDEL', owner_key, unpack(gone, i, math.min(i + 499, #gone)))
     end
+    read_first_end()
   end
-  return redis.call('ZCARD', holders_key)
+  holder_count = redis.call('ZCARD', holders_key)
+  return holder_count
 end
 
 -- ms until the first hold ends (when a permit comes back unless renewed); -2 when nobody holds one.
 local function first_hold_left()
-  local _, ends = first_hold()
-  if not ends then return -2 end
-  return math.max(ends - now_ms, 0)
+  if first_end == nil then read_first_end() end
+  if not first_end then return -2 end
+  return math.max(first_end - now_ms, 0)
+end
+
+-- Both keys outlive the hold that ends at `ends`: a grant or a renewal pushes their expiry out, never
+-- in, so they go with the last hold (or sooner, deleted with the last holder). `fresh`: nobody held a
+-- permit before, so the keys have no expiry of their own yet (PEXPIRE GT would keep "none").
+local function outlive(ends, fresh)
+  local at = ms(ends + 1)
+  if fresh then
+    redis.call('PEXPIREAT', owner_key, at)
+    redis.call('PEXPIREAT', holders_key, at)
+  elseif redis_7 then
+    redis.call('PEXPIREAT', owner_key, at, 'GT')
+    redis.call('PEXPIREAT', holders_key, at, 'GT')
+  else
+    local last = redis.call('ZRANGE', holders_key, -1, -1, 'WITHSCORES')
+    at = ms(tonumber(last[2]) + 1)
+    redis.call('PEXPIREAT', owner_key, at)
+    redis.call('PEXPIREAT', holders_key, at)
+  end
 end
 
 -- `holder` holds a permit for `hold` ms from now, under `fence`.
 local function add_holder(holder, hold, fence)
-  redis.call('ZADD', holders_key, ms(now_ms + hold), holder)
+  local ends = now_ms + hold
+  local fresh = live_holders() == 0
+  redis.call('ZADD', holders_key, ms(ends), holder)
   redis.call('HSET', owner_key, '#', permits, holder, ms(fence))
+  outlive(ends, fresh)
+  holder_count = holder_count + 1
+  if first_end ~= nil and (not first_end or ends < first_end) then first_end = ends end
 end
 
--- Both keys live exactly as long as the last hold; with no holder left they go.
-local function keep_keys()
-  local last = redis.call('ZRANGE', holders_key, -1, -1, 'WITHSCORES')
-  if not last[2] then
-    redis.call('DEL', owner_key, holders_key)
-    return
-  end
-  local ends = ms(tonumber(last[2]) + 1)
-  redis.call('PEXPIREAT', owner_key, ends)
-  redis.call('PEXPIREAT', holders_key, ends)
+-- A holder's hold now ends `hold` ms from now (renewed, confirmed, or kept for minHold).
+local function hold_for(holder, hold)
+  redis.call('ZADD', holders_key, 'XX', ms(now_ms + hold), holder)
+  first_end = nil
+end
+
+-- Takes `holder` out; returns whether it still held a permit (its hold had not ended).
+local function remove_holder(holder)
+  live_holders()
+  if redis.call('ZREM', holders_key, holder) == 0 then return false end
+  redis.call('HDEL', owner_key, holder)
+  holder_count = holder_count - 1
+  first_end = nil
+  return true
 end
 
 -- Grants the free permits to the waiters first in line, in order: none is passed over while it could
@@ -130,9 +164,10 @@ local function notify_head()
   end
 end
 
--- A permit given back (released, cancelled after a grant): the line is served and told.
+-- A permit given back (released, cancelled after a grant): the line is served and told; with no
+-- holder left the keys go.
 local function served_after_leaving()
   local _, granted = serve(nil)
   if granted > 0 then notify_head() end
-  keep_keys()
+  if live_holders() == 0 then redis.call('DEL', owner_key, holders_key) end
 end
