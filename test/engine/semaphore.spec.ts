@@ -1,6 +1,7 @@
 // The semaphore across processes, on a real redis-server: the bound holds and is reached, grants follow
-// arrival order whichever process a waiter is in, waiting costs Redis nothing, and a SIGKILLed holder's
-// permit comes back within its ttl. (Single-process properties: test/conformance/semaphore-conformance.ts.)
+// arrival order whichever process a waiter is in, waiting costs Redis nothing, a SIGKILLed holder's
+// permit comes back within its ttl, and a frozen granted waiter's within its claim window.
+// (Single-process properties: test/conformance/semaphore-conformance.ts.)
 import { describe, expect, it } from '@jest/globals';
 import { watchEventLoop } from '../support/event-loop';
 import { arrivalAndGrants } from '../support/fifo-order';
@@ -112,5 +113,42 @@ describe('semaphore across processes', () => {
     const info = await locks.inspect('sem-kill');
     expect(info.holders.map((h) => h.token).sort()).toEqual([mine.token, granted.token].sort());
     await Promise.all([granted.release(), mine.release()]);
+  }, 30_000);
+  it('a granted waiter that froze holds its permit only for its claim window; the next in line gets it then', async () => {
+    const claimWindow = 500;
+    const locks = lockService(server());
+    const agent = spawnWorker<AgentMessage>(workerPath('lock-agent'), { url: server().url, claimWindow });
+    await agent.next((m) => m.type === 'ready');
+    const [first, second] = await Promise.all([0, 1].map(() => locks.acquire('sem-frozen', { permits: 2 })));
+    agent.send({ type: 'acquire', id: 'frozen', key: 'sem-frozen', permits: 2, waitTimeout: 30_000 });
+    await until(
+      () => locks.inspect('sem-frozen'),
+      (info) => info.queueLength === 1,
+    );
+    const next = locks.acquire('sem-frozen', { permits: 2, waitTimeout: 10_000 });
+    await until(
+      () => locks.inspect('sem-frozen'),
+      (info) => info.queueLength === 2,
+    );
+    agent.pause();
+    try {
+      const loop = watchEventLoop();
+      const released = performance.now();
+      await first.release();
+      const granted = await next;
+      const after = performance.now() - released;
+      // The frozen waiter's grant held the permit for its claim window, then lapsed to the next in line.
+      expect(after).toBeGreaterThanOrEqual(claimWindow - 5);
+      expect(after).toBeLessThan(claimWindow + 150 + loop.worst());
+      loop.stop();
+      await granted.release();
+    } finally {
+      agent.resume();
+    }
+    // Back from its freeze, the waiter finds its grant gone and is served in turn, not lost.
+    await second.release();
+    const served = await agent.next((m) => m.id === 'frozen' && m.type !== 'lost', 10_000);
+    expect(served.type).toBe('granted');
+    await agent.stop();
   }, 30_000);
 });
