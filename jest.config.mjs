@@ -33,6 +33,8 @@ export const NO_REDIS_SUITES = [
     'key-hygiene',
     'lost-updates',
     'memory-pressure',
+    'read-write',
+    'semaphore',
     'sensitivity',
     'validity-windows',
   ].map((checker) => `test/chaos/${checker}.spec.ts`),

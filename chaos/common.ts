@@ -58,10 +58,11 @@ export class Prng {
 
 /**
  * What a fault run's workers do (`--workload`): take mutexes (the fenced write and its unfenced twin),
- * take a semaphore's permits, or both (the default; the semaphore is left out where the topology has
- * none, a quorum).
+ * take a semaphore's permits, take a read-write lock to read or to write, or all of them (the default;
+ * the semaphore and the read-write lock are left out where the topology has none, a quorum). `both`,
+ * from when there were two, is read as `all`.
  */
-export const WORKLOADS = ['both', 'mutex', 'semaphore'] as const;
+export const WORKLOADS = ['all', 'mutex', 'semaphore', 'rw'] as const;
 export type WorkloadName = (typeof WORKLOADS)[number];
 
 export interface Flags {
@@ -100,9 +101,10 @@ export function parseFlags(argv: readonly string[]): Flags {
         throw new Error(`--topology must be one of ${TOPOLOGIES.join(', ')}, got ${raw}`);
       flags.topology = raw as TopologyName;
     } else if (arg === '--workload' || arg.startsWith('--workload=')) {
-      const raw = arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : argv[++i];
+      const given = arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : argv[++i];
+      const raw = given === 'both' ? 'all' : given;
       if (!WORKLOADS.includes(raw as WorkloadName))
-        throw new Error(`--workload must be one of ${WORKLOADS.join(', ')}, got ${raw}`);
+        throw new Error(`--workload must be one of ${WORKLOADS.join(', ')}, got ${given}`);
       flags.workload = raw as WorkloadName;
     } else
       throw new Error(

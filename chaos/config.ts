@@ -3,29 +3,40 @@
  * topology at least once), `--seed N` (the nemesis' choices and the workers' keys; the same seed
  * replays the same plan), `--duration S` (the full run's nemesis phase, 600 s by default), `--topology
  * single|redlock|sentinel` (one lock server, five holding each lock on a majority, or a master with one
- * replica and three sentinels; single by default), `--workload both|mutex|semaphore` (what the workers
- * take: both by default, the semaphore left out on redlock, which has none).
+ * replica and three sentinels; single by default), `--workload all|mutex|semaphore|rw` (what the
+ * workers take: all by default, `both` its old name; the semaphore and the read-write lock left out on
+ * redlock, which has neither).
  */
 import { type Flags, parseFlags, type WorkloadName } from './common';
 import type { TopologyName } from './topologies/topology';
 
-/** The semaphore workload (chaos/workloads/semaphore.ts): agents taking permits on keys of their own. */
-export interface SemaphoreConfig {
-  /** Its keys: distinct from the mutex keys, since one key is one kind of lock. */
+/** A workload of locks several callers hold at once (chaos/workloads/shared-locks.ts). */
+export interface SharedConfig {
+  /** Its keys: distinct from the other workloads', since one key is one kind of lock. */
   keys: string[];
-  /** How many holders each key allows at once. */
-  permits: number;
   /** Agents per worker process. */
   agents: number;
-  /** The share of grants whose holder abandons its lease (never releases it): it comes back by expiry. */
+  /** The share of grants whose holder abandons its lease (never releases it): it ends by expiry. */
   abandon: number;
+}
+
+/** The semaphore workload: agents taking permits on keys of their own. */
+export interface SemaphoreConfig extends SharedConfig {
+  /** How many holders each key allows at once. */
+  permits: number;
+}
+
+/** The read-write workload: agents reading (most) or writing keys of their own. */
+export interface ReadWriteConfig extends SharedConfig {
+  /** The share of calls that write. */
+  writes: number;
 }
 
 export interface ChaosConfig {
   workers: number;
-  /** Mutex agents per worker process (0 when the run has only the semaphore workload). */
+  /** Mutex agents per worker process (0 when the run has no mutex workload). */
   agents: number;
-  /** The mutex keys (none when the run has only the semaphore workload). */
+  /** The mutex keys (none when the run has no mutex workload). */
   keys: string[];
   ttl: number;
   claimWindow: number;
@@ -44,6 +55,8 @@ export interface ChaosConfig {
   slackMs: number;
   /** The semaphore workload, when the run has it. */
   semaphore?: SemaphoreConfig;
+  /** The read-write workload, when the run has it. */
+  readWrite?: ReadWriteConfig;
 }
 
 export interface RunSettings {
@@ -63,12 +76,16 @@ export function settingsFrom(argv: readonly string[]): RunSettings {
   const flags = parseFlags(argv);
   const quick = flags.quick;
   const topology = flags.topology ?? 'single';
-  const workload = flags.workload ?? 'both';
-  // A quorum of independent masters has no semaphores (permits > 1 is refused there).
-  if (workload === 'semaphore' && topology === 'redlock')
-    throw new Error('--workload semaphore needs one Redis: the redlock topology has no semaphores');
-  const mutex = workload !== 'semaphore';
-  const semaphore = workload !== 'mutex' && topology !== 'redlock';
+  const workload = flags.workload ?? 'all';
+  // A quorum of independent masters has no semaphores and no read-write locks (both refused there).
+  if ((workload === 'semaphore' || workload === 'rw') && topology === 'redlock')
+    throw new Error(
+      `--workload ${workload} needs one Redis: the redlock topology has no semaphores or read-write locks`,
+    );
+  const runs = (name: WorkloadName): boolean => workload === 'all' || workload === name;
+  const mutex = runs('mutex');
+  const semaphore = runs('semaphore') && topology !== 'redlock';
+  const readWrite = runs('rw') && topology !== 'redlock';
   const cfg: ChaosConfig = {
     workers: quick ? 3 : 4,
     agents: mutex ? 2 : 0,
@@ -89,10 +106,15 @@ export function settingsFrom(argv: readonly string[]): RunSettings {
     semaphore: semaphore
       ? { keys: ['chaos-sem-0', 'chaos-sem-1'], permits: 3, agents: 3, abandon: 0.1 }
       : undefined,
+    // Readers mostly, so that they share the key; one call in four writes, and holds back the readers
+    // behind it in line. Abandoned reads and writes hold the key until they expire, as above.
+    readWrite: readWrite
+      ? { keys: ['chaos-rw-0', 'chaos-rw-1'], agents: 3, writes: 0.25, abandon: 0.1 }
+      : undefined,
   };
   const seed = flags.seed;
   const reproduce = `tsx chaos/run.ts${quick ? ' --quick' : ''} --topology ${topology}${
-    workload === 'both' ? '' : ` --workload ${workload}`
+    workload === 'all' ? '' : ` --workload ${workload}`
   } --seed ${seed}${!quick && flags.duration !== undefined ? ` --duration ${flags.duration}` : ''}`;
   return {
     flags,

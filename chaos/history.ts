@@ -21,8 +21,9 @@ export interface EndMsg {
   message?: string;
   harnessError?: string;
   /**
-   * The holder abandoned its lease (a semaphore's permit, never released): its window then lasts until
-   * the lease's validity ended, which tWorkEnd carries, since it could have used the permit until then.
+   * The holder abandoned its lease (a semaphore's permit or a read-write lock's hold, never released):
+   * its window then lasts until the lease's validity ended, which tWorkEnd carries, since it could have
+   * used the lease until then.
    */
   abandoned?: boolean;
 }
@@ -33,6 +34,8 @@ export interface OpRec {
   key: string;
   /** A semaphore's permits (more than 1); absent for a mutex. */
   permits?: number;
+  /** A read-write lock's mode; absent for a mutex or a semaphore. */
+  mode?: 'read' | 'write';
   slot: number;
   pid: number;
   t0: number;
@@ -138,21 +141,23 @@ export function emptyHistory(): History {
   };
 }
 
-/** Whether the call was on a semaphore (several holders at once), not a mutex. */
-export const onSemaphore = (r: OpRec): boolean => (r.permits ?? 1) > 1;
+/** The kinds of lock the workloads take: a mutex, a semaphore (`permits`), a read-write lock (`mode`). */
+export type LockKind = 'mutex' | 'semaphore' | 'rw';
+
+/** Which kind of lock the call was on. */
+export const kindOf = (r: OpRec): LockKind =>
+  r.mode !== undefined ? 'rw' : (r.permits ?? 1) > 1 ? 'semaphore' : 'mutex';
 
 /**
  * The granted calls of each lock, in grant order (as their holders learnt of them): the mutexes' by
- * default, whose checks forbid any two holders at once; a semaphore's have checks of their own.
+ * default, whose checks forbid any two holders at once; a semaphore's and a read-write lock's have
+ * checks of their own.
  */
-export function grantsByKey(
-  history: History,
-  which: 'mutex' | 'semaphore' | 'all' = 'mutex',
-): Map<string, OpRec[]> {
+export function grantsByKey(history: History, which: LockKind | 'all' = 'mutex'): Map<string, OpRec[]> {
   const byKey = new Map<string, OpRec[]>();
   for (const r of history.ops.values()) {
     if (r.tGrant === undefined) continue;
-    if (which !== 'all' && onSemaphore(r) !== (which === 'semaphore')) continue;
+    if (which !== 'all' && kindOf(r) !== which) continue;
     const list = byKey.get(r.key) ?? [];
     list.push(r);
     byKey.set(r.key, list);

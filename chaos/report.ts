@@ -2,7 +2,7 @@
  * A fault run's result: the JSON written to chaos/results/ (configuration, timings, operations, faults,
  * every check's figures, the violations, and the calls) and the summary printed at the end.
  */
-import type { Verdicts } from './checks';
+import type { SharedStats, Verdicts } from './checks';
 import type { MemoryPressureStats } from './checks/memory-pressure';
 import type { RunSettings } from './config';
 import type { Fault } from './faults/kinds';
@@ -103,7 +103,16 @@ export function buildResult(
         fencedViolations: fenced.fencedViolations,
         overlapsExcusedByEviction: windows.excusedByCause.eviction ?? 0,
       },
-      semaphore: semaphoreFigures(settings, verdicts),
+      semaphore: sharedFigures(
+        settings.cfg.semaphore,
+        verdicts.semaphore,
+        verdicts.hangs.semaphoreHandoffMax,
+      ),
+      readWrite: sharedFigures(
+        settings.cfg.readWrite,
+        verdicts.readWrite,
+        verdicts.hangs.readWriteHandoffMax,
+      ),
       unhandled: history.unhandled.length,
       crashes: facts.crashes,
       hygiene: facts.hygiene,
@@ -122,18 +131,25 @@ export function buildResult(
   };
 }
 
-/** What the semaphore checks found, or null for a run without the semaphore workload. */
-function semaphoreFigures(settings: RunSettings, verdicts: Verdicts): SemaphoreFigures | null {
-  const sem = settings.cfg.semaphore;
-  if (!sem) return null;
-  const s = verdicts.semaphore;
+/**
+ * What the checks of a semaphore or a read-write lock found, or null for a run without its workload.
+ * `config` is the workload's: its keys, and its permits or its share of writes.
+ */
+function sharedFigures(
+  config: { keys: string[]; permits?: number; writes?: number } | undefined,
+  s: SharedStats,
+  handoffMax: number,
+): SharedFigures | null {
+  if (!config) return null;
   return {
-    keys: sem.keys,
-    permits: sem.permits,
+    keys: config.keys,
+    permits: config.permits,
+    writeShare: config.writes,
     grants: s.grants,
+    writes: s.writes,
     abandoned: s.abandoned,
-    overPermits: s.overPermits.length,
-    overPermitExamples: s.overPermits.slice(0, 5),
+    overBound: s.overBound.length,
+    overBoundExamples: s.overBound.slice(0, 5),
     excused: s.excused.length,
     excusedByCause: s.excusedByCause,
     excusedExamples: s.excused.slice(0, 10),
@@ -141,18 +157,21 @@ function semaphoreFigures(settings: RunSettings, verdicts: Verdicts): SemaphoreF
     peakHolders: s.peakHolders,
     beliefPeak: s.beliefPeak,
     frozenGrants: s.frozenGrants,
-    fenceViolations: s.semaphoreFenceViolations,
-    calmHandoffMaxMs: Math.round(verdicts.hangs.semaphoreHandoffMax),
+    fenceViolations: s.fenceViolations,
+    calmHandoffMaxMs: Math.round(handoffMax),
   };
 }
 
-interface SemaphoreFigures {
+interface SharedFigures {
   keys: string[];
-  permits: number;
+  /** A semaphore's permits; a read-write workload's share of writes. */
+  permits?: number;
+  writeShare?: number;
   grants: number;
+  writes: number;
   abandoned: number;
-  overPermits: number;
-  overPermitExamples: unknown[];
+  overBound: number;
+  overBoundExamples: unknown[];
   excused: number;
   excusedByCause: Record<string, number>;
   excusedExamples: unknown[];
@@ -162,6 +181,25 @@ interface SemaphoreFigures {
   frozenGrants: number;
   fenceViolations: number;
   calmHandoffMaxMs: number;
+}
+
+/** The figures a semaphore's and a read-write lock's sections share, past their bound's own line. */
+function printShared(
+  line: (label: string, value: unknown) => void,
+  topology: string,
+  f: SharedFigures,
+  handoffBoundMs: unknown,
+): void {
+  line(
+    '  past the bound after state loss',
+    `${f.excused} ${JSON.stringify(f.excusedByCause)}` +
+      (topology === 'sentinel' ? ' (none allowed)' : ' (allowed: restart, or eviction of its holders)'),
+  );
+  line('  undetermined (holder SIGKILLed)', f.undetermined);
+  line('  peak holders / believing holders', `${f.peakHolders} / ${f.beliefPeak}`);
+  line('  grants past validity (frozen)', f.frozenGrants);
+  line('  fence order violations (must be 0)', f.fenceViolations);
+  line('  max hand-off after nemesis stop', `${f.calmHandoffMaxMs} ms (bound ${handoffBoundMs})`);
 }
 
 /** The Sentinel failovers kill-master caused: how long each took, kill to promotion, and to the rejoin. */
@@ -190,7 +228,8 @@ interface Summary {
     longestStall: { ms: number; kind: string; key: string };
     stalls: Record<string, { fromInjectMaxMs: number; fromHealMaxMs: number }>;
     memoryPressure: MemoryPressureStats & { fencedViolations: number; overlapsExcusedByEviction: number };
-    semaphore: SemaphoreFigures | null;
+    semaphore: SharedFigures | null;
+    readWrite: SharedFigures | null;
   };
   violations: Violation[];
 }
@@ -270,17 +309,17 @@ export function printSummary(result: Record<string, unknown>, file: string): voi
   if (sem) {
     console.log(`  semaphores (${sem.keys.length} keys, ${sem.permits} permits each):`);
     line('  grants (abandoned leases)', `${sem.grants} (${sem.abandoned})`);
-    line(`  more than ${sem.permits} holders (must be 0)`, sem.overPermits);
-    line(
-      '  over permits after state loss',
-      `${sem.excused} ${JSON.stringify(sem.excusedByCause)}` +
-        (r.topology === 'sentinel' ? ' (none allowed)' : ' (allowed: restart, or eviction of its holders)'),
+    line(`  more than ${sem.permits} holders (must be 0)`, sem.overBound);
+    printShared(line, r.topology, sem, c.handoffBoundMs);
+  }
+  const rw = c.readWrite;
+  if (rw) {
+    console.log(
+      `  read-write locks (${rw.keys.length} keys, ${(rw.writeShare ?? 0) * 100}% of calls write):`,
     );
-    line('  undetermined (holder SIGKILLed)', sem.undetermined);
-    line('  peak holders / believing holders', `${sem.peakHolders} / ${sem.beliefPeak}`);
-    line('  grants past validity (frozen)', sem.frozenGrants);
-    line('  fence order violations (must be 0)', sem.fenceViolations);
-    line('  max hand-off after nemesis stop', `${sem.calmHandoffMaxMs} ms (bound ${c.handoffBoundMs})`);
+    line('  reads / writes (abandoned)', `${rw.grants - rw.writes} / ${rw.writes} (${rw.abandoned})`);
+    line('  writer not alone (must be 0)', rw.overBound);
+    printShared(line, r.topology, rw, c.handoffBoundMs);
   }
   mutexLine('undetermined (holder SIGKILLed)', c.undeterminedKilledHolder);
   mutexLine('holders believing past validity', c.holdersBelievingPastValidity);

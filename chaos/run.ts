@@ -1,6 +1,6 @@
 /**
  * Nemesis run: `tsx chaos/run.ts [--quick] [--seed N] [--duration S] [--topology single|redlock|sentinel]
- * [--workload both|mutex|semaphore]`.
+ * [--workload all|mutex|semaphore|rw]` (`both` is read as `all`).
  *
  * Starts a topology (chaos/topologies/: one lock server, five holding each lock on a majority, or a
  * Sentinel-managed master and its replica, each behind a fault-injecting TCP proxy, and a "resource"
@@ -9,10 +9,10 @@
  * (chaos/faults/). Then the checkers (chaos/checks/) judge the history the run recorded: fenced writes
  * in the resource's own order, lost updates of the unfenced twin (which must occur: the checkers are
  * shown to see), overlapping validity windows, hangs, unhandled rejections and untyped errors, keys
- * without a TTL. With the semaphore workload (by default, but on redlock), other agents take permits
- * on keys of their own: never more holders than permits, fences in grant order, no waiter left behind,
- * its keys gone after the run. Exits 1 on any violation, printing the seed to reproduce; writes
- * chaos/results/.
+ * without a TTL. With the semaphore and read-write workloads (by default, but on redlock), other agents
+ * take permits, or read or write, on keys of their own: never more holders than permits, a writer
+ * always alone, fences in grant order, no waiter left behind, their keys gone after the run. Exits 1
+ * on any violation, printing the seed to reproduce; writes chaos/results/.
  */
 import { writeFileSync } from 'node:fs';
 import { checkHistory } from './checks';
@@ -21,7 +21,7 @@ import { checkKeyHygiene } from './checks/key-hygiene';
 import { effectiveness } from './checks/sensitivity';
 import { hr, Prng, sleep, writeResult } from './common';
 import { settingsFrom } from './config';
-import { closeAll, drain, probe, semaphoreKeys, untilGone } from './coordinator/end-phases';
+import { closeAll, drain, probe, sharedLockKeys, untilGone } from './coordinator/end-phases';
 import { nemesisHost } from './coordinator/host';
 import { WorkerPool } from './coordinator/workers';
 import { type Fault, type FaultKind, quickPlan, randomKind } from './faults/kinds';
@@ -33,9 +33,14 @@ import { COUNTER_PREFIX, FENCED_PREFIX, monitorResource } from './workloads/reso
 
 const settings = settingsFrom(process.argv.slice(2));
 const { quick, seed, cfg, reproduce } = settings;
-/** Every lock the workers take: the mutexes, then the semaphores. */
-const allKeys = [...cfg.keys, ...(cfg.semaphore?.keys ?? [])];
-/** With no mutex workload there is no twin read to aim a GC pause at: it aims at a semaphore's hold. */
+/** The locks several callers hold at once: the semaphores, then the read-write locks. */
+const sharedKeys = [...(cfg.semaphore?.keys ?? []), ...(cfg.readWrite?.keys ?? [])];
+/** Every lock the workers take: the mutexes, then the others. */
+const allKeys = [...cfg.keys, ...sharedKeys];
+/**
+ * With no mutex workload there is no twin read to aim a GC pause at: it aims at a semaphore's or a
+ * read-write lock's hold.
+ */
 const mutex = cfg.agents > 0;
 const topology = topologyNamed(settings.topology);
 const prng = new Prng(seed);
@@ -66,6 +71,7 @@ async function main(): Promise<number> {
       lockPrefix: cfg.lockPrefix,
       workMs: cfg.workMs,
       semaphore: cfg.semaphore,
+      readWrite: cfg.readWrite,
       seed: seed * 31 + slot * 1_000 + generation,
     }),
     mutex ? 'read' : 'work',
@@ -80,15 +86,18 @@ async function main(): Promise<number> {
     console.log(`  calls still open: ${JSON.stringify(stuck).slice(0, 1000)}`);
     process.exit(1);
   }, settings.budgetMs).unref();
-  const sem = cfg.semaphore;
+  const { semaphore: sem, readWrite: rw } = cfg;
   console.log(
     `chaos: ${quick ? 'quick' : 'full'} run on ${topology.name}, seed ${seed}, ` +
       `${cfg.workers} workers x ${cfg.agents} agents on ${cfg.keys.length} locks` +
       (sem ? ` + ${sem.agents} agents on ${sem.keys.length} semaphores of ${sem.permits} permits` : '') +
+      (rw
+        ? ` + ${rw.agents} agents on ${rw.keys.length} read-write locks (1 call in ${1 / rw.writes} writes)`
+        : '') +
       `, ttl ${cfg.ttl} ms, claim window ${cfg.claimWindow} ms, nemesis ${Math.round(cfg.nemesisMs / 1000)} s`,
   );
-  if (settings.workload === 'both' && !sem)
-    console.log('  (no semaphore workload: redlock has no semaphores)');
+  if (settings.workload === 'all' && !sem && !rw)
+    console.log('  (no semaphore or read-write workload: redlock has neither)');
   await topology.start();
   const monitor = await monitorResource(topology.resource, history);
   await Promise.all(Array.from({ length: cfg.workers }, (_, slot) => pool.spawn(slot)));
@@ -127,7 +136,7 @@ async function main(): Promise<number> {
   const closedAll = await closeAll(pool, history, violations);
   const tClosed = hr();
   await sleep(300);
-  const gone = sem ? semaphoreKeys(cfg.lockPrefix, sem.keys) : [];
+  const gone = sharedLockKeys(cfg.lockPrefix, sharedKeys);
   const goneBy = tClosed + Math.max(cfg.waitTimeout, cfg.ttl) + cfg.claimWindow;
   const goneWaitMs = gone.length > 0 ? await untilGone(topology.nodes, gone, goneBy) : 0;
 
@@ -158,7 +167,7 @@ async function main(): Promise<number> {
     tNemesisEnd,
     drainMs,
     probeMax,
-    hygiene: { ...hygiene.stats, semaphoreGoneWaitMs: Math.round(goneWaitMs) },
+    hygiene: { ...hygiene.stats, sharedKeysGoneWaitMs: Math.round(goneWaitMs) },
     workerRestarts: [...pool.slots.values()].reduce((n, s) => n + s.generation, 0),
     crashes: pool.crashes,
     workerLeftovers: closedAll.map(({ slot, closed }) => ({
@@ -170,7 +179,7 @@ async function main(): Promise<number> {
     notes: topology.notes?.() ?? [],
   });
   const name = `chaos${quick ? '-quick' : ''}${settings.topology === 'single' ? '' : `-${settings.topology}`}${
-    settings.workload === 'both' ? '' : `-${settings.workload}`
+    settings.workload === 'all' ? '' : `-${settings.workload}`
   }`;
   const file = writeResult(name, result);
   // Every call, one per line, for digging into a failure (the JSON keeps only a sample in full mode).

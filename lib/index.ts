@@ -5,8 +5,9 @@ export {
   type FencedValue,
   type FencedWriteResult,
 } from './fencing/fenced-store';
-export type { Lease, LockHolder, LockInfo } from './lease';
+export type { Lease, LockHolder, LockInfo, LockWaiter } from './lease';
 export { type LockKeys, LockService } from './lock.service';
+export { type LockMode, MAX_PERMITS } from './lock-kind';
 export {
   type AcquireOptions,
   DEFAULT_CLAIM_WINDOW,
@@ -21,7 +22,6 @@ export {
   type TryAcquireOptions,
 } from './lock-options';
 export * from './nest';
-export { MAX_PERMITS } from './permits';
 export type {
   AcquireMode,
   AcquireReply,

@@ -57,8 +57,15 @@ export interface LockInfo {
   reserved: number;
   /** The last fencing token handed out, or 0 if none is remembered. */
   fence: number;
-  /** How many callers may hold the lock at once: 1 for a mutex, a semaphore's permits (0 when only its line is left). */
+  /** What kind of lock the key is now: a mutex, a semaphore (`permits`) or a read-write lock (`mode`). */
+  kind: 'mutex' | 'semaphore' | 'read-write';
+  /**
+   * How many callers may hold the lock at once: 1 for a mutex, a semaphore's permits (0 when only its
+   * line is left); 0 for a read-write lock, whose readers are not counted against a bound.
+   */
   permits: number;
+  /** A read-write lock's mode now: `read` while readers hold it, `write` while a writer does, else null. */
+  mode?: 'read' | 'write' | null;
   /**
    * Every holder with its token, ms until its hold ends and its fence, the first to end first: at most
    * one for a mutex, up to `permits` for a semaphore. A grant not confirmed yet counts.
@@ -68,7 +75,14 @@ export interface LockInfo {
    * The waiters' tokens in line order (the first is served next), where the store lists them (Redis and
    * memory; not a quorum). Reservations are left out.
    */
-  waiting?: string[];
+  waiting?: LockWaiter[];
+}
+
+/** One waiter in a lock's line, as `inspect` reports it. */
+export interface LockWaiter {
+  token: string;
+  /** A read-write lock's waiter's mode. */
+  mode?: 'read' | 'write';
 }
 
 /** One holder of a lock, as `inspect` reports it. */
@@ -78,4 +92,6 @@ export interface LockHolder {
   ttl: number;
   /** Its fencing token (for a mutex, the last one handed out). */
   fence: number;
+  /** A read-write lock's holder's mode. */
+  mode?: 'read' | 'write';
 }

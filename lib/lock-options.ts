@@ -7,7 +7,7 @@ import { describeValue, hasLoneSurrogate } from './describe-value';
 import type { LeaseObserver } from './engine/held-lease';
 import { LockKeyError } from './errors/lock-key.error';
 import { LockOptionsError } from './errors/lock-options.error';
-import { resolvePermits } from './permits';
+import { type LockMode, resolveMode, resolvePermits } from './lock-kind';
 import type { ServerRisk } from './store/server-watch';
 import { checkLockName, checkTelemetryOptions } from './telemetry/lock-telemetry';
 import type { TelemetryOptions } from './telemetry/telemetry-options';
@@ -36,6 +36,12 @@ export interface AcquireOptions {
    * lease and fence. Every caller of one key must give the same number. Default 1, the mutex.
    */
   permits?: number;
+  /**
+   * A read-write lock: `'read'` shares the key with other readers, `'write'` holds it alone. Waiters are
+   * served in arrival order, so a writer in line is served before every reader that came after it.
+   * Every caller of a key that is read this way gives a mode. Default: none, a plain mutex.
+   */
+  mode?: LockMode;
   /** Stops waiting when aborted (the call rejects with LockAbortedError). */
   signal?: AbortSignal;
   /**
@@ -182,6 +188,8 @@ export interface ResolvedAcquireOptions {
   name: string | undefined;
   /** How many callers may hold the key at once: 1 for a mutex. */
   permits: number;
+  /** A read-write lock's mode, or undefined for a mutex or semaphore. */
+  mode: LockMode | undefined;
   /** What reports on the call and its lease (set by the service when anything listens). */
   observer?: LeaseObserver;
 }
@@ -446,7 +454,16 @@ function nodeTimeoutBelow(ttl: number, value: unknown): number {
 }
 
 /** Validates one call's options against the service's. Throws LockOptionsError. */
-const CALL_OPTION_NAMES = ['ttl', 'waitTimeout', 'renew', 'minHold', 'permits', 'signal', 'name'] as const;
+const CALL_OPTION_NAMES = [
+  'ttl',
+  'waitTimeout',
+  'renew',
+  'minHold',
+  'permits',
+  'mode',
+  'signal',
+  'name',
+] as const;
 
 /**
  * `tryNow`: the options of a call that never waits (tryAcquire): a waitTimeout other than 0 cannot
@@ -493,6 +510,7 @@ export function resolveAcquireOptions(
     signal,
     name: checkLockName(given('name')),
     permits: resolvePermits(given('permits')),
+    mode: resolveMode(given('mode')),
   };
 }
 
@@ -511,6 +529,7 @@ export function checkCallOptions(options: AcquireOptions): void {
   if (minHold !== undefined) milliseconds('minHold', minHold, 0);
   if (typeof ttl === 'number' && typeof minHold === 'number') checkMinHold(minHold, ttl, 'minHold', 'ttl');
   resolvePermits(read(o, 'permits', 'permits'));
+  resolveMode(read(o, 'mode', 'mode'));
 }
 
 /**

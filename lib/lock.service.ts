@@ -9,6 +9,7 @@ import { now, validFor } from './engine/clock';
 import {
   type GrantLinks,
   HeldLease,
+  handOver,
   type LeaseHost,
   type LeaseTerms,
   type OwnedLease,
@@ -21,11 +22,11 @@ import { handOnLocally, queueLifetime, Waiter, type WaiterHost } from './engine/
 import { LockAbortedError } from './errors/lock-aborted.error';
 import { LockNotReplicatedError } from './errors/lock-not-replicated.error';
 import { LockOptionsError } from './errors/lock-options.error';
-import { LockPermitsError } from './errors/lock-permits.error';
 import { LockServiceClosedError } from './errors/lock-service-closed.error';
 import { LockTimeoutError } from './errors/lock-timeout.error';
 import { RedisUnavailableError } from './errors/redis-unavailable.error';
 import type { Lease, LockInfo } from './lease';
+import { checkKindCall, checkReentry } from './lock-kind';
 import {
   type AcquireOptions,
   claimWindowFor,
@@ -40,7 +41,6 @@ import {
   validateKey,
   validateKeys,
 } from './lock-options';
-import { checkPermitsCall } from './permits';
 import {
   type AcquireReply,
   type LockBackend,
@@ -243,14 +243,11 @@ export class LockService {
     const resolved = resolveAcquireOptions(this.options, options, true);
     // The @Locked interceptor's mark: its timeouts are skips (onTimeout: 'skip'), as telemetry reports them.
     const skips = (options as { [SKIPS_ON_TIMEOUT]?: boolean } | undefined)?.[SKIPS_ON_TIMEOUT] === true;
-    const lease = (await this.obtainKeys(key, resolved, true, skips)) as Lease;
+    // A lease whose validity ran out before `fn` could start (the process stalled after the grant) is
+    // given back, and the call rejects with its LockLostError.
+    const lease = (await this.obtainKeys(key, resolved, true, skips).then(handOver)) as Lease;
     if (lease instanceof ReentrantLease) return fn(lease);
     const held = lease as OwnedLease;
-    if (!held.isHeld) {
-      // Its validity ran out before `fn` could start (the process was frozen after the grant).
-      await held.release().catch(() => {});
-      throw held.lossReason;
-    }
     const outer = this.scope.getStore();
     const byKey = new Map(outer?.byKey);
     for (const part of held.parts) byKey.set(part.key, part);
@@ -300,8 +297,8 @@ export class LockService {
    * LockOptionsError. The Nest module runs it for every @Locked at start-up.
    */
   checkOptions(options: AcquireOptions | undefined): void {
-    const { permits } = resolveAcquireOptions(this.options, options, true);
-    checkPermitsCall(permits, 1, this.store.semaphores !== false);
+    const { permits, mode } = resolveAcquireOptions(this.options, options, true);
+    checkKindCall(permits, mode, 1, this.store.semaphores !== false);
   }
 
   /**
@@ -373,7 +370,7 @@ export class LockService {
     let keys: string[];
     try {
       keys = validateKeys(input);
-      checkPermitsCall(options.permits, keys.length, this.store.semaphores !== false);
+      checkKindCall(options.permits, options.mode, keys.length, this.store.semaphores !== false);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -401,9 +398,8 @@ export class LockService {
       const scope = this.scope.getStore();
       const outer = scope?.byKey.get(key);
       if (outer?.isHeld) {
-        // A nested call reuses the permit held; asking for another number of permits is a mix.
-        if (outer.permits !== options.permits)
-          throw new LockPermitsError(key, outer.permits, options.permits);
+        // A nested call reuses the lease held, if it asks for the same kind of lock (no upgrade).
+        checkReentry(key, outer, options);
         return Promise.resolve(new ReentrantLease(outer));
       }
       if (scope?.multi) checkOrder([key], scope.byKey);
@@ -476,7 +472,8 @@ export class LockService {
   /** A ticket for one key: it carries this call's claim window (how long a grant to it stays reserved). */
   private ticket(key: string, options: ResolvedAcquireOptions, member?: TicketMember): LockTicket {
     const claimWindow = claimWindowFor(options.ttl, this.options.claimWindow);
-    return this.store.ticket(key, options.ttl, claimWindow, member, options.permits);
+    const { permits, mode } = options;
+    return this.store.ticket(key, options.ttl, claimWindow, member, { permits, mode });
   }
 
   /** One attempt without queueing; then, for a waiting call, subscribe to pushes and queue. */

@@ -1,19 +1,22 @@
 /**
  * Liveness: every call settles (granted, or a typed error) within waitTimeout + commandTimeout + slack,
  * pauses of its own process not counted; no call is left open; and once the nemesis has stopped, every
- * lock goes to its next waiter within ttl + claim window + slack of being free. Semaphore calls are
- * calls like the others; a semaphore's hand-offs are judged by permits (semaphoreHandoffs).
+ * lock goes to its next waiter within ttl + claim window + slack of being free. Calls on a semaphore or
+ * a read-write lock are calls like the others; their hand-offs are judged by their own bound
+ * (sharedHandoffs).
  */
 import { grantsByKey, type History, type OpRec, pausedOverlap, windowOf } from '../history';
 import { type CheckContext, type CheckResult, Findings } from './check';
+import { SHARED_KINDS, type SharedKind, type SharedRule, sharedRule } from './shared-kinds';
 
 export interface HangStats {
   slowestCall: number;
   callBound: number;
   calmHandoffMax: number;
   handoffBound: number;
-  /** The same for a semaphore's permits (0 without the semaphore workload). */
+  /** The same for a semaphore's permits, and a read-write lock (0 without their workload). */
   semaphoreHandoffMax: number;
+  readWriteHandoffMax: number;
 }
 
 export function checkHangs(history: History, ctx: CheckContext): CheckResult<HangStats> {
@@ -64,33 +67,49 @@ export function checkHangs(history: History, ctx: CheckContext): CheckResult<Han
         });
     }
   }
-  let semaphoreHandoffMax = 0;
-  for (const list of grantsByKey(history, 'semaphore').values()) {
-    for (const { r, gap } of semaphoreHandoffs(list, ctx)) {
-      semaphoreHandoffMax = Math.max(semaphoreHandoffMax, gap);
-      if (gap > handoffBound)
-        found.add('liveness: slow hand-off of a semaphore permit after the nemesis stopped', {
-          op: r.op,
-          key: r.key,
-          gapMs: Math.round(gap),
-          boundMs: handoffBound,
-        });
+  const sharedMax: Record<SharedKind, number> = { semaphore: 0, rw: 0 };
+  for (const kind of SHARED_KINDS) {
+    for (const list of grantsByKey(history, kind).values()) {
+      const rule = sharedRule(kind, list);
+      for (const { r, gap } of sharedHandoffs(list, rule, ctx)) {
+        sharedMax[kind] = Math.max(sharedMax[kind], gap);
+        if (gap > handoffBound)
+          found.add(`liveness: slow hand-off of a ${rule.handoff} after the nemesis stopped`, {
+            op: r.op,
+            key: r.key,
+            mode: r.mode,
+            gapMs: Math.round(gap),
+            boundMs: handoffBound,
+          });
+      }
     }
   }
   return {
-    stats: { slowestCall, callBound, calmHandoffMax, handoffBound, semaphoreHandoffMax },
+    stats: {
+      slowestCall,
+      callBound,
+      calmHandoffMax,
+      handoffBound,
+      semaphoreHandoffMax: sharedMax.semaphore,
+      readWriteHandoffMax: sharedMax.rw,
+    },
     violations: found.violations,
   };
 }
 
 /**
- * A semaphore's grants after the nemesis stopped, each with how long it came after a permit was free
- * for it. The grants Redis made before it (lower fences) were ahead of it in line or held a permit
- * already, so a permit was free for it once fewer than `permits` of them still held one (their
- * holders' belief; a killed holder's permit comes back within its ttl, which the bound allows).
+ * The grants of a semaphore or a read-write lock after the nemesis stopped, each with how long it came
+ * after the key was free for it. The grants Redis made before it (lower fences) were ahead of it in
+ * line or held the key already, so it was free for it once fewer than the rule's limit of those that
+ * conflict with it still held: fewer than `permits` of them for a semaphore; for a read-write lock's
+ * writer, none of them, for a reader, none of the writers. (Their holders' belief; a killed holder's
+ * lease ends within its ttl, which the bound allows.)
  */
-function semaphoreHandoffs(list: readonly OpRec[], ctx: CheckContext): Array<{ r: OpRec; gap: number }> {
-  const permits = list[0].permits as number;
+function sharedHandoffs(
+  list: readonly OpRec[],
+  rule: SharedRule,
+  ctx: CheckContext,
+): Array<{ r: OpRec; gap: number }> {
   const byFence = [...list].sort((a, b) => (a.fence as number) - (b.fence as number));
   // Holds that ended before the calm cannot delay a grant after it: leave them out of the counting.
   const late = byFence.filter((g) => windowOf(g, ctx.now).belief > ctx.tCalm);
@@ -99,10 +118,10 @@ function semaphoreHandoffs(list: readonly OpRec[], ctx: CheckContext): Array<{ r
     const tGrant = r.tGrant as number;
     if (tGrant < ctx.tCalm) continue;
     const ends = late
-      .filter((g) => (g.fence as number) < (r.fence as number))
+      .filter((g) => (g.fence as number) < (r.fence as number) && rule.conflicts(r, g))
       .map((g) => windowOf(g, ctx.now).belief)
       .sort((a, b) => b - a);
-    const busyUntil = ends.length >= permits ? ends[permits - 1] : -Infinity;
+    const busyUntil = ends.length >= rule.limit ? ends[rule.limit - 1] : -Infinity;
     out.push({ r, gap: tGrant - Math.max(busyUntil, r.t0, ctx.tCalm) });
   }
   return out;

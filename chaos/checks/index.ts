@@ -4,7 +4,7 @@
  * history it passes and one it fails (test/chaos/), and a line here and in chaos/report.ts.
  */
 import type { History, Violation } from '../history';
-import type { CheckContext } from './check';
+import type { CheckContext, CheckResult } from './check';
 import { checkErrors, type ErrorStats } from './errors';
 import { checkFaultEffects, type FaultEffectStats } from './fault-effects';
 import { checkFenceOrder } from './fence-order';
@@ -12,9 +12,10 @@ import { checkFencedWrites, type FencedStats } from './fenced-writes';
 import { checkHangs, type HangStats } from './hangs';
 import { checkLostUpdates, type LostUpdateStats } from './lost-updates';
 import { checkMemoryPressure, type MemoryPressureStats } from './memory-pressure';
-import { checkSemaphoreFences, type SemaphoreFenceStats } from './semaphore-fences';
-import { checkSemaphoreHolders, type SemaphoreHolderStats } from './semaphore-holders';
 import { checkSensitivity, type SensitivityStats } from './sensitivity';
+import { checkSharedFences, type SharedFenceStats } from './shared-fences';
+import { checkSharedHolders, type SharedHolderStats } from './shared-holders';
+import type { SharedKind } from './shared-kinds';
 import { checkValidityWindows, type WindowStats } from './validity-windows';
 
 export interface Verdicts {
@@ -27,8 +28,22 @@ export interface Verdicts {
   effects: FaultEffectStats;
   sensitivity: SensitivityStats;
   memoryPressure: MemoryPressureStats;
-  semaphore: SemaphoreHolderStats & SemaphoreFenceStats;
+  /** A semaphore's checks, and a read-write lock's (the same two, each with its own bound). */
+  semaphore: SharedStats;
+  readWrite: SharedStats;
   violations: Violation[];
+}
+
+export type SharedStats = SharedHolderStats & SharedFenceStats;
+
+/** The holders and the fences of the keys of one kind of lock several callers hold at once. */
+function checkShared(history: History, ctx: CheckContext, kind: SharedKind): CheckResult<SharedStats> {
+  const holders = checkSharedHolders(history, ctx, kind);
+  const fences = checkSharedFences(history, kind);
+  return {
+    stats: { ...holders.stats, ...fences.stats },
+    violations: [...holders.violations, ...fences.violations],
+  };
 }
 
 export function checkHistory(history: History, ctx: CheckContext): Verdicts {
@@ -41,8 +56,8 @@ export function checkHistory(history: History, ctx: CheckContext): Verdicts {
   const effects = checkFaultEffects(history, ctx);
   const sensitivity = checkSensitivity(history, ctx, lostUpdates.stats.unfencedViolations);
   const memoryPressure = checkMemoryPressure(history, ctx);
-  const holders = checkSemaphoreHolders(history, ctx);
-  const semaphoreFences = checkSemaphoreFences(history);
+  const semaphore = checkShared(history, ctx, 'semaphore');
+  const readWrite = checkShared(history, ctx, 'rw');
   const all = [
     fenceOrder,
     fenced,
@@ -53,8 +68,8 @@ export function checkHistory(history: History, ctx: CheckContext): Verdicts {
     effects,
     sensitivity,
     memoryPressure,
-    holders,
-    semaphoreFences,
+    semaphore,
+    readWrite,
   ];
   return {
     fenceOrderViolations: fenceOrder.stats.fenceOrderViolations,
@@ -66,7 +81,8 @@ export function checkHistory(history: History, ctx: CheckContext): Verdicts {
     effects: effects.stats,
     sensitivity: sensitivity.stats,
     memoryPressure: memoryPressure.stats,
-    semaphore: { ...holders.stats, ...semaphoreFences.stats },
+    semaphore: semaphore.stats,
+    readWrite: readWrite.stats,
     violations: all.flatMap((result) => result.violations),
   };
 }

@@ -1,8 +1,9 @@
 /**
  * Keys without a TTL: every key the lock left on its servers (every node of a quorum) must expire, and
  * so must every resource key but the workloads' own values (kept on purpose, to be read after the run).
- * A semaphore's hash, holders set and line must be gone outright once the run has ended: they expire
- * with the last hold and the newest waiter's wait, and the snapshot is taken after both (`gone`).
+ * The hash, holders set and line of a semaphore or a read-write lock (the same keys) must be gone
+ * outright once the run has ended: they expire with the last hold and the newest waiter's wait, and the
+ * snapshot is taken after both (`gone`).
  */
 import { type CheckResult, Findings } from './check';
 
@@ -18,8 +19,8 @@ export interface KeySnapshot {
 }
 
 /**
- * How many keys of each kind: owner (a semaphore's hash too), queue, a quorum's waiters and line (per
- * node), fence, a semaphore's holders and line, and any other.
+ * How many keys of each kind: owner (a semaphore's or read-write lock's hash too), queue, a quorum's
+ * waiters and line (per node), fence, a semaphore's or read-write lock's holders and line, and any other.
  */
 function kindsOf(keys: readonly string[]): Record<string, number> {
   const kinds: Record<string, number> = {
@@ -55,7 +56,10 @@ export function checkKeyHygiene(snapshot: KeySnapshot): CheckResult<Record<strin
     .filter(({ key, ttl }) => mustBeGone.has(key) && ttl !== -2)
     .map(({ key, ttl, node }) => ({ key, ttl, node }));
   if (left.length > 0)
-    found.add("key hygiene: a semaphore's keys still there after its last hold and wait ended", left);
+    found.add(
+      "key hygiene: a semaphore's or read-write lock's keys still there after its last hold and wait ended",
+      left,
+    );
   const kept = (key: string): boolean => snapshot.keptPrefixes.some((prefix) => key.startsWith(prefix));
   const persistentOnPurpose = snapshot.resource.filter(({ key }) => kept(key));
   const otherNoTtl = snapshot.resource
@@ -66,7 +70,7 @@ export function checkKeyHygiene(snapshot: KeySnapshot): CheckResult<Record<strin
     stats: {
       lockKeys: lockKeys.length,
       lockKeysWithoutTtl: noTtl,
-      semaphoreKeysLeft: left.length,
+      sharedKeysLeft: left.length,
       lockKeyKinds: kindsOf(lockKeys),
       resourceKeysPersistentOnPurpose: persistentOnPurpose.length,
       resourceKeysWithoutTtl: otherNoTtl,

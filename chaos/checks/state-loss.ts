@@ -1,8 +1,8 @@
 /**
- * The losses of a lock's state that explain two holders at once (validity-windows.ts), or more than a
- * semaphore's permits (semaphore-holders.ts): a restart without persistence, the deletion of the key
- * that says who holds the lock, or its eviction, each only inside the span where it could have let the
- * second grant happen. validity-windows.ts says which loss counts on which topology, and why.
+ * The losses of a lock's state that explain two holders at once (validity-windows.ts), more than a
+ * semaphore's permits, or a read-write lock's writer beside another holder (shared-holders.ts): a
+ * restart without persistence, the deletion of the key that says who holds the lock, or its eviction,
+ * each only inside the span where it could have let the second grant happen. validity-windows.ts says which loss counts on which topology, and why.
  */
 import type { Eviction, Fault } from '../faults/kinds';
 import type { History, OpRec, Restart } from '../history';
@@ -85,7 +85,7 @@ function evictedBetween(
 
 /**
  * What explains two overlapping holders `a` and `b` of `key`, if anything. `part`: the key whose loss
- * frees the lock (a mutex's owner key, a semaphore's holders set).
+ * frees the lock (a mutex's owner key, a semaphore's or read-write lock's holders set).
  */
 export function stateLossExplainer(
   history: History,

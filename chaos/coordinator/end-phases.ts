@@ -1,9 +1,10 @@
 /**
  * The end of a fault run, once the nemesis has stopped and the run has calmed down: every worker drains
  * (finishes its current call; none may hang), probes every lock (each granted within ttl + claim window
- * + slack; a semaphore's with its permits), then closes its LockService and exits by itself. Each phase
- * has a bound; missing it is a violation. Then a semaphore's keys are given the time they may still
- * live, for key hygiene to find them gone.
+ * + slack; a semaphore's with its permits, a read-write lock's as a writer), then closes its
+ * LockService and exits by itself. Each phase has a bound; missing it is a violation. Then the keys of
+ * the semaphores and read-write locks are given the time they may still live, for key hygiene to find
+ * them gone.
  */
 import { hr, isRunning, sleep } from '../common';
 import type { History, Violation } from '../history';
@@ -103,11 +104,11 @@ export async function closeAll(
 }
 
 /**
- * The keys of each semaphore that expire with its last hold and its newest waiter's wait: its hash
- * `<prefix>{<key>}`, its holders `:s` and its line `:sq` (lib/protocol/keys.ts). Its fence counter
- * outlives them, with a TTL of its own.
+ * The keys of each semaphore or read-write lock (the same ones) that expire with its last hold and its
+ * newest waiter's wait: its hash `<prefix>{<key>}`, its holders `:s` and its line `:sq`
+ * (lib/protocol/keys.ts). Its fence counter outlives them, with a TTL of its own.
  */
-export function semaphoreKeys(prefix: string, keys: readonly string[]): string[] {
+export function sharedLockKeys(prefix: string, keys: readonly string[]): string[] {
   return keys.flatMap((key) => [`${prefix}{${key}}`, `${prefix}{${key}}:s`, `${prefix}{${key}}:sq`]);
 }
 

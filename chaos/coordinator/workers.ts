@@ -127,6 +127,7 @@ export class WorkerPool {
           t0: m.t as number,
         };
         if (typeof m.permits === 'number') r.permits = m.permits;
+        if (m.mode === 'read' || m.mode === 'write') r.mode = m.mode;
         ops.set(r.op, r);
         this.open.add(r);
         return;

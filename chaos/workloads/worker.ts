@@ -7,8 +7,9 @@
  *   (b) a fenced write of the same lock's resource with FencedStore (lease.fence: fenced-write.ts).
  * Like a careful application, an agent checks `lease.signal.aborted` right before it writes; that is
  * exactly what a paused process cannot get right (on resume, the work's timer runs before the lease's
- * expiry timer), and what the twin exposes. With the semaphore workload, other agents of the same
- * process take permits on keys of their own (semaphore.ts): a pause or a kill hits both kinds at once.
+ * expiry timer), and what the twin exposes. With the semaphore and read-write workloads, other agents
+ * of the same process take permits, or read or write, on keys of their own (shared-locks.ts): a pause
+ * or a kill hits every kind at once.
  *
  * The resource (twin counters and fenced values) lives on a second Redis, reached DIRECTLY, not through
  * the proxy: it stands for the application's database, which is not the lock service. So a lock-Redis
@@ -24,7 +25,7 @@ import type { SentinelConnection } from '../topologies/topology';
 import { readCounter, writeCounter } from './counter';
 import { writeFenced } from './fenced-write';
 import { failureOf, type LossFacts, validUntil, watchLoss } from './lease-facts';
-import { semaphoreAgent } from './semaphore';
+import { type SharedAgentHost, sharedAgent } from './shared-locks';
 
 /** The run's settings a worker uses (chaos/config.ts says what each is), and where it connects. */
 export type WorkerArgs = Pick<
@@ -39,6 +40,7 @@ export type WorkerArgs = Pick<
   | 'lockPrefix'
   | 'workMs'
   | 'semaphore'
+  | 'readWrite'
 > & {
   slot: number;
   /** One port: a single lock server. Several: independent masters holding each lock on a majority. */
@@ -217,10 +219,12 @@ async function probe(keys: string[], waitTimeout: number): Promise<void> {
   const results: { key: string; ok: boolean; ms: number; code?: string }[] = [];
   for (const key of keys) {
     const t = hr();
-    // A semaphore's key is probed with its permits: one key is one kind of lock.
+    // A semaphore's key is probed with its permits, a read-write lock's as a writer (which needs every
+    // holder gone): one key is one kind of lock.
     const permits = args.semaphore?.keys.includes(key) ? args.semaphore.permits : undefined;
+    const mode = args.readWrite?.keys.includes(key) ? 'write' : undefined;
     try {
-      await locks.using(key, async () => {}, { waitTimeout, ttl: args.ttl, permits });
+      await locks.using(key, async () => {}, { waitTimeout, ttl: args.ttl, permits, mode });
       results.push({ key, ok: true, ms: hr() - t });
     } catch (error) {
       results.push({
@@ -254,17 +258,24 @@ process.on('message', (message: { type: string; keys?: string[]; waitTimeout?: n
   }
 });
 
-for (let i = 0; i < args.agents; i++) agents.push(agent(i));
-const { semaphore } = args;
-for (let i = 0; semaphore && i < semaphore.agents; i++) {
-  const rnd = new Prng(args.seed * 7919 + 1_000_003 + i * 13);
-  const host = {
-    locks,
-    config: semaphore,
-    ttl: args.ttl,
-    waitTimeout: args.waitTimeout,
-    workMs: args.workMs,
-  };
-  agents.push(semaphoreAgent({ ...host, rnd, send, op: () => nextOp(`s${i}`), draining: () => draining }));
+/** Agents of a lock several callers hold at once: `prefix` names their calls, `salt` seeds their draws. */
+function sharedAgents(
+  config: SharedAgentHost['config'] | undefined,
+  prefix: string,
+  salt: number,
+  kind: SharedAgentHost['kind'],
+): void {
+  for (let i = 0; config && i < config.agents; i++) {
+    const rnd = new Prng(args.seed * 7919 + salt + i * 13);
+    const host = { locks, config, kind, ttl: args.ttl, waitTimeout: args.waitTimeout, workMs: args.workMs };
+    const op = () => nextOp(`${prefix}${i}`);
+    agents.push(sharedAgent({ ...host, rnd, send, op, draining: () => draining }));
+  }
 }
+for (let i = 0; i < args.agents; i++) agents.push(agent(i));
+const { semaphore, readWrite } = args;
+sharedAgents(semaphore, 's', 1_000_003, () => ({ permits: semaphore?.permits ?? 1 }));
+sharedAgents(readWrite, 'rw', 2_000_003, (rnd) => ({
+  mode: rnd.chance(readWrite?.writes ?? 0) ? 'write' : 'read',
+}));
 send({ type: 'ready', pid, t: hr() });

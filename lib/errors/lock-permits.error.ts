@@ -1,3 +1,4 @@
+import { type LockKindName, LockModeError } from './lock-mode.error';
 import { LockOptionsError } from './lock-options.error';
 
 /**
@@ -21,8 +22,15 @@ export class LockPermitsError extends LockOptionsError {
   }
 }
 
-/** The error a store's reply "LOCKKIND <found> <asked>" (a script's refusal) stands for, or undefined. */
-export function permitsRefusal(key: string, message: string): LockPermitsError | undefined {
-  const match = /^LOCKKIND (\d+) (\d+)/.exec(message);
-  return match ? new LockPermitsError(key, Number(match[1]), Number(match[2])) : undefined;
+/**
+ * The error a store's reply "LOCKKIND <found> <asked>" (a script's refusal: each a number of permits, 1
+ * for a mutex, or "rw" for a read-write lock) stands for, or undefined.
+ */
+export function permitsRefusal(key: string, message: string): LockOptionsError | undefined {
+  const match = /^LOCKKIND (\w+) (\w+)/.exec(message);
+  if (!match) return undefined;
+  const kind = (text: string): LockKindName => (text === 'rw' ? 'read-write' : Number(text));
+  const [found, asked] = [kind(match[1]), kind(match[2])];
+  if (typeof found === 'number' && typeof asked === 'number') return new LockPermitsError(key, found, asked);
+  return new LockModeError(key, 'kind', found === 1 ? 'mutex' : found, asked === 1 ? 'mutex' : asked);
 }

@@ -140,7 +140,7 @@ function skipped(spec: LockedSpec, error: unknown, started: boolean): boolean {
 }
 
 function acquireOptions(spec: LockedSpec): AcquireOptions {
-  const { ttl, waitTimeout, renew, minHold, permits, onTimeout } = spec.options;
+  const { ttl, waitTimeout, renew, minHold, permits, mode, onTimeout } = spec.options;
   // renew left unset falls back to the module defaults, then to true (as in `using`). The name in
   // metrics and spans is the declaration's (its template), never the resolved key.
   const options: AcquireOptions & { [SKIPS_ON_TIMEOUT]?: boolean } = {
@@ -149,6 +149,7 @@ function acquireOptions(spec: LockedSpec): AcquireOptions {
     renew,
     minHold,
     permits,
+    mode,
     name: spec.name,
   };
   if (onTimeout === 'skip') options[SKIPS_ON_TIMEOUT] = true;

@@ -43,8 +43,8 @@ export class LockedMethodsChecker implements OnModuleInit {
         try {
           // Only the options that reach acquire(); the decorator's own (onTimeout, service) were
           // checked when it was applied.
-          const { ttl, waitTimeout, renew, minHold, permits } = spec.options;
-          this.locks.checkOptions({ ttl, waitTimeout, renew, minHold, permits });
+          const { ttl, waitTimeout, renew, minHold, permits, mode } = spec.options;
+          this.locks.checkOptions({ ttl, waitTimeout, renew, minHold, permits, mode });
         } catch (error) {
           throw new LockOptionsError(`@Locked() on ${spec.where}: ${(error as Error).message}`);
         }

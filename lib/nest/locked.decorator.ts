@@ -28,6 +28,7 @@ const OPTION_NAMES = new Set([
   'renew',
   'minHold',
   'permits',
+  'mode',
   'onTimeout',
   'service',
   'scope',

@@ -91,6 +91,11 @@ export interface LockedOptions {
    */
   permits?: number;
   /**
+   * A read-write lock: `'read'` shares the key with other readers (`@Locked('doc:<0>', { mode: 'read' })`),
+   * `'write'` holds it alone. Every caller of a key read this way gives a mode. Default: none, a mutex.
+   */
+  mode?: 'read' | 'write';
+  /**
    * What happens when the lock is not granted in time: 'throw' (default) rejects with LockTimeoutError;
    * 'skip' returns undefined without running the method (for a job that must run on one instance only).
    */

@@ -60,8 +60,8 @@ export interface ScriptContext {
   fenceRetention: number;
   /** The caller's reservation on this key (reserve.lua), once made. */
   reserved?: string;
-  /** A semaphore's permits (semaphore.lua); absent for a mutex. */
-  permits?: number;
+  /** semaphore.lua's kind: a semaphore's permits, or "rw" for a read-write lock; absent for a mutex. */
+  kind?: string;
 }
 
 export type { AcquireMode, AcquireReply, LockSnapshot } from '../store/lock-store';
@@ -181,7 +181,7 @@ export class LockScripts {
 
   /** The script for `ctx`'s kind of lock: a semaphore's stand-in when it has permits. */
   private named(name: keyof typeof SEMAPHORE, ctx: ScriptContext): ScriptName {
-    return ctx.permits ? SEMAPHORE[name] : name;
+    return ctx.kind ? SEMAPHORE[name] : name;
   }
 
   async acquire(ctx: ScriptContext, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
@@ -249,7 +249,7 @@ export class LockScripts {
 
   /** Leaves the queue; returns true when a grant had raced in (it was passed on). */
   async cancel(ctx: ScriptContext): Promise<boolean> {
-    const args = ctx.permits ? this.argv(ctx) : this.argv(ctx, ctx.reserved ?? '');
+    const args = ctx.kind ? this.argv(ctx) : this.argv(ctx, ctx.reserved ?? '');
     return (await this.run(this.named('cancel', ctx), ctx.keys.lock, args)) === 1;
   }
 
@@ -257,7 +257,7 @@ export class LockScripts {
   async extend(ctx: ScriptContext, ttl: number): Promise<ExtendOutcome> {
     const { keys } = ctx;
     const name = this.named('extend', ctx);
-    const args = ctx.permits ? this.argv({ ...ctx, ttl }) : [keys.owner, ctx.token, ttl];
+    const args = ctx.kind ? this.argv({ ...ctx, ttl }) : [keys.owner, ctx.token, ttl];
     if (!this.ack) return extendOutcome(await this.run(name, keys.lock, args));
     const acked = await this.runner.runAcknowledged(name, keys.lock, args, this.ack);
     const outcome = extendOutcome(acked.value);
@@ -289,23 +289,35 @@ export class LockScripts {
       keys.fence,
       keys.holders,
       keys.semaphoreQueue,
-    ])) as [string | null, number, number, number, number, number, string[], (string | number)[]];
-    const [owner, ownerTtl, queueLength, fence, reserved, permits, waiting, flat] = reply;
+    ])) as [string | null, number, number, number, number, number | string, string[], (string | number)[]];
+    const [owner, ownerTtl, queueLength, fence, reserved, kind, waiting, flat] = reply;
+    const readWrite = kind === 'rw';
+    const permits = readWrite ? 0 : Number(kind);
     const holders = [];
     for (let i = 0; i < flat.length; i += 3) {
       holders.push({ token: String(flat[i]), ttl: Number(flat[i + 1]), fence: Number(flat[i + 2]) });
     }
-    return { owner: owner ?? null, ownerTtl, queueLength, reserved, fence, permits, waiting, holders };
+    return {
+      owner: owner ?? null,
+      ownerTtl,
+      queueLength,
+      reserved,
+      fence,
+      permits,
+      readWrite,
+      waiting,
+      holders,
+    };
   }
 
   private argv(ctx: ScriptContext, ...extra: (string | number)[]): (string | number)[] {
     const { keys } = ctx;
-    if (ctx.permits) {
-      // semaphore.lua: its own line second, then its holders and the mutex's line; the permits last.
-      const { token, ttl, claimWindow, channelPrefix, trustReceivers, fenceRetention, permits } = ctx;
+    if (ctx.kind) {
+      // semaphore.lua: its own line second, then its holders and the mutex's line; the kind last.
+      const { token, ttl, claimWindow, channelPrefix, trustReceivers, fenceRetention, kind } = ctx;
       return [
         ...[keys.owner, keys.semaphoreQueue, keys.fence, keys.holders, keys.queue],
-        ...[token, ttl, claimWindow, channelPrefix, trustReceivers ? '1' : '0', fenceRetention, permits],
+        ...[token, ttl, claimWindow, channelPrefix, trustReceivers ? '1' : '0', fenceRetention, kind],
         ...extra,
       ];
     }

@@ -21,6 +21,14 @@ export interface LockTicket {
   readonly claimWindow: number;
   /** A semaphore's permits (more than 1): how many callers may hold the key at once. Absent: a mutex. */
   readonly permits?: number;
+  /** A read-write lock's mode. Absent: a mutex or a semaphore. */
+  readonly mode?: 'read' | 'write';
+}
+
+/** The kind of lock a ticket is for: a semaphore's permits (above 1), or a read-write lock's mode. */
+export interface TicketKind {
+  readonly permits?: number;
+  readonly mode?: 'read' | 'write';
 }
 
 /** Which multi-key call a ticket belongs to: its first key's token, and this key's place after it. */
@@ -68,8 +76,10 @@ export interface LockSnapshot {
   /** Reservations in line (see reserve). */
   reserved: number;
   fence: number;
-  /** 1 for a mutex; a semaphore's permits (0 when only its line is left). Absent: 1. */
+  /** 1 for a mutex; a semaphore's permits (0 when only its line is left, or for a read-write lock). Absent: 1. */
   permits?: number;
+  /** A read-write lock (its tokens say which holders and waiters read). */
+  readWrite?: boolean;
   /** The waiting tokens in line order (reservations left out), where the store lists them. */
   waiting?: string[];
   /** A semaphore's holders, the first to end first; absent for a mutex (see owner). */
@@ -126,9 +136,9 @@ export interface LockStore {
    * A ticket for one call on `key`: a fresh token, with the call's ttl and claim window. For key number
    * `member.index` (from 1) of a multi-key call, a token derived from its first key's (`member.of`): each
    * key has a token of its own, so a late wake-up about one key can never be taken for another's.
-   * `permits` (above 1): the ticket is for a semaphore with that many permits.
+   * `kind`: the ticket is for a semaphore (`permits` above 1) or a read-write lock (`mode`).
    */
-  ticket(key: string, ttl: number, claimWindow: number, member?: TicketMember, permits?: number): LockTicket;
+  ticket(key: string, ttl: number, claimWindow: number, member?: TicketMember, kind?: TicketKind): LockTicket;
   /**
    * Take the lock, or join its queue (per `mode`), or confirm a grant; idempotent per ticket. A `wait`
    * call whose ticket holds a reservation on the key (reserve) claims it: it is queued at that place.
@@ -180,8 +190,8 @@ export interface LockStore {
    */
   validityDrift?(ttl: number): number;
   /**
-   * Optional. False for a store without semaphores: a ticket with `permits` is then refused (the engine
-   * says so before any call).
+   * Optional. False for a store without semaphores and read-write locks: a ticket with `permits` or
+   * `mode` is then refused (the engine says so before any call).
    */
   readonly semaphores?: boolean;
   /** Stops wake-ups and frees what the store opened itself (never a client the application passed in). */

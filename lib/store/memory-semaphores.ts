@@ -1,11 +1,12 @@
 /**
- * The semaphores of a MemoryLockBackend: keys that up to `permits` callers hold at once, served first
- * come first served. It follows semaphore.lua step by step (docs/protocol.md, "Semaphores"): one line
+ * The semaphores and read-write locks of a MemoryLockBackend: keys that several callers hold at once
+ * (up to `permits`; or readers together, a writer alone), served first come first served. It follows
+ * semaphore.lua step by step (docs/protocol.md, "Semaphores" and "Read-write locks"): one line
  * per key with no barging, free permits granted to the first waiters in order and reserved for their
  * claim window until they confirm, a waiter whose service closed skipped, a hold that ended dropped when
  * next looked at, and the head of the line told when the first hold ends.
  */
-import { LockPermitsError } from '../errors/lock-permits.error';
+import { permitsRefusal } from '../errors/lock-permits.error';
 import type {
   AcquireMode,
   AcquireReply,
@@ -14,7 +15,7 @@ import type {
   LockTicket,
   WakeMessage,
 } from './lock-store';
-import { claimWindowOf } from './token';
+import { claimWindowOf, isReaderToken } from './token';
 
 interface Hold {
   /** When the hold ends, on the store's clock (ms). */
@@ -23,6 +24,8 @@ interface Hold {
 }
 
 interface SemaphoreState {
+  /** As semaphore.lua's: the permits, or "rw" for a read-write lock. */
+  kind: string;
   permits: number;
   /** Holders by token. */
   holders: Map<string, Hold>;
@@ -54,9 +57,9 @@ export class MemorySemaphores {
     return this.keys.size;
   }
 
-  /** The permits of `key` when it is a semaphore in use (held or waited for), else undefined. */
-  permitsOf(key: string, now: number): number | undefined {
-    return this.state(key, now)?.permits;
+  /** The kind of `key` (its permits, or "rw") when it is in use (held or waited for), else undefined. */
+  kindOf(key: string, now: number): string | undefined {
+    return this.state(key, now)?.kind;
   }
 
   /** The key's state with ended holds and an expired line dropped; undefined (and forgotten) when idle. */
@@ -72,16 +75,17 @@ export class MemorySemaphores {
     return sem;
   }
 
-  /** The state to take a permit in, refusing a key used as another kind of lock. */
-  private stateFor(ticket: LockTicket, permits: number, now: number): SemaphoreState {
+  /** The state to take the key in, refusing a key used as another kind of lock (as semaphore.lua). */
+  private stateFor(ticket: LockTicket, kind: string, now: number): SemaphoreState {
     const { key } = ticket;
-    if (this.host.isMutex(key, now)) throw new LockPermitsError(key, 1, permits);
+    if (this.host.isMutex(key, now)) throw permitsRefusal(key, `LOCKKIND 1 ${kind}`);
     const found = this.state(key, now);
     if (found) {
-      if (found.permits !== permits) throw new LockPermitsError(key, found.permits, permits);
+      if (found.kind !== kind) throw permitsRefusal(key, `LOCKKIND ${found.kind} ${kind}`);
       return found;
     }
-    const sem: SemaphoreState = { permits, holders: new Map(), queue: [], queueUntil: 0 };
+    const permits = kind === 'rw' ? 0 : Number(kind);
+    const sem: SemaphoreState = { kind, permits, holders: new Map(), queue: [], queueUntil: 0 };
     this.keys.set(key, sem);
     return sem;
   }
@@ -94,7 +98,18 @@ export class MemorySemaphores {
   }
 
   /**
-   * Grants the free permits to the first waiters in line, in order; `caller` (when in line) gets its full
+   * Whether `token` could hold the key now, beside its holders: a semaphore while a permit is free; a
+   * read-write lock when nobody holds it, or a reader when readers do (a writer is always alone).
+   */
+  private fits(sem: SemaphoreState, token: string): boolean {
+    if (sem.kind !== 'rw') return sem.holders.size < sem.permits;
+    if (sem.holders.size === 0) return true;
+    const [first] = sem.holders.keys();
+    return isReaderToken(token) && isReaderToken(first);
+  }
+
+  /**
+   * Grants the key to the first waiters in line, in order, while the first of them fits; `caller` (when in line) gets its full
    * ttl, anyone else its claim window. Returns the caller's fence if it was served, and how many were.
    */
   private serve(
@@ -105,7 +120,7 @@ export class MemorySemaphores {
   ): [number | false, number] {
     let mine: number | false = false;
     let granted = 0;
-    while (sem.holders.size < sem.permits && sem.queue.length > 0) {
+    while (sem.queue.length > 0 && this.fits(sem, sem.queue[0])) {
       const head = sem.queue.shift() as string;
       const fence = this.host.fence(key, now);
       if (caller && head === caller.token) {
@@ -131,16 +146,10 @@ export class MemorySemaphores {
     }
   }
 
-  acquire(
-    ticket: LockTicket,
-    permits: number,
-    asked: AcquireMode,
-    queueTtl: number,
-    now: number,
-  ): AcquireReply {
+  acquire(ticket: LockTicket, kind: string, asked: AcquireMode, queueTtl: number, now: number): AcquireReply {
     const late = asked === 'late';
     const mode = late ? 'wait' : asked;
-    const sem = this.stateFor(ticket, permits, now);
+    const sem = this.stateFor(ticket, kind, now);
     const { token, key } = ticket;
     const waiting = (queued = true): AcquireReply => ({
       granted: false,
@@ -153,7 +162,7 @@ export class MemorySemaphores {
       own.until = now + ticket.ttl;
       return { granted: true, fence: own.fence, serverMs: now };
     }
-    if (sem.queue.length === 0 && sem.holders.size < permits) {
+    if (sem.queue.length === 0 && this.fits(sem, token)) {
       const fence = this.host.fence(key, now);
       sem.holders.set(token, { until: now + ticket.ttl, fence });
       return { granted: true, fence, serverMs: now };
@@ -231,6 +240,7 @@ export class MemorySemaphores {
       reserved: 0,
       fence,
       permits: sem.permits,
+      readWrite: sem.kind === 'rw',
       waiting: [...sem.queue],
       holders,
     };

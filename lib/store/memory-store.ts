@@ -11,7 +11,7 @@
  * call that caused them, as a push would arrive after the script that sent it.
  */
 import { performance } from 'node:perf_hooks';
-import { LockPermitsError } from '../errors/lock-permits.error';
+import { permitsRefusal } from '../errors/lock-permits.error';
 import type {
   AcquireMode,
   AcquireReply,
@@ -20,12 +20,13 @@ import type {
   LockSnapshot,
   LockStore,
   LockTicket,
+  TicketKind,
   TicketMember,
   WakeHandlers,
   WakeMessage,
 } from './lock-store';
 import { MemorySemaphores } from './memory-semaphores';
-import { claimWindowOf, instanceOf, lockToken, memberToken } from './token';
+import { claimWindowOf, instanceOf, ticketFields } from './token';
 
 interface LockState {
   owner: string | null;
@@ -39,6 +40,11 @@ interface LockState {
 /** A ticket, with the reservation its multi-key call made on its key (reserve()), if any. */
 interface MemoryTicket extends LockTicket {
   reserved?: string;
+}
+
+/** semaphore.lua's kind of a ticket: a semaphore's permits, "rw" for a read-write lock; "" for a mutex. */
+function kindOf(ticket: LockTicket): string {
+  return ticket.mode !== undefined ? 'rw' : ticket.permits ? String(ticket.permits) : '';
 }
 
 /** A reservation is "^<expires ms>^<token>", as in Redis (reserve.lua). */
@@ -243,10 +249,11 @@ export class MemoryLockBackend implements LockBackend {
 
   /** @internal */ acquire(ticket: MemoryTicket, asked: AcquireMode, queueTtl: number): AcquireReply {
     const now = this.now();
-    if (ticket.permits) return this.semaphores.acquire(ticket, ticket.permits, asked, queueTtl, now);
+    const kind = kindOf(ticket);
+    if (kind) return this.semaphores.acquire(ticket, kind, asked, queueTtl, now);
     // One key is one kind of lock (semaphore.lua): a mutex call on a semaphore in use is refused.
-    const permits = this.semaphores.permitsOf(ticket.key, now);
-    if (permits !== undefined) throw new LockPermitsError(ticket.key, permits, 1);
+    const found = this.semaphores.kindOf(ticket.key, now);
+    if (found !== undefined) throw permitsRefusal(ticket.key, `LOCKKIND ${found} 1`);
     const late = asked === 'late';
     const mode = late ? 'wait' : asked;
     const lock = this.stateFor(ticket.key, now);
@@ -296,7 +303,7 @@ export class MemoryLockBackend implements LockBackend {
 
   /** @internal */ release(ticket: LockTicket): boolean {
     const now = this.now();
-    if (ticket.permits) return this.semaphores.release(ticket, now);
+    if (kindOf(ticket)) return this.semaphores.release(ticket, now);
     const lock = this.state(ticket.key, now);
     if (!lock || lock.owner !== ticket.token) return false;
     this.giveUp(ticket.key, lock, now);
@@ -306,7 +313,7 @@ export class MemoryLockBackend implements LockBackend {
 
   /** @internal */ releaseLater(ticket: LockTicket, holdMs: number): boolean {
     const now = this.now();
-    if (ticket.permits) return this.semaphores.releaseLater(ticket, holdMs, now);
+    if (kindOf(ticket)) return this.semaphores.releaseLater(ticket, holdMs, now);
     const lock = this.state(ticket.key, now);
     if (!lock || lock.owner !== ticket.token) return false;
     lock.ownerUntil = now + holdMs;
@@ -316,7 +323,7 @@ export class MemoryLockBackend implements LockBackend {
 
   /** @internal */ cancel(ticket: MemoryTicket): boolean {
     const now = this.now();
-    if (ticket.permits) return this.semaphores.cancel(ticket, now);
+    if (kindOf(ticket)) return this.semaphores.cancel(ticket, now);
     const lock = this.state(ticket.key, now);
     if (!lock) return false;
     const head = this.firstActive(lock);
@@ -337,7 +344,7 @@ export class MemoryLockBackend implements LockBackend {
 
   /** @internal */ extend(ticket: LockTicket, ttl: number): ExtendOutcome {
     const now = this.now();
-    if (ticket.permits) return this.semaphores.extend(ticket, ttl, now);
+    if (kindOf(ticket)) return this.semaphores.extend(ticket, ttl, now);
     const lock = this.state(ticket.key, now);
     if (!lock || lock.owner === null) return 'missing';
     if (lock.owner !== ticket.token) return 'taken';
@@ -374,15 +381,14 @@ class MemoryLockStore implements LockStore {
     private readonly id: string,
   ) {}
 
-  ticket(key: string, ttl: number, claimWindow: number, member?: TicketMember, permits?: number): LockTicket {
-    const ticket: MemoryTicket = {
-      key,
-      token: member ? memberToken(member.of, member.index) : lockToken(this.id, ++this.sequence, claimWindow),
-      ttl,
-      claimWindow,
-      ...(permits !== undefined && permits > 1 ? { permits } : {}),
-    };
-    return ticket;
+  ticket(
+    key: string,
+    ttl: number,
+    claimWindow: number,
+    member?: TicketMember,
+    kind?: TicketKind,
+  ): LockTicket {
+    return ticketFields(this.id, ++this.sequence, key, ttl, claimWindow, member, kind);
   }
 
   // Every call answers on a later turn, as a round trip would: callers never see a reply within the

@@ -19,11 +19,12 @@ import type {
   LockSnapshot,
   LockStore,
   LockTicket,
+  TicketKind,
   TicketMember,
   TransferReply,
   WakeHandlers,
 } from './lock-store';
-import { lockToken, memberToken } from './token';
+import { ticketFields } from './token';
 
 export type { RedisClient } from '../protocol/lock-scripts';
 
@@ -112,19 +113,26 @@ export class RedisLockStore implements LockStore {
     client.on('end', this.onClientEnd);
   }
 
-  ticket(key: string, ttl: number, claimWindow: number, member?: TicketMember, permits?: number): LockTicket {
+  ticket(
+    key: string,
+    ttl: number,
+    claimWindow: number,
+    member?: TicketMember,
+    kind?: TicketKind,
+  ): LockTicket {
+    const fields = ticketFields(this.instanceId, ++this.sequence, key, ttl, claimWindow, member, kind);
     const ticket: RedisTicket = {
-      key,
+      ...fields,
       keys: lockKeys(this.options.prefix, key),
-      token: member
-        ? memberToken(member.of, member.index)
-        : lockToken(this.instanceId, ++this.sequence, claimWindow),
-      ttl,
-      claimWindow,
       channelPrefix: this.channelPrefix,
       trustReceivers: this.trustReceivers,
       fenceRetention: this.options.fenceRetention,
-      ...(permits !== undefined && permits > 1 ? { permits } : {}),
+      // semaphore.lua's kind: the permits, or "rw"; none for a mutex.
+      ...(fields.mode !== undefined
+        ? { kind: 'rw' }
+        : fields.permits
+          ? { kind: String(fields.permits) }
+          : {}),
     };
     return ticket;
   }

@@ -1,12 +1,22 @@
+import type { LockTicket, TicketKind, TicketMember } from './lock-store';
+
 /**
  * The shape of a waiter's or owner's token, shared by the stores: `<instance>:<n>~<claim window ms>`.
  * The instance names the service whose wake-ups reach it; the claim window tells whoever hands the lock
  * on how long to reserve it (the Redis scripts read the same two parts: common.lua).
  */
 
-/** The token of call number `n` of store instance `instance`. */
-export function lockToken(instance: string, n: number, claimWindow: number): string {
-  return `${instance}:${n.toString(36)}~${claimWindow}`;
+/**
+ * The token of call number `n` of store instance `instance`. A read-write lock's reader has `!` before
+ * the claim window: the scripts tell readers from writers by their tokens, in line and holding.
+ */
+export function lockToken(instance: string, n: number, claimWindow: number, reader = false): string {
+  return `${instance}:${n.toString(36)}${reader ? '!' : ''}~${claimWindow}`;
+}
+
+/** Whether a token is a read-write lock's reader's. */
+export function isReaderToken(token: string): boolean {
+  return token.charCodeAt(token.lastIndexOf('~') - 1) === 33;
 }
 
 /**
@@ -26,4 +36,32 @@ export function instanceOf(token: string): string {
 /** How long a grant to `token` stays reserved until it confirms, ms. */
 export function claimWindowOf(token: string): number {
   return Number(token.slice(token.lastIndexOf('~') + 1));
+}
+
+/**
+ * What every store's ticket holds: the key, a token (the call's `n`-th of `instance`, a reader's
+ * marked; or, for a later key of a multi-key call, derived from its first key's), the ttl and claim
+ * window, and the kind of lock (a semaphore's permits above 1, a read-write lock's mode).
+ */
+export function ticketFields(
+  instance: string,
+  n: number,
+  key: string,
+  ttl: number,
+  claimWindow: number,
+  member?: TicketMember,
+  kind?: TicketKind,
+): LockTicket {
+  const permits = kind?.permits !== undefined && kind.permits > 1 ? kind.permits : undefined;
+  const mode = kind?.mode;
+  return {
+    key,
+    token: member
+      ? memberToken(member.of, member.index)
+      : lockToken(instance, n, claimWindow, mode === 'read'),
+    ttl,
+    claimWindow,
+    ...(permits !== undefined ? { permits } : {}),
+    ...(mode !== undefined ? { mode } : {}),
+  };
 }

@@ -1,28 +1,26 @@
 import { describe, expect, it } from '@jest/globals';
+import type { CheckContext } from '../../chaos/checks/check';
 import { checkHangs } from '../../chaos/checks/hangs';
 import { checkKeyHygiene } from '../../chaos/checks/key-hygiene';
-import { checkSemaphoreFences } from '../../chaos/checks/semaphore-fences';
-import { checkSemaphoreHolders } from '../../chaos/checks/semaphore-holders';
-import type { OpRec } from '../../chaos/history';
-import { call, context, fault, historyOf } from './histories';
+import { checkSharedFences } from '../../chaos/checks/shared-fences';
+import { checkSharedHolders } from '../../chaos/checks/shared-holders';
+import type { History } from '../../chaos/history';
+import { abandonedAt, context, historyOf, killedAt, onK } from './histories';
+
+const checkSemaphoreHolders = (history: History, ctx: CheckContext) =>
+  checkSharedHolders(history, ctx, 'semaphore');
+const checkSemaphoreFences = (history: History) => checkSharedFences(history, 'semaphore');
 
 /** A holder of semaphore k (3 permits), granted at `tGrant`, released at `tEnd`. */
-const holder = (op: string, tGrant: number, tEnd: number, fence: number, t0 = tGrant): OpRec =>
-  call(op, 'k', { t0, tGrant, tEnd }, { permits: 3, fence });
-
-/** Three holders of k from about 100 to 400, granted before a restart (fences: the server clock in µs). */
-const three = () => [
-  holder('1.a', 100, 400, 1_000_000),
-  holder('2.a', 110, 400, 1_000_001),
-  holder('3.a', 120, 400, 1_000_002),
-];
+const holder = onK.holders({ permits: 3 });
+const three = () => onK.three(holder);
 
 describe('checker: never more holders than permits', () => {
   it('passes as many holders as permits at once, and a fourth once one let go', () => {
     const history = historyOf([...three(), holder('4.a', 450, 500, 1_000_003)]);
     const result = checkSemaphoreHolders(history, context());
     expect(result.violations).toEqual([]);
-    expect(result.stats).toMatchObject({ grants: 4, peakHolders: 3, overPermits: [] });
+    expect(result.stats).toMatchObject({ grants: 4, peakHolders: 3, overBound: [] });
   });
 
   it('fails a fourth holder granted while three held valid leases', () => {
@@ -37,7 +35,7 @@ describe('checker: never more holders than permits', () => {
 
   it('counts a fourth holder after a Redis restart apart, without a violation', () => {
     const history = historyOf([...three(), holder('4.a', 300, 500, 3_000_000)], {
-      restarts: [{ t0: 200, t1: 240, wall0: 1_500, wall1: 1_600, node: 'lock', early: true, faultId: 4 }],
+      restarts: [onK.restart],
     });
     const result = checkSemaphoreHolders(history, context());
     expect(result.violations).toEqual([]);
@@ -45,25 +43,20 @@ describe('checker: never more holders than permits', () => {
   });
 
   it("excuses an eviction of the key's holders set, not of its hash", () => {
-    const evicted = (suffix: string, part: 'holders' | 'owner') =>
-      fault(5, 'memory-pressure', 150, 260, {
-        evictions: [{ key: `lock:{k}${suffix}`, lock: 'k', part, after: 200, by: 210 }],
-      });
     const ops = () => [...three(), holder('4.a', 300, 500, 1_000_003)];
     const excused = checkSemaphoreHolders(
-      historyOf(ops(), { faults: [evicted(':s', 'holders')] }),
+      historyOf(ops(), { faults: [onK.eviction(':s', 'holders')] }),
       context(),
     );
     expect(excused.violations).toEqual([]);
     expect(excused.stats.excusedByCause).toEqual({ eviction: 1 });
-    const hash = checkSemaphoreHolders(historyOf(ops(), { faults: [evicted('', 'owner')] }), context());
+    const hash = checkSemaphoreHolders(historyOf(ops(), { faults: [onK.eviction('', 'owner')] }), context());
     expect(hash.violations).toHaveLength(1);
   });
 
   it("counts an abandoned lease's window until its validity ended", () => {
     // Walked away from at 105; its validity lasted to 600.
-    const abandoned = holder('1.a', 100, 105, 1);
-    abandoned.end = { ...abandoned.end!, tWorkEnd: 600, validUntilEnd: 600, abandoned: true };
+    const abandoned = abandonedAt(holder('1.a', 100, 105, 1), 600);
     const others = [holder('2.a', 200, 700, 2), holder('3.a', 210, 700, 3)];
     const early = checkSemaphoreHolders(
       historyOf([abandoned, ...others, holder('4.a', 400, 700, 4)]),
@@ -79,13 +72,8 @@ describe('checker: never more holders than permits', () => {
   });
 
   it("reports a fourth holder as undetermined when only a killed holder's upper bound counts it", () => {
-    const killed: OpRec = {
-      ...holder('1.a', 100, 0, 1),
-      end: undefined,
-      killedAt: 500,
-      heldAtLeastUntil: 150,
-      validUntilLast: 300,
-    };
+    // Killed at 500; it reported holding until 150, with a validity to 300.
+    const killed = killedAt(holder('1.a', 100, 0, 1), 500, 150, 300);
     const others = [holder('2.a', 200, 600, 2), holder('3.a', 210, 600, 3)];
     const result = checkSemaphoreHolders(
       historyOf([killed, ...others, holder('4.a', 400, 700, 4)]),
@@ -101,7 +89,7 @@ describe('checker: semaphore fences', () => {
     // 3.a waited from 50, before 1.a's grant: its lower fence says Redis granted it first.
     const history = historyOf([holder('1.a', 100, 200, 10), holder('2.a', 300, 400, 11, 150)]);
     history.ops.set('3.a', holder('3.a', 200, 300, 9, 50));
-    expect(checkSemaphoreFences(history)).toEqual({ stats: { semaphoreFenceViolations: 0 }, violations: [] });
+    expect(checkSemaphoreFences(history)).toEqual({ stats: { fenceViolations: 0 }, violations: [] });
   });
 
   it('fails a repeated fence, and a fence not above one granted before the call began', () => {
@@ -151,7 +139,7 @@ describe('key hygiene of a semaphore', () => {
     ];
     const result = checkKeyHygiene({ lock, resource: [], keptPrefixes: [], gone });
     expect(result.violations).toEqual([]);
-    expect(result.stats).toMatchObject({ semaphoreKeysLeft: 0, lockKeyKinds: { fence: 1, line: 1 } });
+    expect(result.stats).toMatchObject({ sharedKeysLeft: 0, lockKeyKinds: { fence: 1, line: 1 } });
   });
 
   it('fails a key of the semaphore still there, even with a TTL', () => {
@@ -159,7 +147,8 @@ describe('key hygiene of a semaphore', () => {
     const result = checkKeyHygiene({ lock, resource: [], keptPrefixes: [], gone });
     expect(result.violations).toEqual([
       {
-        check: "key hygiene: a semaphore's keys still there after its last hold and wait ended",
+        check:
+          "key hygiene: a semaphore's or read-write lock's keys still there after its last hold and wait ended",
         detail: [{ key: 'lock:{s}:s', ttl: 300 }],
       },
     ]);

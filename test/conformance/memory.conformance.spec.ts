@@ -4,6 +4,7 @@ import { afterEach, beforeEach } from '@jest/globals';
 import { LockService, MemoryLockBackend } from '../../lib';
 import { describeConformance, type ServiceFactory } from './lock-conformance';
 import { describeMultiKeyConformance } from './multi-key-conformance';
+import { describeReadWriteConformance } from './read-write-conformance';
 import { describeSemaphoreConformance } from './semaphore-conformance';
 
 let backend: MemoryLockBackend;
@@ -31,3 +32,4 @@ describeConformance('memory', service, {
   'surviving a store outage': 'it is in the process: it goes down with it',
 });
 describeSemaphoreConformance('memory', service);
+describeReadWriteConformance('memory', service);

@@ -5,6 +5,7 @@ import { lockService } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 import { describeConformance } from './lock-conformance';
 import { describeMultiKeyConformance } from './multi-key-conformance';
+import { describeReadWriteConformance } from './read-write-conformance';
 import { describeSemaphoreConformance } from './semaphore-conformance';
 
 const server = useRedis();
@@ -12,3 +13,4 @@ const server = useRedis();
 describeConformance('redis', (options) => lockService(server(), options));
 describeMultiKeyConformance('redis', (options) => lockService(server(), options));
 describeSemaphoreConformance('redis', (options) => lockService(server(), options));
+describeReadWriteConformance('redis', (options) => lockService(server(), options));

@@ -25,6 +25,7 @@ type Command =
       renew?: boolean;
       minHold?: number;
       permits?: number;
+      mode?: 'read' | 'write';
     }
   | { type: 'release'; id: string };
 
@@ -55,6 +56,7 @@ onMessage(async (message: Command) => {
         renew: message.renew,
         minHold: message.minHold,
         permits: message.permits,
+        mode: message.mode,
       });
       leases.set(message.id, lease);
       lease.signal.addEventListener('abort', () => send({ type: 'lost', id: message.id }));

@@ -1,7 +1,8 @@
 -- inspect.lua: a consistent snapshot of one lock, mutex or semaphore, read in one step.
 -- KEYS[1] owner, KEYS[2] queue, KEYS[3] fence, KEYS[4] a semaphore's holders, KEYS[5] a semaphore's line
 -- Returns {owner token or false, owner pttl ms (-2 when free), waiters queued, last fence or 0,
---          reservations queued (entries starting with "^", see reserve.lua), permits (1 for a mutex),
+--          reservations queued (entries starting with "^", see reserve.lua), the kind (1 for a mutex, a
+--          semaphore's permits, "rw" for a read-write lock),
 --          the waiting tokens in line order, and for a semaphore its holders: token, ms left, fence, ...}
 
 local fence = tonumber(redis.call('GET', KEYS[3]) or '0')
@@ -21,8 +22,8 @@ if kind == 'hash' or (kind == 'none' and redis.call('EXISTS', KEYS[5]) == 1) the
   end
   local line = redis.call('LRANGE', KEYS[5], 0, -1)
   local first_left = holders[2] or -2
-  return {holders[1] or false, first_left, #line, fence, 0,
-    tonumber(redis.call('HGET', KEYS[1], '#') or '0'), line, holders}
+  return {holders[1] or false, first_left, #line, fence, 0, redis.call('HGET', KEYS[1], '#') or '0', line,
+    holders}
 end
 
 local entries = redis.call('LRANGE', KEYS[2], 0, -1)

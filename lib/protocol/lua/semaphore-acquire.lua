@@ -1,5 +1,5 @@
--- semaphore-acquire.lua: take a permit, or join the line, or confirm a grant; idempotent per token, as
--- acquire.lua is for a mutex (the same modes).
+-- semaphore-acquire.lua: take a permit (a semaphore's, or a read-write lock's share or whole), or join
+-- the line, or confirm a grant; idempotent per token, as acquire.lua is for a mutex (the same modes).
 -- KEYS/ARGV[1..7]: see semaphore.lua
 --   ARGV[8] mode       "try", "join", "wait" or "late" (acquire.lua)
 --   ARGV[9] queue ttl  the line outlives its newest waiter by this much, ms
@@ -13,7 +13,7 @@ local late = mode == 'late'
 if late then mode = 'wait' end
 local queue_ttl = tonumber(ARGV[9])
 
-local held = live_holders()
+live_holders()
 if mode == 'wait' then
   -- A grant reached us (or we already hold a permit): confirm it with the full ttl.
   local fence = redis.call('HGET', owner_key, token)
@@ -26,7 +26,7 @@ end
 
 -- Nobody in line and a permit free: take it. Otherwise nobody barges: the line is served first.
 local queued = redis.call('LLEN', queue_key)
-if queued == 0 and held < permits then
+if queued == 0 and fits(token) then
   local fence = next_fence(now_us)
   add_holder(token, ttl, fence)
   return {1, fence, now_us}
@@ -44,11 +44,9 @@ elseif late and redis.call('LINDEX', queue_key, 0) ~= token then
   redis.call('LPUSH', queue_key, token)
 end
 
-if held < permits then
-  -- Permits free with others in line (their grants expired, their holders died): serve in order.
-  local fence, count = serve(token)
-  if count > 0 then notify_head() end
-  if fence then return {1, fence, now_us} end
-end
+-- Room with others in line (their grants expired, their holders died): serve in order.
+local fence, count = serve(token)
+if count > 0 then notify_head() end
+if fence then return {1, fence, now_us} end
 local is_head = length == 1 or (length == 0 and redis.call('LINDEX', queue_key, 0) == token)
 return {0, first_hold_left(), now_us, is_head and 1 or 0}

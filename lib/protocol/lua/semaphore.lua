@@ -1,18 +1,23 @@
--- semaphore.lua: a lock that up to `permits` callers hold at once, served first come first served
--- (docs/protocol.md, "Semaphores"). Spliced after prelude.lua and queue.lua into every semaphore script.
+-- semaphore.lua: a lock that several callers hold at once, served first come first served: a semaphore
+-- (up to `permits` holders) or a read-write lock (readers share it, a writer holds it alone), see
+-- docs/protocol.md, "Semaphores" and "Read-write locks". Spliced after prelude.lua and queue.lua into
+-- every script of both.
 --
--- KEYS[1] "<prefix>{<key>}"     hash: "#" the permits, then each holder's token and its fence. Its
---                               place is the mutex's owner key, so the two kinds of lock refuse each other.
+-- KEYS[1] "<prefix>{<key>}"     hash: "#" the kind (the permits, or "rw"), then each holder's token and
+--                               its fence. Its place is the mutex's owner key, so the kinds refuse each other.
 -- KEYS[2] "<prefix>{<key>}:sq"  FIFO list of waiting tokens (the semaphore's own line)
 -- KEYS[3] "<prefix>{<key>}:fence", as for a mutex: one counter, so fences grow across both kinds
 -- KEYS[4] "<prefix>{<key>}:s"   sorted set: each holder's token, scored by when its hold ends (server ms)
 -- KEYS[5] "<prefix>{<key>}:q"   the mutex's line, only read: waiters there make the key a mutex
--- ARGV[1..6] as prelude.lua; ARGV[7] permits
+-- ARGV[1..6] as prelude.lua; ARGV[7] the kind: the permits, or "rw" for a read-write lock, whose readers'
+-- tokens end in "!~<claim ms>" (lib/store/token.ts)
 -- The hash and the sorted set expire with the last hold at the latest: nothing outlives a crashed
 -- holder's ttl.
 
 local holders_key, mutex_queue_key = KEYS[4], KEYS[5]
-local permits = tonumber(ARGV[7])
+local kind = ARGV[7]
+local rw = kind == 'rw'
+local permits = tonumber(kind)
 local now_us = server_time_us()
 local now_ms = math.floor(now_us / 1000)
 
@@ -21,8 +26,9 @@ local function ms(value)
   return string.format('%.0f', value)
 end
 
--- One key is one kind of lock: a mutex (a string at KEYS[1], or waiters in its line) or a semaphore
--- with one number of permits. A mix is refused with an error naming both numbers (a mutex has 1).
+-- One key is one kind of lock: a mutex (a string at KEYS[1], or waiters in its line), a semaphore with
+-- one number of permits, or a read-write lock. A mix is refused with an error naming both kinds (a
+-- mutex is "1", a read-write lock "rw").
 local function kind_refused()
   local stored = redis.pcall('HGET', owner_key, '#')
   local found
@@ -33,23 +39,25 @@ local function kind_refused()
     end
     found = '1'
   elseif stored then
-    if tonumber(stored) == permits then return nil end
+    if stored == kind then return nil end
     found = stored
   elseif redis.call('LLEN', mutex_queue_key) > 0 then
     found = '1'
   else
     return nil
   end
-  return redis.error_reply('LOCKKIND ' .. found .. ' ' .. permits)
+  return redis.error_reply('LOCKKIND ' .. found .. ' ' .. kind)
 end
 
 -- What the script knows of the holders, read once and kept up to date as it changes them: how many
 -- there are, and when the first hold ends (false: nobody holds one; nil: not known, read it again).
-local holder_count, first_end
+-- `first_token` is that first holder's token.
+local holder_count, first_end, first_token
 
 local function read_first_end()
   local first = redis.call('ZRANGE', holders_key, 0, 0, 'WITHSCORES')
   first_end = first[2] and tonumber(first[2]) or false
+  first_token = first[1]
 end
 
 -- Drops the holds that ended (a crashed holder's permit comes back this way, at the end of its ttl,
@@ -100,10 +108,13 @@ local function add_holder(holder, hold, fence)
   local ends = now_ms + hold
   local fresh = live_holders() == 0
   redis.call('ZADD', holders_key, ms(ends), holder)
-  redis.call('HSET', owner_key, '#', permits, holder, ms(fence))
+  redis.call('HSET', owner_key, '#', kind, holder, ms(fence))
   outlive(ends, fresh)
   holder_count = holder_count + 1
-  if first_end ~= nil and (not first_end or ends < first_end) then first_end = ends end
+  if first_end ~= nil and (not first_end or ends < first_end) then
+    first_end = ends
+    first_token = holder
+  end
 end
 
 -- A holder's hold now ends `hold` ms from now (renewed, confirmed, or kept for minHold).
@@ -122,30 +133,52 @@ local function remove_holder(holder)
   return true
 end
 
--- Grants the free permits to the waiters first in line, in order: none is passed over while it could
--- be served, so nobody is overtaken. One whose process no longer listens (on one server) is skipped.
+-- A reader of a read-write lock: its token says so.
+local function is_reader(t)
+  return string.find(t, '!~%d+$') ~= nil
+end
+
+-- Whether `entry` could hold the key now, beside its holders: a semaphore while a permit is free; a
+-- read-write lock when nobody holds it, or a reader when readers do (a writer is always alone, so the
+-- first holder stands for them all).
+local function fits(entry)
+  local count = live_holders()
+  if not rw then return count < permits end
+  if count == 0 then return true end
+  if first_end == nil then read_first_end() end
+  return is_reader(entry) and is_reader(first_token)
+end
+
+-- Grants the key to the waiters first in line, in order, while the first of them fits: none is passed
+-- over while it could be served, so nobody is overtaken, and a writer in line holds back every reader
+-- behind it. One whose process no longer listens (on one server) is skipped.
 -- A waiter gets its claim window to confirm (extend); `caller` (when it is in line) its full ttl.
 -- Returns the caller's fence if it was served (else false), and how many were granted.
 local function serve(caller)
-  local free = permits - live_holders()
   local mine, granted = false, 0
-  while free > 0 do
-    local head = redis.call('LPOP', queue_key)
-    if not head then break end
+  while true do
+    local head
+    if rw then
+      -- Whether the head fits depends on its mode: look before taking it out of the line.
+      head = redis.call('LINDEX', queue_key, 0)
+      if not head or not fits(head) then break end
+      redis.call('LPOP', queue_key)
+    else
+      if not fits(caller) then break end
+      head = redis.call('LPOP', queue_key)
+      if not head then break end
+    end
     local fence = next_fence(now_us)
     if head == caller then
       add_holder(head, ttl, fence)
       mine = fence
+      granted = granted + 1
     elseif redis.call('PUBLISH', channel_of(head), 'g ' .. head .. ' ' .. ms(fence) .. ' ' .. ms(now_us)) > 0
       or not trust_receivers then
       add_holder(head, claim_of(head), fence)
-    else
-      fence = nil -- its process is gone: skip it rather than reserve a permit for it
-    end
-    if fence then
-      free = free - 1
       granted = granted + 1
     end
+    -- Otherwise its process is gone: skipped rather than granted.
   end
   return mine, granted
 end

@@ -1,16 +1,21 @@
 /**
- * A worker process of the semaphore benchmark (bench/semaphore.ts), forked with `--import tsx`.
+ * A worker process of the lock-kind benchmarks (bench/semaphore.ts, bench/read-write.ts), forked with
+ * `--import tsx`.
  *
  * 'init': one ioredis client and one library instance for the whole process (as one instance of an
  * application would have), shared by `workers` concurrent loops. 'go': each loop, until the stop time,
- * acquires a permit of the one key, INCRs the holders' counter (its reply is how many hold a permit at
- * that moment), holds the permit `holdMs`, DECRs the counter, releases. Replies 'result'.
+ * picks a side for its next acquisition (a semaphore has one; a read-write load two, write and read,
+ * drawn from a seeded generator by their shares), takes the one key as that side asks, INCRs the side's
+ * counter (its reply is how many of that side hold the key at that moment) and, with two sides, GETs the
+ * other side's counter (it must be 0: readers never hold beside a writer), holds it `holdMs`, DECRs the
+ * counter, releases. Each side increments before it looks, so any overlap is seen by at least one of the
+ * two (as test/workers/read-write.worker.ts checks it). Replies 'result'.
  *
- * - nestjs-redis-lock: `new LockService(client)`, `acquire(key, { permits, waitTimeout })`,
+ * - nestjs-redis-lock: `new LockService(client)`, `acquire(key, { ...side.options, waitTimeout })`,
  *   `lease.release()` (ttl 30 s, no renewal: the defaults of `acquire`);
- * - redis-semaphore: `new Semaphore(client, key, permits, PEER_OPTIONS)` per acquisition, `acquire()`,
- *   `release()`: it tries a Lua script (ZREMRANGEBYSCORE, ZCARD, ZADD) every `retryInterval` ms until
- *   a slot is free, with no order among the waiters.
+ * - redis-semaphore: `new Semaphore(client, key, side.options.permits, PEER_OPTIONS)` per acquisition,
+ *   `acquire()`, `release()`: it tries a Lua script (ZREMRANGEBYSCORE, ZCARD, ZADD) every
+ *   `retryInterval` ms until a slot is free, with no order among the waiters.
  */
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -20,14 +25,15 @@ import type * as Library from '../lib';
 import { hr, sleepUntil } from './clock';
 import { CommandCounts, instrument } from './instrument';
 import { type CallErrors, type LoadWindow, WORKER_CONNECTION } from './ipc';
+import { seededRandom } from './open-loop';
 
 // The built package, as users run it (BENCH_DIST: another build of it), as in bench/adapters.ts; loaded
 // when a run needs it, so the harness can import this module's types and settings without it.
 const library = (): typeof Library =>
   require(process.env.BENCH_DIST ? resolve(process.env.BENCH_DIST) : '../dist');
 
-export const SEMAPHORE_LIBS = ['nestjs-redis-lock', 'redis-semaphore'] as const;
-export type SemaphoreLib = (typeof SEMAPHORE_LIBS)[number];
+/** Who takes the key: this library (with each side's options), or redis-semaphore's `Semaphore`. */
+export type KindLib = 'nestjs-redis-lock' | 'redis-semaphore';
 
 /** redis-semaphore's settings: its defaults, but an acquireTimeout as long as this library's waitTimeout. */
 export const PEER_OPTIONS = {
@@ -38,31 +44,49 @@ export const PEER_OPTIONS = {
 } as const;
 /** This library's waitTimeout: long enough that nobody gives up in a run. */
 export const WAIT_TIMEOUT_MS = 60_000;
-export const SEMAPHORE_KEY = 'bench:semaphore';
-/** INCRed by each holder after its grant, DECRed before its release. */
-export const HOLDERS_KEY = 'bench:semaphore-holders';
 
-export interface SemaphoreSpec {
-  lib: SemaphoreLib;
+/** One kind of acquisition of the key: a semaphore's permit, or a read-write lock's read or write. */
+export interface KindSide {
+  /** For the report: 'holder', 'write', 'read'. */
+  name: string;
+  /** This share of the acquisitions is of this side (the shares add up to 1). */
+  share: number;
+  /** This library's acquire options for it (waitTimeout added); redis-semaphore takes `permits`. */
+  options: { permits?: number; mode?: Library.LockMode };
+  /** The counter its holders INCR after their grant and DECR before their release. */
+  counter: string;
+  /** Most of its holders at once; more is a violation. Absent: any number (readers). */
+  limit?: number;
+}
+
+export interface KindSpec {
+  lib: KindLib;
   port: number;
   process: number;
   workers: number;
-  permits: number;
   holdMs: number;
+  key: string;
+  /** What the acquisitions are; with several, no two sides ever hold the key together. */
+  sides: KindSide[];
+  /** Seeds the draw of each acquisition's side (with the process and worker index). */
+  seed: number;
 }
 
-/** One acquisition: worker (index in its process), acquire called, acquire resolved (shared clock, ms). */
-export const ACQ_STRIDE = 3;
+/** One acquisition: worker (index in its process), side, acquire called, acquire resolved (shared clock, ms). */
+export const ACQ = { worker: 0, side: 1, call: 2, grant: 3 } as const;
+export const ACQ_STRIDE = 4;
 
-export interface SemaphoreResult extends CallErrors {
+export interface KindResult extends CallErrors {
   process: number;
   /** ACQ_STRIDE numbers per successful acquisition. */
   acquisitions: Float64Array;
-  /** The largest INCR reply seen in the whole run (warm-up and drain included). */
-  maxHolders: number;
-  /** The holders' counter's own INCR/DECR sent in the measurement window (left out of the command counts). */
+  /** Per side, the largest INCR reply of its counter seen in the whole run (warm-up and drain included). */
+  mostAtOnce: number[];
+  /** Holders that found more of their side than its limit, or a holder of another side, in the whole run. */
+  violations: number;
+  /** The counters' own INCR/GET/DECR sent in the measurement window (left out of the command counts). */
   counterOps: number;
-  /** Commands the library's connections sent in the window (counter INCR/DECR left out), by label. */
+  /** Commands the library's connections sent in the window (counters left out), by label. */
   sent: Record<string, number>;
   /** CPU of this process (user + system) in the window, µs. */
   cpuUs: number;
@@ -71,10 +95,10 @@ export interface SemaphoreResult extends CallErrors {
   unfinished: number;
 }
 
-export type ToSemaphoreWorker = { type: 'init'; spec: SemaphoreSpec } | ({ type: 'go' } & LoadWindow);
-export type FromSemaphoreWorker =
+export type ToKindWorker = { type: 'init'; spec: KindSpec } | ({ type: 'go' } & LoadWindow);
+export type FromKindWorker =
   | { type: 'ready' }
-  | { type: 'result'; result: SemaphoreResult }
+  | { type: 'result'; result: KindResult }
   | { type: 'error'; error: string };
 
 /** How long after the stop time the loops' last calls are given to end. */
@@ -100,12 +124,12 @@ const cpuNow = (): number => {
   return user + system;
 };
 
-class SemaphoreRun {
+class WorkerRun {
   private acquisitions: number[] = [];
-  private maxHolders = 0;
-  private counterOps = 0;
-  private counterIncr = 0;
-  private counterDecr = 0;
+  private readonly mostAtOnce: number[];
+  private violations = 0;
+  /** The counters' own commands, by label, since the window opened (frozen when it closes). */
+  private own: Record<string, number> = {};
   private failures = 0;
   private readonly failureKinds: Record<string, number> = {};
   private readonly releaseErrors: Record<string, number> = {};
@@ -113,14 +137,16 @@ class SemaphoreRun {
   private running = 0;
 
   private constructor(
-    private readonly spec: SemaphoreSpec,
+    private readonly spec: KindSpec,
     private readonly client: Redis,
     private readonly counts: CommandCounts,
-    private readonly acquire: () => Promise<Held>,
+    private readonly acquire: (side: KindSide) => Promise<Held>,
     private readonly closeLib: () => Promise<void>,
-  ) {}
+  ) {
+    this.mostAtOnce = spec.sides.map(() => 0);
+  }
 
-  static async create(spec: SemaphoreSpec): Promise<SemaphoreRun> {
+  static async create(spec: KindSpec): Promise<WorkerRun> {
     const counts = new CommandCounts();
     const client = new Redis({ host: '127.0.0.1', port: spec.port, connectionName: WORKER_CONNECTION });
     client.on('error', () => {});
@@ -129,35 +155,41 @@ class SemaphoreRun {
     if (spec.lib === 'nestjs-redis-lock') {
       const locks = new (library().LockService)(client);
       counts.nameDefinedScripts(client);
-      const options = { permits: spec.permits, waitTimeout: WAIT_TIMEOUT_MS };
-      return new SemaphoreRun(
+      const options = spec.sides.map((side) => ({ ...side.options, waitTimeout: WAIT_TIMEOUT_MS }));
+      return new WorkerRun(
         spec,
         client,
         counts,
-        () => locks.acquire(SEMAPHORE_KEY, options),
+        (side) => locks.acquire(spec.key, options[spec.sides.indexOf(side)]),
         () => locks.close(),
       );
     }
-    const acquire = async (): Promise<Held> => {
-      const semaphore = new Semaphore(client, SEMAPHORE_KEY, spec.permits, PEER_OPTIONS);
+    const acquire = async (side: KindSide): Promise<Held> => {
+      const semaphore = new Semaphore(client, spec.key, side.options.permits ?? 1, PEER_OPTIONS);
       await semaphore.acquire();
       return semaphore;
     };
-    return new SemaphoreRun(spec, client, counts, acquire, async () => {});
+    return new WorkerRun(spec, client, counts, acquire, async () => {});
   }
 
-  async go(window: LoadWindow): Promise<SemaphoreResult> {
+  /** Sends one of the counters' commands, counted as the harness' own. */
+  private counter(command: 'incr' | 'decr' | 'get', key: string): Promise<string | number | null> {
+    bump(this.own, command);
+    return this.client[command](key);
+  }
+
+  async go(window: LoadWindow): Promise<KindResult> {
     const onError = (error: unknown) => this.uncaught.push(describe(error));
     process.on('uncaughtException', onError);
     process.on('unhandledRejection', onError);
     const snapshot = () => ({ sent: this.counts.snapshot(), cpuUs: cpuNow() });
     const from = sleepUntil(window.measureFrom).then(() => {
-      this.counterIncr = this.counterDecr = 0;
+      this.own = {};
       return snapshot();
     });
     const to = sleepUntil(window.measureTo).then(() => {
-      const at = { ...snapshot(), incr: this.counterIncr, decr: this.counterDecr };
-      this.counterOps = this.counterIncr + this.counterDecr;
+      const at = { ...snapshot(), own: this.own };
+      this.own = {};
       return at;
     });
     await sleepUntil(window.startAt);
@@ -174,8 +206,7 @@ class SemaphoreRun {
     const after = await to;
     const sent: Record<string, number> = {};
     for (const [label, calls] of Object.entries(after.sent)) {
-      const mine = label === 'incr' ? after.incr : label === 'decr' ? after.decr : 0;
-      const delta = calls - (before.sent[label] ?? 0) - mine;
+      const delta = calls - (before.sent[label] ?? 0) - (after.own[label] ?? 0);
       if (delta > 0) sent[label] = delta;
     }
     process.off('uncaughtException', onError);
@@ -183,8 +214,9 @@ class SemaphoreRun {
     return {
       process: this.spec.process,
       acquisitions: Float64Array.from(this.acquisitions),
-      maxHolders: this.maxHolders,
-      counterOps: this.counterOps,
+      mostAtOnce: this.mostAtOnce,
+      violations: this.violations,
+      counterOps: Object.values(after.own).reduce((s, n) => s + n, 0),
       sent,
       cpuUs: after.cpuUs - before.cpuUs,
       failures: this.failures,
@@ -195,31 +227,57 @@ class SemaphoreRun {
     };
   }
 
+  /** The side of each acquisition of one loop, drawn by the sides' shares. */
+  private sidePicker(worker: number): () => number {
+    const { sides, seed, process } = this.spec;
+    if (sides.length === 1) return () => 0;
+    const random = seededRandom(seed * 1_000_003 + process * 1_000 + worker);
+    return () => {
+      let x = random();
+      for (let i = 0; i < sides.length - 1; i++) {
+        x -= sides[i].share;
+        if (x < 0) return i;
+      }
+      return sides.length - 1;
+    };
+  }
+
+  /** Counts a new holder of `side` in and checks it may be there. */
+  private async enter(side: number): Promise<void> {
+    const { sides } = this.spec;
+    const inside = Number(await this.counter('incr', sides[side].counter));
+    if (inside > this.mostAtOnce[side]) this.mostAtOnce[side] = inside;
+    let violated = inside > (sides[side].limit ?? Number.POSITIVE_INFINITY);
+    for (const [other, { counter }] of sides.entries()) {
+      if (other !== side && Number(await this.counter('get', counter)) !== 0) violated = true;
+    }
+    if (violated) this.violations++;
+  }
+
   private async loop(worker: number, window: LoadWindow): Promise<void> {
     this.running++;
+    const pick = this.sidePicker(worker);
     while (hr() < window.stopAt) {
+      const side = pick();
       const call = hr();
       let held: Held;
       try {
-        held = await this.acquire();
+        held = await this.acquire(this.spec.sides[side]);
       } catch (error) {
         this.failures++;
         bump(this.failureKinds, kindOf(error));
         continue;
       }
       const grant = hr();
-      this.counterIncr++;
-      const holders = await this.client.incr(HOLDERS_KEY);
-      if (holders > this.maxHolders) this.maxHolders = holders;
+      await this.enter(side);
       await sleep(this.spec.holdMs);
-      this.counterDecr++;
-      await this.client.decr(HOLDERS_KEY);
+      await this.counter('decr', this.spec.sides[side].counter);
       try {
         await held.release();
       } catch (error) {
         bump(this.releaseErrors, kindOf(error));
       }
-      this.acquisitions.push(worker, call, grant);
+      this.acquisitions.push(worker, side, call, grant);
     }
     this.running--;
   }
@@ -230,12 +288,12 @@ class SemaphoreRun {
   }
 }
 
-let current: SemaphoreRun | undefined;
+let current: WorkerRun | undefined;
 
-async function handle(message: ToSemaphoreWorker): Promise<FromSemaphoreWorker> {
+async function handle(message: ToKindWorker): Promise<FromKindWorker> {
   if (message.type === 'init') {
     await current?.close();
-    current = await SemaphoreRun.create(message.spec);
+    current = await WorkerRun.create(message.spec);
     return { type: 'ready' };
   }
   const run = current;
@@ -249,8 +307,8 @@ async function handle(message: ToSemaphoreWorker): Promise<FromSemaphoreWorker> 
 }
 
 // Only in a process the harness forked (the harness imports this module for its types and settings).
-if (process.env.BENCH_SEMAPHORE_WORKER === '1' && process.send) {
-  process.on('message', (message: ToSemaphoreWorker) => {
+if (process.env.BENCH_KIND_WORKER === '1' && process.send) {
+  process.on('message', (message: ToKindWorker) => {
     handle(message).then(
       (reply) => process.send?.(reply),
       (error: unknown) =>
