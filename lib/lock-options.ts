@@ -453,17 +453,20 @@ function nodeTimeoutBelow(ttl: number, value: unknown): number {
   return nodeTimeout;
 }
 
+/**
+ * The options a lock declaration (@Locked) passes on to every call it makes, as they are: one list, so
+ * that the decorator accepts, the start-up check validates and the interceptor passes the same ones.
+ */
+export const DECLARED_OPTION_NAMES = ['ttl', 'waitTimeout', 'renew', 'minHold', 'permits', 'mode'] as const;
+
+/** The options of `declared` that every call of a lock declaration passes on (DECLARED_OPTION_NAMES). */
+export function declaredOptions(declared: AcquireOptions): AcquireOptions {
+  const { ttl, waitTimeout, renew, minHold, permits, mode } = declared;
+  return { ttl, waitTimeout, renew, minHold, permits, mode };
+}
+
 /** Validates one call's options against the service's. Throws LockOptionsError. */
-const CALL_OPTION_NAMES = [
-  'ttl',
-  'waitTimeout',
-  'renew',
-  'minHold',
-  'permits',
-  'mode',
-  'signal',
-  'name',
-] as const;
+const CALL_OPTION_NAMES = [...DECLARED_OPTION_NAMES, 'signal', 'name'] as const;
 
 /**
  * `tryNow`: the options of a call that never waits (tryAcquire): a waitTimeout other than 0 cannot

@@ -9,7 +9,6 @@ import { now, validFor } from './engine/clock';
 import {
   type GrantLinks,
   HeldLease,
-  handOver,
   type LeaseHost,
   type LeaseTerms,
   type OwnedLease,
@@ -243,11 +242,14 @@ export class LockService {
     const resolved = resolveAcquireOptions(this.options, options, true);
     // The @Locked interceptor's mark: its timeouts are skips (onTimeout: 'skip'), as telemetry reports them.
     const skips = (options as { [SKIPS_ON_TIMEOUT]?: boolean } | undefined)?.[SKIPS_ON_TIMEOUT] === true;
-    // A lease whose validity ran out before `fn` could start (the process stalled after the grant) is
-    // given back, and the call rejects with its LockLostError.
-    const lease = (await this.obtainKeys(key, resolved, true, skips).then(handOver)) as Lease;
+    const lease = (await this.obtainKeys(key, resolved, true, skips)) as Lease;
     if (lease instanceof ReentrantLease) return fn(lease);
     const held = lease as OwnedLease;
+    if (!held.isHeld) {
+      // Its validity ran out before `fn` could start (the process was frozen after the grant).
+      await held.release().catch(() => {});
+      throw held.lossReason;
+    }
     const outer = this.scope.getStore();
     const byKey = new Map(outer?.byKey);
     for (const part of held.parts) byKey.set(part.key, part);

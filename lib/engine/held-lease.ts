@@ -47,19 +47,6 @@ export interface OwnedLease extends Lease {
   readonly parts: readonly HeldLease[];
 }
 
-/**
- * The lease a call resolves with, if it is still valid. One whose validity ran out before the call could
- * hand it over (its process stalled, or a reply came late, after the grant) is given back, and the call
- * rejects with its LockLostError instead: no caller is handed a lease it can no longer use. A reentrant
- * lease (no `isHeld`) is its outer call's to judge.
- */
-export async function handOver<T extends Lease | null>(lease: T): Promise<T> {
-  const owned = lease as unknown as Partial<OwnedLease> | null;
-  if (owned === null || owned.isHeld !== false) return lease;
-  await (lease as Lease).release().catch(() => {});
-  throw owned.lossReason;
-}
-
 /** What a caller asked of the lease it will hold: renewal, and how long to hold it at least. */
 export interface LeaseTerms {
   /** Extend the lease every ttl/3 while held. */

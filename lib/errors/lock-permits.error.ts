@@ -26,7 +26,7 @@ export class LockPermitsError extends LockOptionsError {
  * The error a store's reply "LOCKKIND <found> <asked>" (a script's refusal: each a number of permits, 1
  * for a mutex, or "rw" for a read-write lock) stands for, or undefined.
  */
-export function permitsRefusal(key: string, message: string): LockOptionsError | undefined {
+export function kindRefusal(key: string, message: string): LockOptionsError | undefined {
   const match = /^LOCKKIND (\w+) (\w+)/.exec(message);
   if (!match) return undefined;
   const kind = (text: string): LockKindName => (text === 'rw' ? 'read-write' : Number(text));

@@ -16,7 +16,7 @@ import {
 import { isObservable, Observable, of } from 'rxjs';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { type LockKeys, LockService } from '../lock.service';
-import type { AcquireOptions } from '../lock-options';
+import { type AcquireOptions, declaredOptions } from '../lock-options';
 import { SKIPS_ON_TIMEOUT } from '../telemetry/lock-telemetry';
 import { prefixed, scopePrefix } from './key-scope';
 import { LOCKED_ROUTE_METADATA } from './redis-lock.constants';
@@ -140,19 +140,13 @@ function skipped(spec: LockedSpec, error: unknown, started: boolean): boolean {
 }
 
 function acquireOptions(spec: LockedSpec): AcquireOptions {
-  const { ttl, waitTimeout, renew, minHold, permits, mode, onTimeout } = spec.options;
   // renew left unset falls back to the module defaults, then to true (as in `using`). The name in
   // metrics and spans is the declaration's (its template), never the resolved key.
   const options: AcquireOptions & { [SKIPS_ON_TIMEOUT]?: boolean } = {
-    ttl,
-    waitTimeout,
-    renew,
-    minHold,
-    permits,
-    mode,
+    ...declaredOptions(spec.options),
     name: spec.name,
   };
-  if (onTimeout === 'skip') options[SKIPS_ON_TIMEOUT] = true;
+  if (spec.options.onTimeout === 'skip') options[SKIPS_ON_TIMEOUT] = true;
   return options;
 }
 

@@ -10,6 +10,7 @@ import { type DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { LockKeyError } from '../errors/lock-key.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import type { LockService } from '../lock.service';
+import { declaredOptions } from '../lock-options';
 import { templateIndexes } from './key-template';
 import { keyWarnings, type LockedKeyWarning } from './key-warnings';
 import { parameterCapacity } from './method-parameters';
@@ -43,8 +44,7 @@ export class LockedMethodsChecker implements OnModuleInit {
         try {
           // Only the options that reach acquire(); the decorator's own (onTimeout, service) were
           // checked when it was applied.
-          const { ttl, waitTimeout, renew, minHold, permits, mode } = spec.options;
-          this.locks.checkOptions({ ttl, waitTimeout, renew, minHold, permits, mode });
+          this.locks.checkOptions(declaredOptions(spec.options));
         } catch (error) {
           throw new LockOptionsError(`@Locked() on ${spec.where}: ${(error as Error).message}`);
         }

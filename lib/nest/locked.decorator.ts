@@ -9,7 +9,7 @@ import 'reflect-metadata';
 import { Inject, SetMetadata } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { LockOptionsError } from '../errors/lock-options.error';
-import { checkCallOptions } from '../lock-options';
+import { checkCallOptions, DECLARED_OPTION_NAMES } from '../lock-options';
 import { checkKeyOptions } from './key-scope';
 import {
   compileKeyTemplate,
@@ -22,13 +22,8 @@ import { LOCKED_METADATA, LOCKED_ROUTE_METADATA } from './redis-lock.constants';
 import { getLockInterceptorToken, interceptorProperty } from './redis-lock.tokens';
 import type { LockedOptions, LockedSpec } from './redis-lock-options.interface';
 
-const OPTION_NAMES = new Set([
-  'ttl',
-  'waitTimeout',
-  'renew',
-  'minHold',
-  'permits',
-  'mode',
+const OPTION_NAMES = new Set<string>([
+  ...DECLARED_OPTION_NAMES,
   'onTimeout',
   'service',
   'scope',

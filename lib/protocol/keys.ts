@@ -24,8 +24,13 @@ export function lockKeys(prefix: string, key: string): LockKeys {
     owner,
     queue: `${owner}:q`,
     fence: `${owner}:fence`,
-    holders: `${owner}:s`,
-    semaphoreQueue: `${owner}:sq`,
+    // Only semaphores and read-write locks use these: built when asked, not kept by every mutex ticket.
+    get holders() {
+      return `${owner}:s`;
+    },
+    get semaphoreQueue() {
+      return `${owner}:sq`;
+    },
   };
 }
 

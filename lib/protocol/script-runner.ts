@@ -5,7 +5,7 @@
  * single-server protocol (LockScripts) and each node of a quorum (QuorumNode).
  */
 import { createHash } from 'node:crypto';
-import { permitsRefusal } from '../errors/lock-permits.error';
+import { kindRefusal } from '../errors/lock-permits.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { CallDeadlines } from './call-deadlines';
 import type { RedisClient } from './lock-scripts';
@@ -246,7 +246,7 @@ function waitAofRefused(error: unknown): unknown {
 
 /** What a refused call stands for: one key used as two kinds of lock (a script's own error), or translateRedisError's. */
 function scriptRefusal(error: unknown, key: string): Error {
-  const mix = isReplyError(error) ? permitsRefusal(key, (error as Error).message) : undefined;
+  const mix = isReplyError(error) ? kindRefusal(key, (error as Error).message) : undefined;
   return mix ?? translateRedisError(error, key, lockRejection(key));
 }
 

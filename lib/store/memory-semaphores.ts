@@ -6,7 +6,7 @@
  * claim window until they confirm, a waiter whose service closed skipped, a hold that ended dropped when
  * next looked at, and the head of the line told when the first hold ends.
  */
-import { permitsRefusal } from '../errors/lock-permits.error';
+import { kindRefusal } from '../errors/lock-permits.error';
 import type {
   AcquireMode,
   AcquireReply,
@@ -78,10 +78,10 @@ export class MemorySemaphores {
   /** The state to take the key in, refusing a key used as another kind of lock (as semaphore.lua). */
   private stateFor(ticket: LockTicket, kind: string, now: number): SemaphoreState {
     const { key } = ticket;
-    if (this.host.isMutex(key, now)) throw permitsRefusal(key, `LOCKKIND 1 ${kind}`);
+    if (this.host.isMutex(key, now)) throw kindRefusal(key, `LOCKKIND 1 ${kind}`);
     const found = this.state(key, now);
     if (found) {
-      if (found.kind !== kind) throw permitsRefusal(key, `LOCKKIND ${found.kind} ${kind}`);
+      if (found.kind !== kind) throw kindRefusal(key, `LOCKKIND ${found.kind} ${kind}`);
       return found;
     }
     const permits = kind === 'rw' ? 0 : Number(kind);

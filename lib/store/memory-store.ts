@@ -11,7 +11,7 @@
  * call that caused them, as a push would arrive after the script that sent it.
  */
 import { performance } from 'node:perf_hooks';
-import { permitsRefusal } from '../errors/lock-permits.error';
+import { kindRefusal } from '../errors/lock-permits.error';
 import type {
   AcquireMode,
   AcquireReply,
@@ -26,7 +26,7 @@ import type {
   WakeMessage,
 } from './lock-store';
 import { MemorySemaphores } from './memory-semaphores';
-import { claimWindowOf, instanceOf, ticketFields } from './token';
+import { claimWindowOf, instanceOf, kindOf, ticketFields } from './token';
 
 interface LockState {
   owner: string | null;
@@ -40,11 +40,6 @@ interface LockState {
 /** A ticket, with the reservation its multi-key call made on its key (reserve()), if any. */
 interface MemoryTicket extends LockTicket {
   reserved?: string;
-}
-
-/** semaphore.lua's kind of a ticket: a semaphore's permits, "rw" for a read-write lock; "" for a mutex. */
-function kindOf(ticket: LockTicket): string {
-  return ticket.mode !== undefined ? 'rw' : ticket.permits ? String(ticket.permits) : '';
 }
 
 /** A reservation is "^<expires ms>^<token>", as in Redis (reserve.lua). */
@@ -253,7 +248,7 @@ export class MemoryLockBackend implements LockBackend {
     if (kind) return this.semaphores.acquire(ticket, kind, asked, queueTtl, now);
     // One key is one kind of lock (semaphore.lua): a mutex call on a semaphore in use is refused.
     const found = this.semaphores.kindOf(ticket.key, now);
-    if (found !== undefined) throw permitsRefusal(ticket.key, `LOCKKIND ${found} 1`);
+    if (found !== undefined) throw kindRefusal(ticket.key, `LOCKKIND ${found} 1`);
     const late = asked === 'late';
     const mode = late ? 'wait' : asked;
     const lock = this.stateFor(ticket.key, now);

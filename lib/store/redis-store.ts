@@ -24,7 +24,7 @@ import type {
   TransferReply,
   WakeHandlers,
 } from './lock-store';
-import { ticketFields } from './token';
+import { kindOf, ticketFields } from './token';
 
 export type { RedisClient } from '../protocol/lock-scripts';
 
@@ -127,13 +127,10 @@ export class RedisLockStore implements LockStore {
       channelPrefix: this.channelPrefix,
       trustReceivers: this.trustReceivers,
       fenceRetention: this.options.fenceRetention,
-      // semaphore.lua's kind: the permits, or "rw"; none for a mutex.
-      ...(fields.mode !== undefined
-        ? { kind: 'rw' }
-        : fields.permits
-          ? { kind: String(fields.permits) }
-          : {}),
     };
+    // semaphore.lua's kind: the permits, or "rw"; none for a mutex.
+    const shared = kindOf(fields);
+    if (shared) ticket.kind = shared;
     return ticket;
   }
 

@@ -65,3 +65,8 @@ export function ticketFields(
     ...(mode !== undefined ? { mode } : {}),
   };
 }
+
+/** semaphore.lua's kind of a ticket: a semaphore's permits, "rw" for a read-write lock; "" for a mutex. */
+export function kindOf(ticket: LockTicket): string {
+  return ticket.mode !== undefined ? 'rw' : ticket.permits ? String(ticket.permits) : '';
+}
