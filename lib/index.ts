@@ -5,8 +5,9 @@ export {
   type FencedValue,
   type FencedWriteResult,
 } from './fencing/fenced-store';
-export type { Lease, LockHolder, LockInfo, LockWaiter } from './lease';
+export type { Lease, LockHolder, LockInfo, LockNodeView, LockWaiter } from './lease';
 export { type LockKeys, LockService } from './lock.service';
+export type { ListLocksOptions, LockList } from './lock-admin';
 export { type LockMode, MAX_PERMITS } from './lock-kind';
 export {
   type AcquireOptions,

@@ -76,13 +76,24 @@ export interface LockInfo {
    * memory; not a quorum). Reservations are left out.
    */
   waiting?: LockWaiter[];
+  /** The store's clock when it was read, epoch ms. */
+  serverTime?: number;
+  /** A quorum's nodes, each one's own view (a node that did not answer: why), in the order given. */
+  nodes?: LockNodeView[];
 }
+
+/** One quorum node's view of a lock (see LockInfo.nodes). */
+export type LockNodeView =
+  | { node: string; holder: string | null; ttl: number; queueLength: number; fence: number }
+  | { node: string; error: string };
 
 /** One waiter in a lock's line, as `inspect` reports it. */
 export interface LockWaiter {
   token: string;
   /** A read-write lock's waiter's mode. */
   mode?: 'read' | 'write';
+  /** How long it has waited, ms: only for the listing service's own waiters (LockService.list). */
+  waitedMs?: number;
 }
 
 /** One holder of a lock, as `inspect` reports it. */
@@ -94,4 +105,10 @@ export interface LockHolder {
   fence: number;
   /** A read-write lock's holder's mode. */
   mode?: 'read' | 'write';
+  /**
+   * How long it has held the lock, ms, by the store's clock (from its fence, which is the store's time
+   * of the grant in µs; during a run of local hand-offs, from the run's first grant). Absent when the
+   * fence is not such a time.
+   */
+  heldMs?: number;
 }

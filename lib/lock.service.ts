@@ -5,7 +5,7 @@
  * live in (lib/store/lock-store.ts). Everything Redis-specific is behind the Redis store.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { now, validFor } from './engine/clock';
+import { now, settledWithin, validFor } from './engine/clock';
 import {
   type GrantLinks,
   HeldLease,
@@ -25,6 +25,7 @@ import { LockServiceClosedError } from './errors/lock-service-closed.error';
 import { LockTimeoutError } from './errors/lock-timeout.error';
 import { RedisUnavailableError } from './errors/redis-unavailable.error';
 import type { Lease, LockInfo } from './lease';
+import { forceRelease, type ListLocksOptions, type LockList, listLocks } from './lock-admin';
 import { checkKindCall, checkReentry } from './lock-kind';
 import {
   type AcquireOptions,
@@ -196,14 +197,8 @@ export class LockService {
    * `unknown` risk; one that does not answer within `timeout` ms (default `commandTimeout`), or is
    * disconnected, gets an `error` or `unreachable` and no facts.
    */
-  checkServers(options?: { timeout?: number }): Promise<ServerReport[]> {
-    let timeout: number | undefined;
-    try {
-      timeout = resolveCheckTimeout(options);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.watch.check(timeout);
+  async checkServers(options?: { timeout?: number }): Promise<ServerReport[]> {
+    return this.watch.check(resolveCheckTimeout(options));
   }
 
   /**
@@ -313,6 +308,24 @@ export class LockService {
     return lockInfo(key, await this.store.inspect(key));
   }
 
+  /** The live locks (held or waited for) as `inspect` reports them, by key: a bounded SCAN, for dashboards. */
+  list(options?: ListLocksOptions): Promise<LockList> {
+    if (this.closed) return Promise.reject(new LockServiceClosedError());
+    return listLocks(this.store, options, (token) => this.waiters.get(token)?.started);
+  }
+
+  /** An operator ends `token`'s hold on `key` as its release would (lib/lock-admin.ts); false if not held. */
+  async forceRelease(key: string, token: string): Promise<boolean> {
+    validateKey(key);
+    this.assertOpen(key);
+    return forceRelease(this.store, key, token);
+  }
+
+  /** This service's id: what its tokens start with (before the first `:`), in `inspect` and `list`. */
+  get instance(): string {
+    return this.store.instance ?? '';
+  }
+
   /**
    * Stops the service: new calls and waiters reject with LockServiceClosedError (waiters leave their
    * queues), running `using` functions get up to `gracePeriod` ms (default 0) to finish, then every
@@ -336,15 +349,7 @@ export class LockService {
     this.closed = true;
     this.watch.close();
     const cancels = [...this.waiters.values()].map((waiter) => waiter.close());
-    if (grace > 0 && this.running.size > 0) {
-      let timer: NodeJS.Timeout | undefined;
-      const deadline = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, grace);
-      });
-      const finished = Promise.allSettled([...this.running]).then(() => undefined);
-      await Promise.race([finished, deadline]);
-      clearTimeout(timer);
-    }
+    if (grace > 0 && this.running.size > 0) await settledWithin([...this.running], grace);
     // Calls still running past the grace period lose their lease first, so their signal aborts and
     // their `using` rejects with LockLostError instead of finishing as if it still held the lock.
     const held = [...this.leases];

@@ -15,3 +15,13 @@ export function safetyMargin(ttl: number): number {
 export function validFor(store: { validityDrift?(ttl: number): number }, ttl: number): number {
   return ttl - (store.validityDrift?.(ttl) ?? 0);
 }
+
+/** Resolves once every promise has settled, or after `ms`, whichever comes first. */
+export async function settledWithin(promises: readonly Promise<unknown>[], ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  await Promise.race([Promise.allSettled(promises), deadline]);
+  clearTimeout(timer);
+}

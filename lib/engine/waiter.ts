@@ -110,7 +110,7 @@ export class Waiter<T> {
   constructor(
     private readonly host: WaiterHost<T>,
     readonly ticket: LockTicket,
-    private readonly started: number,
+    readonly started: number,
     waitTimeout: number,
     private readonly signal: AbortSignal | undefined,
     /** Passed through to the host when granted (renewal, minHold). */

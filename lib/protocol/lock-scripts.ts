@@ -289,8 +289,18 @@ export class LockScripts {
       keys.fence,
       keys.holders,
       keys.semaphoreQueue,
-    ])) as [string | null, number, number, number, number, number | string, string[], (string | number)[]];
-    const [owner, ownerTtl, queueLength, fence, reserved, kind, waiting, flat] = reply;
+    ])) as [
+      string | null,
+      number,
+      number,
+      number,
+      number,
+      number | string,
+      string[],
+      (string | number)[],
+      number,
+    ];
+    const [owner, ownerTtl, queueLength, fence, reserved, kind, waiting, flat, serverMs] = reply;
     const readWrite = kind === 'rw';
     const permits = readWrite ? 0 : Number(kind);
     const holders = [];
@@ -306,7 +316,9 @@ export class LockScripts {
       permits,
       readWrite,
       waiting,
-      holders,
+      // A mutex's one holder is its owner (lock-info.ts): inspect.lua lists holders only for the others.
+      holders: kind === 1 ? undefined : holders,
+      serverMs,
     };
   }
 

@@ -134,11 +134,11 @@ export class QuorumNode {
   }
 
   async inspect(keys: LockKeys): Promise<LockSnapshot> {
-    const [owner, ownerTtl, waiting, fence] = (await this.runner.run('inspect', keys.lock, [
+    const [owner, ownerTtl, waiting, fence, serverMs] = (await this.runner.run('inspect', keys.lock, [
       keys.owner,
       keys.fence,
       waitersKey(keys),
-    ])) as [string | null, number, number, number];
-    return { owner: owner ?? null, ownerTtl, queueLength: waiting, reserved: 0, fence };
+    ])) as [string | null, number, number, number, number];
+    return { owner: owner ?? null, ownerTtl, queueLength: waiting, reserved: 0, fence, serverMs };
   }
 }

@@ -84,6 +84,22 @@ export interface LockSnapshot {
   waiting?: string[];
   /** A semaphore's holders, the first to end first; absent for a mutex (see owner). */
   holders?: HolderSnapshot[];
+  /** The store's clock when it was read, epoch ms (fences are its µs at their grant). */
+  serverMs?: number;
+  /** A quorum's nodes, each one's own view, in the order the store was given them. */
+  nodes?: NodeSnapshot[];
+}
+
+/** One quorum node's view of a lock, or why it did not answer. */
+export type NodeSnapshot =
+  | { node: string; owner: string | null; ownerTtl: number; queueLength: number; fence: number }
+  | { node: string; error: string };
+
+/** Lock keys found under a store's prefix (see LockStore.list). */
+export interface KeyList {
+  keys: string[];
+  /** More were there than the limit, or the scan stopped at its bound. */
+  truncated: boolean;
 }
 
 /**
@@ -179,6 +195,13 @@ export interface LockStore {
   extend(ticket: LockTicket, ttl: number): Promise<ExtendOutcome>;
   /** One lock's state. */
   inspect(key: string): Promise<LockSnapshot>;
+  /**
+   * Optional. The keys of the locks held or waited for now (each master of a Cluster, every node of a
+   * quorum), at most `limit`, those containing `filter` if given. Scans in bounded steps.
+   */
+  list?(limit: number, filter?: string): Promise<KeyList>;
+  /** The service's id in its tokens (`<instance>:...`). */
+  readonly instance?: string;
   /** True once wake-ups for this service's waiters will be delivered: a waiter may only queue then. */
   readonly wakeReady: boolean;
   /** Starts delivering wake-ups (once); rejects when that is not possible now. */

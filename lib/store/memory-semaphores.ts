@@ -243,6 +243,12 @@ export class MemorySemaphores {
       readWrite: sem.kind === 'rw',
       waiting: [...sem.queue],
       holders,
+      serverMs: Date.now(),
     };
+  }
+
+  /** The keys with a holder or a waiter now. */
+  liveKeys(now: number): string[] {
+    return [...this.keys.keys()].filter((key) => this.state(key, now) !== undefined);
   }
 }

@@ -16,6 +16,7 @@ import type {
   AcquireMode,
   AcquireReply,
   ExtendOutcome,
+  KeyList,
   LockBackend,
   LockSnapshot,
   LockStore,
@@ -347,6 +348,13 @@ export class MemoryLockBackend implements LockBackend {
     return 'extended';
   }
 
+  /** @internal */ list(limit: number, filter?: string): KeyList {
+    const now = this.now();
+    const live = [...this.locks.keys()].filter((key) => this.state(key, now) !== undefined);
+    const keys = [...live, ...this.semaphores.liveKeys(now)].filter((key) => !filter || key.includes(filter));
+    return { keys: keys.slice(0, limit), truncated: keys.length > limit };
+  }
+
   /** @internal */ inspect(key: string): LockSnapshot {
     const now = this.now();
     const fence = this.fences.get(key)?.fence ?? 0;
@@ -362,6 +370,7 @@ export class MemoryLockBackend implements LockBackend {
       fence,
       permits: 1,
       waiting,
+      serverMs: Date.now(),
     };
   }
 }
@@ -375,6 +384,10 @@ class MemoryLockStore implements LockStore {
     private readonly backend: MemoryLockBackend,
     private readonly id: string,
   ) {}
+
+  get instance(): string {
+    return this.id;
+  }
 
   ticket(
     key: string,
@@ -414,6 +427,10 @@ class MemoryLockStore implements LockStore {
 
   inspect(key: string): Promise<LockSnapshot> {
     return Promise.resolve().then(() => this.backend.inspect(key));
+  }
+
+  list(limit: number, filter?: string): Promise<KeyList> {
+    return Promise.resolve().then(() => this.backend.list(limit, filter));
   }
 
   get wakeReady(): boolean {

@@ -27,6 +27,7 @@ import type { Redis } from 'ioredis';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { LockQuorumError, type NodeFailure } from '../errors/lock-quorum.error';
 import { lockKeys, wakeChannelPrefix } from '../protocol/keys';
+import { scanLockKeys } from '../protocol/lock-scan';
 import type { RedisClient } from '../protocol/lock-scripts';
 import { nodeName, QuorumNode, type Vote } from '../protocol/quorum-node';
 import { CONNECTING } from '../protocol/script-runner';
@@ -34,6 +35,7 @@ import type {
   AcquireMode,
   AcquireReply,
   ExtendOutcome,
+  KeyList,
   LockSnapshot,
   LockStore,
   LockTicket,
@@ -67,6 +69,7 @@ export class QuorumLockStore implements LockStore {
   readonly nodes: readonly QuorumNode[];
   readonly majority: number;
   private readonly instanceId = randomBytes(9).toString('base64url');
+  readonly instance = this.instanceId;
   /** A waiter of service I is told on channelPrefix + I, on whichever node hands it the lock. */
   private readonly channelPrefix: string;
   private readonly channel: string;
@@ -298,7 +301,23 @@ export class QuorumLockStore implements LockStore {
       queueLength: Math.max(0, ...snapshots.map((s) => s.queueLength)),
       reserved: 0,
       fence: Math.max(0, ...snapshots.map((s) => s.fence)),
+      serverMs: Math.max(0, ...snapshots.map((s) => s.serverMs ?? 0)),
+      nodes: results.map((r, i) => {
+        const node = this.nodes[i].name;
+        if (!r?.ok) return { node, error: r ? r.reason : 'no answer in time' };
+        const { owner, ownerTtl, queueLength, fence } = r.value;
+        return { node, owner, ownerTtl, queueLength, fence };
+      }),
     };
+  }
+
+  list(limit: number, filter?: string): Promise<KeyList> {
+    return scanLockKeys(
+      this.nodes.map((node) => node.client as Redis),
+      this.options.prefix,
+      limit,
+      filter,
+    );
   }
 
   get wakeReady(): boolean {

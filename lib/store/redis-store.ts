@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { lockKeys, wakeChannelPrefix } from '../protocol/keys';
+import { scanLockKeys, scanNodes } from '../protocol/lock-scan';
 import { isCluster, LockScripts, type RedisClient, type ScriptContext } from '../protocol/lock-scripts';
 import type { ReplicaAck } from '../protocol/script-runner';
 import { WakeListener } from '../protocol/wake-listener';
@@ -16,6 +17,7 @@ import type {
   AcquireReply,
   ExtendOutcome,
   HandedOn,
+  KeyList,
   LockSnapshot,
   LockStore,
   LockTicket,
@@ -58,6 +60,7 @@ export class RedisLockStore implements LockStore {
   private readonly scripts: LockScripts;
   private readonly wake: WakeListener;
   private readonly instanceId = randomBytes(9).toString('base64url');
+  readonly instance = this.instanceId;
   private readonly channelPrefix: string;
   /** On a Cluster, PUBLISH counts only the receivers on the node that ran the script. */
   private readonly trustReceivers: boolean;
@@ -161,6 +164,10 @@ export class RedisLockStore implements LockStore {
 
   inspect(key: string): Promise<LockSnapshot> {
     return this.scripts.inspect(lockKeys(this.options.prefix, key));
+  }
+
+  list(limit: number, filter?: string): Promise<KeyList> {
+    return scanLockKeys(scanNodes(this.client), this.options.prefix, limit, filter);
   }
 
   get wakeReady(): boolean {

@@ -2,6 +2,7 @@
 // as several instances of an app share one Redis. No redis-server is involved.
 import { afterEach, beforeEach } from '@jest/globals';
 import { LockService, MemoryLockBackend } from '../../lib';
+import { describeListingConformance } from './listing-conformance';
 import { describeConformance, type ServiceFactory } from './lock-conformance';
 import { describeMultiKeyConformance } from './multi-key-conformance';
 import { describeReadWriteConformance } from './read-write-conformance';
@@ -33,3 +34,4 @@ describeConformance('memory', service, {
 });
 describeSemaphoreConformance('memory', service);
 describeReadWriteConformance('memory', service);
+describeListingConformance('memory', service, { semaphores: true, lines: true });

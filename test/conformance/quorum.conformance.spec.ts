@@ -4,6 +4,7 @@
 // test/quorum/.
 import { DEFAULT_TTL, type LockServiceOptions } from '../../lib';
 import { useQuorum } from '../quorum/quorum-fixtures';
+import { describeListingConformance } from './listing-conformance';
 import { describeConformance } from './lock-conformance';
 import { describeMultiKeyConformance } from './multi-key-conformance';
 import { describeNoSemaphores } from './semaphore-conformance';
@@ -26,3 +27,4 @@ describeMultiKeyConformance('quorum', service, {
     'the quorum store keeps no reservations: a later key is queued for when the call reaches it',
 });
 describeNoSemaphores('quorum', service, /quorum of independent masters \(Redlock\) has no semaphores/);
+describeListingConformance('quorum', service, { semaphores: false, lines: false });

@@ -3,6 +3,7 @@
 
 import { lockService } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
+import { describeListingConformance } from './listing-conformance';
 import { describeConformance } from './lock-conformance';
 import { describeMultiKeyConformance } from './multi-key-conformance';
 import { describeReadWriteConformance } from './read-write-conformance';
@@ -14,3 +15,7 @@ describeConformance('redis', (options) => lockService(server(), options));
 describeMultiKeyConformance('redis', (options) => lockService(server(), options));
 describeSemaphoreConformance('redis', (options) => lockService(server(), options));
 describeReadWriteConformance('redis', (options) => lockService(server(), options));
+describeListingConformance('redis', (options) => lockService(server(), options), {
+  semaphores: true,
+  lines: true,
+});

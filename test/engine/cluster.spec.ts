@@ -10,6 +10,28 @@ import { spawnWorker, workerPath } from '../support/processes';
 const { cluster: current, service } = useCluster();
 
 describe('on a Redis Cluster', () => {
+  it('list() finds the live locks on every master, and their lines', async () => {
+    const keys = ['board:1', 'board:2', 'board:3', 'board:4', 'board:5', 'board:6'];
+    const masters = new Set(await Promise.all(keys.map((key) => current().portOf(`lock:{${key}}`))));
+    expect(masters.size).toBeGreaterThanOrEqual(2);
+    const [a, b] = [service(), service()];
+    const leases = await Promise.all(keys.map((key) => a.acquire(key)));
+    const waiter = b.acquire('board:2', { waitTimeout: 20_000 });
+    await until(
+      () => b.inspect('board:2'),
+      (info) => info.queueLength === 1,
+    );
+    const { locks, truncated } = await b.list({ filter: 'board:' });
+    expect(truncated).toBe(false);
+    expect(locks.map((lock) => lock.key)).toEqual(keys);
+    expect(locks.map((lock) => lock.holder)).toEqual(leases.map((lease) => lease.token));
+    expect(locks[1].waiting?.map((w) => w.token.split(':')[0])).toEqual([b.instance]);
+    await leases[1].release();
+    await (await waiter).release();
+    await Promise.all(leases.map((lease) => lease.release().catch(() => {})));
+    expect((await b.list({ filter: 'board:' })).locks).toEqual([]);
+  });
+
   it('locks on different masters each admit one holder: non-atomic counters lose no update', async () => {
     const keys = ['order:1', 'order:2', 'order:3', 'order:4', 'order:5', 'order:6'];
     const masters = new Set(await Promise.all(keys.map((key) => current().portOf(`lock:{${key}}`))));
