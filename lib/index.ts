@@ -1,3 +1,4 @@
+export * from './board';
 export * from './errors';
 export {
   FencedStore,

@@ -1,0 +1,54 @@
+// Nest applications with the lock board mounted, on Express or Fastify, against one redis-server:
+// several of them are the instances of one service. Closed after each test.
+import { afterEach } from '@jest/globals';
+import type { INestApplication } from '@nestjs/common';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { Test } from '@nestjs/testing';
+import type request from 'supertest';
+import {
+  LockService,
+  RedisLockBoardModule,
+  type RedisLockBoardModuleOptions,
+  RedisLockModule,
+} from '../../lib';
+
+export type Platform = 'express' | 'fastify';
+
+export interface BoardApp {
+  app: INestApplication;
+  locks: LockService;
+  /** What supertest is given. */
+  server: Parameters<typeof request>[0];
+}
+
+const apps: INestApplication[] = [];
+
+afterEach(async () => {
+  await Promise.all(apps.splice(0).map((app) => app.close()));
+});
+
+/** An application instance on `platform` with the board at `options.path` (default 'locks'), initialised. */
+export async function boardApp(
+  url: string,
+  platform: Platform,
+  options: RedisLockBoardModuleOptions = {},
+  listen = false,
+): Promise<BoardApp & { address?: string }> {
+  const ref = await Test.createTestingModule({
+    imports: [RedisLockModule.forRoot({ url }), RedisLockBoardModule.forRoot(options)],
+  }).compile();
+  const app =
+    platform === 'fastify'
+      ? ref.createNestApplication(new FastifyAdapter(), { logger: false })
+      : ref.createNestApplication({ logger: process.env.BOARD_LOG ? undefined : false });
+  apps.push(app);
+  let address: string | undefined;
+  if (listen) {
+    await app.listen(0, '127.0.0.1');
+    address = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+  } else {
+    await app.init();
+    if (platform === 'fastify') await app.getHttpAdapter().getInstance().ready();
+  }
+  return { app, locks: app.get(LockService), server: app.getHttpServer(), address };
+}
