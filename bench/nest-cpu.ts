@@ -9,6 +9,7 @@
  * round on a fresh app process; the figure reported is the median over rounds.
  *
  * Usage: npm run bench:nest [-- --rounds 3 --requests 3000 --concurrency 4 --variants ours,murlock]
+ * (`--variants ours,ours-board`: the same with the lock board mounted and nobody looking at it)
  * To compare with another build of this library in the same run: `--baseline DIR` (a directory inside
  * the project, built with `npx tsc -p tsconfig.build.json --outDir DIR`) adds the variant ours-baseline.
  * BENCH_NODE=/path/to/node runs the applications on another Node; BENCH_APP_ARGS passes them flags.
@@ -21,7 +22,7 @@ import { type Admin, startRedis } from './redis-server';
 import { median, quantile, sorted } from './stats';
 
 const ALL_VARIANTS = ['none', 'module', 'ours', 'nest-redlock', 'murlock'] as const;
-const LOCKS = ['ours', 'nest-redlock', 'murlock', 'ours-baseline'];
+const LOCKS = ['ours', 'nest-redlock', 'murlock', 'ours-baseline', 'ours-board'];
 
 const ROUNDS = Number(option('rounds', '3'));
 const REQUESTS = Number(option('requests', '3000'));

@@ -2,6 +2,9 @@
 // The demo: three sample instances on one Redis, concurrent requests at all three, once through the
 // locked endpoints and once through their unlocked twins, and a report a person can read at a glance.
 // Exits non-zero if a locked number is wrong, so it doubles as an end-to-end test.
+// Every instance serves the lock board at /locks: its address is printed at the start. Options:
+//   --linger             keep the instances contending after the report, until Ctrl-C, to watch the board
+//   --screenshot <file>  a PNG of the board while ten requests queue (needs chromium: CHROMIUM_PATH)
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
@@ -12,6 +15,39 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
 const INSTANCES = ['a', 'b', 'c'];
 const children = new Set();
+const args = process.argv.slice(2);
+const linger = args.includes('--linger');
+const screenshot = args.includes('--screenshot') ? args[args.indexOf('--screenshot') + 1] : undefined;
+if (args.includes('--screenshot') && !screenshot) {
+  console.error('--screenshot needs a file name, as in --screenshot docs/lock-board.png');
+  process.exit(2);
+}
+
+/** A PNG of the board at `url` once it shows `waiting` queued requests (chromium via playwright-core). */
+async function shoot(url, waiting, file) {
+  const { chromium } = require('playwright-core');
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-sync',
+    ],
+  });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
+    await page.goto(url);
+    await page.waitForFunction(
+      (n) => document.querySelectorAll('[data-testid="queue-entry"]').length >= n,
+      waiting,
+    );
+    await page.screenshot({ path: file, fullPage: true });
+  } finally {
+    await browser.close();
+  }
+}
 
 function freePort() {
   return new Promise((resolve, reject) => {
@@ -111,6 +147,7 @@ async function main() {
     ),
   );
   const bases = ports.map((port) => `http://127.0.0.1:${port}`);
+  console.log(`lock board: ${bases[0]}/locks (every instance has one at /locks)`);
   const run = Date.now().toString(36);
   const rows = [];
   const failures = [];
@@ -161,6 +198,7 @@ async function main() {
     while ((await locks.inspect('queue:demo')).queueLength < i + 1)
       await new Promise((r) => setTimeout(r, 5));
   }
+  if (screenshot) await shoot(`${bases[1]}/locks`, tickets.length, screenshot);
   await holder.release();
   await Promise.all(served);
   const order = (await call(bases[0], 'GET', '/queue')).body;
@@ -177,6 +215,7 @@ async function main() {
   rows.push(['report slots built more than once', duplicated, '—', '0']);
   expectLocked('cron', duplicated === 0, `${duplicated} slots built twice`);
 
+  if (linger) await contendUntilInterrupted(bases);
   const exits = await stopAll();
   const unclean = exits.filter((e) => e.code !== 0);
   expectLocked(
@@ -195,6 +234,22 @@ async function main() {
   );
   for (const f of failures) console.log(`  wrong with the lock: ${f}`);
   process.exitCode = failures.length === 0 ? 0 : 1;
+}
+
+/** Waves of queued requests through every instance, until Ctrl-C: something to watch on the board. */
+async function contendUntilInterrupted(bases) {
+  console.log(`\nContending until Ctrl-C: watch ${bases[0]}/locks`);
+  let stop = false;
+  process.once('SIGINT', () => {
+    stop = true;
+  });
+  for (let wave = 1; !stop; wave++) {
+    await Promise.all([
+      burst(bases, 8, 'POST', `/queue/w${wave}`),
+      burst(bases, 6, 'POST', `/orders/w${wave % 5}/pay`),
+      burst(bases, 6, 'GET', `/products/w${wave % 3}`),
+    ]);
+  }
 }
 
 main().catch(async (error) => {

@@ -9,6 +9,7 @@
  * - none: no lock module;
  * - module: RedisLockModule imported, no @Locked anywhere;
  * - ours: RedisLockModule and `@Locked('order:<0>', { ttl: 5000 })`;
+ * - ours-board: `ours` with the lock board mounted (RedisLockBoardModule), nobody looking at it;
  * - nest-redlock: RedlockModule.register and `@Redlock((_, id) => \`order:${id}\`, 5000)`;
  * - murlock: MurLockModule.forRoot and `@MurLock(5000, 'id')`;
  * - ours-baseline: `ours` on another build of this library (BENCH_DIST), to compare two builds.
@@ -33,7 +34,9 @@ import type * as Library from 'nestjs-redis-lock';
  * This library as built (`dist/`), or another build of it (`BENCH_DIST`, a directory inside the
  * project), so that two builds can be compared in one run.
  */
-const { Locked, RedisLockModule }: typeof Library = require(process.env.BENCH_DIST ?? 'nestjs-redis-lock');
+const { Locked, RedisLockBoardModule, RedisLockModule }: typeof Library = require(
+  process.env.BENCH_DIST ?? 'nestjs-redis-lock',
+);
 
 /** `ours-baseline` is `ours` on the build in BENCH_DIST. */
 const variant = (process.env.BENCH_VARIANT ?? 'none').replace(/-baseline$/, '');
@@ -141,6 +144,11 @@ function lockImports(): DynamicModule[] {
     case 'module':
     case 'ours':
       return [RedisLockModule.forRoot({ url: redisUrl, httpErrors: !process.env.BENCH_NO_HTTP })];
+    case 'ours-board':
+      return [
+        RedisLockModule.forRoot({ url: redisUrl, httpErrors: !process.env.BENCH_NO_HTTP }),
+        RedisLockBoardModule.forRoot(),
+      ];
     case 'nest-redlock':
       return [
         RedlockModule.register({
@@ -171,6 +179,7 @@ function lockImports(): DynamicModule[] {
 
 const services: Record<string, Type<PayService>> = {
   ours: OursService,
+  'ours-board': OursService,
   'nest-redlock': RedlockService,
   murlock: retryMs ? MurlockFixedRetryService : MurlockService,
 };

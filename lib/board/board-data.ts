@@ -44,6 +44,8 @@ export interface BoardLock {
   fence: number;
   holders: BoardHolder[];
   queue: BoardWaiter[];
+  /** Waiters in line: on a quorum, counted but not listed in `queue`. */
+  queueLength: number;
   reserved: number;
   nodes?: LockInfo['nodes'];
 }
@@ -184,6 +186,7 @@ export class BoardData {
       fence: info.fence,
       holders,
       queue,
+      queueLength: info.queueLength,
       reserved: info.reserved,
       ...(info.nodes ? { nodes: info.nodes } : {}),
     };

@@ -246,6 +246,9 @@ export const BOARD_SCRIPT = `(() => {
     const rows = holders.map((holder) => holderRow(lock, holder));
     if (rows.length === 0) rows.push(freeRow());
     queue.forEach((waiter, index) => rows.push(queueRow(waiter, index + 1)));
+    // A quorum's nodes count their waiters but do not list them in one order.
+    if (queue.length === 0 && lock.queueLength > 0) rows.push(noteRow(lock.queueLength + ' waiting (this store counts them, it does not list them)'));
+    if (Array.isArray(lock.nodes)) rows.push(nodesRow(lock.nodes));
     const key = el('td', 'key');
     key.append(el('code', null, lock.key));
     const kind = kindCell(lock, holders.length);
@@ -294,6 +297,34 @@ export const BOARD_SCRIPT = `(() => {
     const row = el('tr', 'free');
     row.append(el('td', 'muted', 'free'));
     row.cells[0].colSpan = 5;
+    return row;
+  }
+
+  function noteRow(text) {
+    const row = el('tr', 'note');
+    row.append(el('td', 'muted', text));
+    row.cells[0].colSpan = 5;
+    return row;
+  }
+
+  /** A quorum's nodes side by side: each one's own view of the lock, or why it did not answer. */
+  function nodesRow(nodes) {
+    const row = el('tr', 'nodes');
+    const cell = el('td');
+    cell.colSpan = 5;
+    const list = el('div', 'node-list');
+    for (const node of nodes) {
+      const item = el('div', 'node');
+      item.setAttribute('data-testid', 'node');
+      item.append(el('code', null, node.node), ' ');
+      if (given(node.error)) item.append(el('span', 'muted', 'no answer: ' + node.error));
+      else if (given(node.holder)) item.append(el('span', null, 'held by ' + node.holder + ', ' + duration(node.ttl) + ' left, fence ' + node.fence));
+      else item.append(el('span', 'muted', 'free here'));
+      if (node.queueLength > 0) item.append(el('span', 'muted', ', ' + node.queueLength + ' waiting'));
+      list.append(item);
+    }
+    cell.append(el('div', 'sub', 'Quorum nodes'), list);
+    row.append(cell);
     return row;
   }
 
@@ -414,6 +445,8 @@ export const BOARD_STYLE = `:root {
 }
 * { box-sizing: border-box; }
 [hidden] { display: none !important; }
+.node-list { display: flex; flex-wrap: wrap; gap: 4px 16px; margin-top: 2px; }
+.node { white-space: nowrap; }
 body { margin: 0; }
 code, .fence { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; font-size: 0.92em; }
 .sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }

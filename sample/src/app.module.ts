@@ -1,11 +1,12 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { TerminusModule } from '@nestjs/terminus';
-import { MemoryLockBackend, RedisLockModule } from 'nestjs-redis-lock';
+import { MemoryLockBackend, RedisLockBoardModule, RedisLockModule } from 'nestjs-redis-lock';
 import { Data, SAMPLE_OPTIONS, type SampleOptions } from './data';
 import { JobsController } from './jobs/jobs.controller';
 import { QueueService } from './jobs/queue.service';
 import { ReportJob } from './jobs/report.job';
+import { BoardGuard } from './ops/board.guard';
 import { OpsController } from './ops/ops.controller';
 import { OrdersController } from './orders/orders.controller';
 import { OrdersService } from './orders/orders.service';
@@ -26,6 +27,8 @@ export class AppModule {
             : { url: options.redisUrl }),
           defaults: { ttl: 15_000 },
         }),
+        // Who holds which lock, since when, and who waits: a page at /locks (read-only).
+        RedisLockBoardModule.forRoot({ path: 'locks', guard: BoardGuard }),
         ScheduleModule.forRoot(),
         TerminusModule,
       ],
@@ -38,6 +41,7 @@ export class AppModule {
         CatalogService,
         ReportJob,
         QueueService,
+        BoardGuard,
       ],
     };
   }

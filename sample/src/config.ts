@@ -13,6 +13,8 @@ export interface SampleConfig {
   instance: string;
   /** How slow the pretend database is, ms: what makes a cache stampede expensive. */
   dbDelayMs: number;
+  /** BOARD_PASSWORD: the lock board at /locks asks for it (any user name); unset, it is open. */
+  boardPassword: string | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -35,5 +37,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SampleConfig {
   const port = integer('PORT', 3000, 1, 65_535);
   const dbDelayMs = integer('DB_DELAY_MS', 200, 0, 60_000);
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
-  return { redisUrl, port, dbDelayMs, instance: env.INSTANCE?.trim() || `port-${port}` };
+  return {
+    redisUrl,
+    port,
+    dbDelayMs,
+    instance: env.INSTANCE?.trim() || `port-${port}`,
+    boardPassword: env.BOARD_PASSWORD || undefined,
+  };
 }

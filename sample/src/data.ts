@@ -16,6 +16,8 @@ export interface SampleOptions {
   redisUrl?: string;
   instance: string;
   dbDelayMs: number;
+  /** Set: the lock board asks for it (HTTP Basic, any user name). */
+  boardPassword?: string;
 }
 
 export const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

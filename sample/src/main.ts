@@ -1,5 +1,5 @@
 // The sample app: orders paid once, stock never oversold, a cache without stampedes, a job that runs on
-// one instance, health and lock inspection. Run several instances against one Redis to see the lock work.
+// one instance, health and a lock board at /locks. Run several instances against one Redis to see the lock work.
 // With no Redis to be found it still starts, on in-memory stores: its locks then hold within this process.
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
@@ -24,7 +24,12 @@ async function bootstrap(): Promise<void> {
   const stopRedis = () => redis?.stop() ?? Promise.resolve();
   try {
     const app = await NestFactory.create(
-      AppModule.register({ redisUrl: redis?.url, instance: config.instance, dbDelayMs: config.dbDelayMs }),
+      AppModule.register({
+        redisUrl: redis?.url,
+        instance: config.instance,
+        dbDelayMs: config.dbDelayMs,
+        boardPassword: config.boardPassword,
+      }),
       { logger: ['log', 'warn', 'error'] },
     );
     // Our own signal handling rather than enableShutdownHooks(): the child redis-server must stop only
@@ -49,6 +54,9 @@ async function bootstrap(): Promise<void> {
     logger.log(`instance "${config.instance}" listening on http://127.0.0.1:${config.port}`);
     const at = `localhost:${config.port}`;
     logger.log(`try: curl -X POST ${at}/orders/1/pay · curl ${at}/products/1 · curl ${at}/health`);
+    logger.log(
+      `lock board: http://${at}/locks${config.boardPassword ? ' (BOARD_PASSWORD, any user name)' : ''}`,
+    );
   } catch (error) {
     await stopRedis();
     throw error;

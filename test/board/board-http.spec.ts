@@ -110,6 +110,13 @@ describe.each<Platform>(['express', 'fastify'])('the lock board on %s', (platfor
     await request(a.server)
       .get(`/admin/locks/api/locks?filter=${'k'.repeat(201)}`)
       .expect(400);
+    // A key with a slash, a space and a percent sign is one path segment once encoded.
+    const odd = await a.locks.acquire('tenant/7 100%');
+    const found = await request(a.server)
+      .get(`/admin/locks/api/locks/${encodeURIComponent('tenant/7 100%')}`)
+      .expect(200);
+    expect(found.body.key).toBe('tenant/7 100%');
+    await odd.release();
     await lease.release();
   });
 
