@@ -8,6 +8,15 @@ import type { LeaseObserver } from './engine/held-lease';
 import { LockKeyError } from './errors/lock-key.error';
 import { LockOptionsError } from './errors/lock-options.error';
 import { type LockMode, resolveMode, resolvePermits } from './lock-kind';
+import {
+  checkKnownKeys,
+  MAX_MS,
+  milliseconds,
+  optionalBoolean,
+  plainObject,
+  read,
+  waitMilliseconds,
+} from './option-checks';
 import type { ServerRisk } from './store/server-watch';
 import { checkLockName, checkTelemetryOptions } from './telemetry/lock-telemetry';
 import type { TelemetryOptions } from './telemetry/telemetry-options';
@@ -67,6 +76,12 @@ export interface LockDefaults {
 export interface LockServiceOptions {
   /** Prefix of every Redis key and channel the lock uses. Default `lock:`. */
   prefix?: string;
+  /**
+   * A readable name for this service, at the start of its tokens (`<name>@<random>:...`), so that
+   * `inspect`, `list` and the lock board say which instance holds or waits: letters, digits, `-`, `_`
+   * and `.`, at most 40 (a host name, a pod name). Default: a random id only.
+   */
+  instanceName?: string;
   /** Defaults for each call. */
   defaults?: LockDefaults;
   /**
@@ -155,8 +170,6 @@ export const MAX_KEY_LENGTH = 1024;
  * its own: a thousand is already seconds of Redis work per grant, more is a design to revisit.
  */
 export const MAX_KEYS = 1000;
-/** Largest delay a Node timer can hold (about 24.8 days). */
-export const MAX_MS = 2 ** 31 - 1;
 const MIN_CLAIM_WINDOW = 10;
 /**
  * Shortest lease accepted, in ms. Below it a lease would be spent before its first renewal could make
@@ -166,6 +179,7 @@ export const MIN_TTL = 10;
 
 export interface ResolvedServiceOptions {
   prefix: string;
+  instanceName: string | undefined;
   ttl: number;
   waitTimeout: number;
   renew: boolean | undefined;
@@ -198,77 +212,7 @@ export { describeValue, hasLoneSurrogate } from './describe-value';
 
 const describe = describeValue;
 
-/** Reads `object[name]`, turning a throwing getter (or Proxy trap) into a LockOptionsError naming it. */
-function read(object: Record<string, unknown>, name: string, path: string): unknown {
-  try {
-    return object[name];
-  } catch (error) {
-    throw new LockOptionsError(
-      `Reading the option ${path} threw (${error instanceof Error ? error.message.slice(0, 100) : describe(error)}); ` +
-        'pass plain values, not getters that throw.',
-      error,
-    );
-  }
-}
-
-/**
- * A plain copy of an options object's own enumerable properties, read once: a throwing getter or Proxy
- * trap becomes a LockOptionsError naming the option, and later reads cannot change what was validated.
- */
-export function snapshotOptions(value: object, what: string): Record<string, unknown> {
-  let keys: string[];
-  try {
-    keys = Object.keys(value);
-  } catch (error) {
-    throw new LockOptionsError(`Listing the keys of ${what} threw; pass a plain object.`, error);
-  }
-  const copy: Record<string, unknown> = {};
-  for (const key of keys) {
-    // defineProperty, so that an own "__proto__" key (from JSON.parse) stays a key to be refused.
-    const field = read(value as Record<string, unknown>, key, key);
-    Object.defineProperty(copy, key, { value: field, enumerable: true, writable: true, configurable: true });
-  }
-  return copy;
-}
-
-/** The own keys of an options object; throws LockOptionsError naming the first one not in `known`. */
-function checkKnownKeys(object: object, known: readonly string[], what: string): void {
-  let keys: string[];
-  try {
-    keys = Object.keys(object);
-  } catch (error) {
-    throw new LockOptionsError(`Listing the keys of ${what} threw; pass a plain object.`, error);
-  }
-  for (const key of keys) {
-    if (known.includes(key)) continue;
-    const near = known.find((k) => k.toLowerCase() === key.toLowerCase());
-    throw new LockOptionsError(
-      `Unknown option "${key.length > 40 ? `${key.slice(0, 40)}…` : key}" in ${what}` +
-        (near ? `: did you mean "${near}"?` : ` (known: ${known.join(', ')}).`),
-    );
-  }
-}
-
-/** `also`: what else the option accepts, said in the message (as for waitTimeout's Infinity). */
-function milliseconds(name: string, value: unknown, min: number, also = ''): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_MS) {
-    throw new LockOptionsError(
-      `${name} must be an integer number of milliseconds between ${min} and ${MAX_MS}${also}, got ${describe(value)}.`,
-    );
-  }
-  return value;
-}
-
-/** A wait in ms: an integer from 0 up to what a timer holds, or Infinity for no limit. */
-function waitMilliseconds(name: string, value: unknown): number {
-  if (value === Number.POSITIVE_INFINITY) return value;
-  return milliseconds(name, value, 0, ', or Infinity to wait without limit');
-}
-
-function optionalBoolean(name: string, value: unknown): boolean | undefined {
-  if (value === undefined || typeof value === 'boolean') return value;
-  throw new LockOptionsError(`${name} must be true or false, got ${describe(value)}.`);
-}
+export { MAX_MS, snapshotOptions } from './option-checks';
 
 /** The `onWarning` option: undefined or a function (the Nest module checks it before wrapping it). */
 export function checkOnWarning(value: unknown): ((warning: ServerRisk) => void) | undefined {
@@ -276,14 +220,6 @@ export function checkOnWarning(value: unknown): ((warning: ServerRisk) => void) 
   throw new LockOptionsError(
     `onWarning must be a function such as (warning) => logger.warn(warning.message), got ${describe(value)}.`,
   );
-}
-
-function plainObject(name: string, value: unknown): Record<string, unknown> {
-  if (value === undefined) return {};
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new LockOptionsError(`${name} must be an object, got ${describe(value)}.`);
-  }
-  return value as Record<string, unknown>;
 }
 
 /**
@@ -311,6 +247,7 @@ export function claimWindowFor(ttl: number, claimWindow: number): number {
 /** The options a LockService knows (the module adds its connection options to these). */
 export const SERVICE_OPTION_NAMES: readonly string[] = [
   'prefix',
+  'instanceName',
   'defaults',
   'claimWindow',
   'fenceRetention',
@@ -381,6 +318,16 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
         `${describe(prefix)}. Use something like "lock:" or "myapp:lock:".`,
     );
   }
+  const instanceName = given('instanceName');
+  if (
+    instanceName !== undefined &&
+    (typeof instanceName !== 'string' || !/^[\w.-]{1,40}$/.test(instanceName))
+  ) {
+    throw new LockOptionsError(
+      `instanceName must be 1 to 40 letters, digits, "-", "_" or ".", got ${describe(instanceName)}. ` +
+        'Use a host or pod name, such as "orders-7f9c".',
+    );
+  }
   const claimWindow = milliseconds(
     'claimWindow',
     given('claimWindow') ?? DEFAULT_CLAIM_WINDOW,
@@ -391,6 +338,7 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
   checkMinHold(minHold, ttl, 'defaults.minHold', 'defaults.ttl');
   return {
     prefix,
+    instanceName,
     ttl,
     minHold,
     claimWindow,

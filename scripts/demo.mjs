@@ -43,6 +43,8 @@ async function shoot(url, waiting, file) {
       (n) => document.querySelectorAll('[data-testid="queue-entry"]').length >= n,
       waiting,
     );
+    // A later refresh, so the waits of the other instances' waiters have grown from the first sighting.
+    await page.waitForTimeout(1_500);
     await page.screenshot({ path: file, fullPage: true });
   } finally {
     await browser.close();
@@ -187,7 +189,7 @@ async function main() {
   const { LockService } = require(join(root, 'dist/index.js'));
   const { Redis } = require('ioredis');
   const redis = new Redis(redisUrl);
-  const locks = new LockService(redis);
+  const locks = new LockService(redis, { instanceName: 'demo' });
   await call(bases[0], 'DELETE', '/queue');
   const holder = await locks.acquire('queue:demo');
   const tickets = Array.from({ length: 10 }, (_, i) => `t${i + 1}`);

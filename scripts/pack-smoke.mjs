@@ -151,7 +151,7 @@ async function pack() {
   for (const file of files) {
     const allowed =
       ['package.json', 'README.md', 'LICENSE'].includes(file) ||
-      /^docs\/[\w/.-]+\.(md|svg)$/.test(file) ||
+      /^docs\/[\w/.-]+\.(md|svg|png)$/.test(file) ||
       (file.startsWith('dist/') && !file.startsWith('dist/sample/') && /\.(js|d\.ts)$/.test(file));
     if (!allowed) problems.push(`unexpected file ${file}`);
     if (/^(dist\/)?(test|bench|sample|lib|scripts)\//.test(file) || file.startsWith('dist/docs/')) {
@@ -289,14 +289,14 @@ function appSource(esm, leg) {
 import { request } from 'node:http';
 import { Catch, Controller, HttpException, Inject, Injectable, Module, Post, Req } from '@nestjs/common';
 import { HttpAdapterHost, NestFactory } from '@nestjs/core';
-import { RedisLockModule, LockService, Locked } from 'nestjs-redis-lock';
+import { RedisLockBoardModule, RedisLockModule, LockService, Locked } from 'nestjs-redis-lock';
 import { RedisLockTestingModule, LockService as TestingEntryLockService } from 'nestjs-redis-lock/testing';`
     : `'use strict';
 require('reflect-metadata');
 const { request } = require('node:http');
 const { Catch, Controller, HttpException, Inject, Injectable, Module, Post, Req } = require('@nestjs/common');
 const { HttpAdapterHost, NestFactory } = require('@nestjs/core');
-const { RedisLockModule, LockService, Locked } = require('nestjs-redis-lock');
+const { RedisLockBoardModule, RedisLockModule, LockService, Locked } = require('nestjs-redis-lock');
 const { RedisLockTestingModule, LockService: TestingEntryLockService } = require('nestjs-redis-lock/testing');`;
 
   const decorate = esm
@@ -404,10 +404,23 @@ class AllExceptions {
 Catch()(AllExceptions);
 class HttpAppModule {}
 Module({
-  imports: [RedisLockModule.forRoot({ url: process.env.REDIS_URL })],
+  imports: [RedisLockModule.forRoot({ url: process.env.REDIS_URL }), RedisLockBoardModule.forRoot()],
   controllers: [PayController],
   providers: [HttpOrders],
 })(HttpAppModule);
+
+/** GET without keep-alive: status and the JSON body. */
+function getJson(url) {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { agent: false }, (res) => {
+      let body = '';
+      res.on('data', (chunk) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode, body: JSON.parse(body || 'null') }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
 
 /** POST without keep-alive (nothing left open after close): status, Retry-After and the JSON body. */
 function post(url) {
@@ -481,6 +494,11 @@ async function main() {
     const free = await post(url);
     check(free.status === 201, 'a free lock over HTTP answers 201 (got ' + free.status + ')');
     const held = await http.get(LockService).acquire('order:' + LEG);
+    const board = await getJson('http://127.0.0.1:' + http.getHttpServer().address().port + '/locks/api/locks');
+    check(
+      board.status === 200 && board.body.locks.some((l) => l.key === 'order:' + LEG && l.holder === held.token),
+      'the lock board lists the held lock (got ' + board.status + ' ' + JSON.stringify(board.body).slice(0, 200) + ')',
+    );
     const busy = await post(url);
     await held.release();
     check(

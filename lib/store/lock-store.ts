@@ -223,8 +223,11 @@ export interface LockStore {
 
 /** A place locks live that several services share, each opening its own store on it (e.g. MemoryLockBackend). */
 export interface LockBackend {
-  /** Opens a store for one LockService; wake-ups for its waiters go to `handlers`. */
-  openStore(handlers: WakeHandlers): LockStore;
+  /**
+   * Opens a store for one LockService; wake-ups for its waiters go to `handlers`. `instanceName`: the
+   * service's readable name, to put before its id in its tokens.
+   */
+  openStore(handlers: WakeHandlers, instanceName?: string): LockStore;
 }
 
 export function isLockBackend(value: unknown): value is LockBackend {

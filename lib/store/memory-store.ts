@@ -74,8 +74,9 @@ export class MemoryLockBackend implements LockBackend {
     isMutex: (key, now) => this.state(key, now) !== undefined,
   });
 
-  openStore(handlers: WakeHandlers): LockStore {
-    const id = `m${(++this.nextSession).toString(36)}`;
+  openStore(handlers: WakeHandlers, instanceName?: string): LockStore {
+    const session = `m${(++this.nextSession).toString(36)}`;
+    const id = instanceName === undefined ? session : `${instanceName}@${session}`;
     this.sessions.set(id, handlers);
     return new MemoryLockStore(this, id);
   }

@@ -32,7 +32,7 @@ export function openStore(
   options: ResolvedServiceOptions,
   handlers: WakeHandlers,
 ): LockStore {
-  const { prefix, fenceRetention, commandTimeout, nodeTimeout, replicas } = options;
+  const { prefix, instanceName, fenceRetention, commandTimeout, nodeTimeout, replicas } = options;
   if (replicas && source.kind !== 'redis') {
     throw new LockOptionsError(
       `replicas applies to one Redis server or a Sentinel-managed master, not to ${source.kind === 'quorum' ? 'a quorum of independent masters (each node is its own master: run them without replicas)' : 'a lock backend'}. Leave it unset.`,
@@ -40,10 +40,18 @@ export function openStore(
   }
   switch (source.kind) {
     case 'quorum':
-      return new QuorumLockStore(source.quorum, { prefix, fenceRetention, nodeTimeout }, handlers);
+      return new QuorumLockStore(
+        source.quorum,
+        { prefix, instanceName, fenceRetention, nodeTimeout },
+        handlers,
+      );
     case 'redis':
-      return new RedisLockStore(source.redis, { prefix, fenceRetention, commandTimeout, replicas }, handlers);
+      return new RedisLockStore(
+        source.redis,
+        { prefix, instanceName, fenceRetention, commandTimeout, replicas },
+        handlers,
+      );
     default:
-      return source.backend.openStore(handlers);
+      return source.backend.openStore(handlers, instanceName);
   }
 }

@@ -21,7 +21,6 @@
  * back and the majority's choice goes on. A waiter whose wake-up was lost re-checks when the hold would
  * run out.
  */
-import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
 import { LockOptionsError } from '../errors/lock-options.error';
@@ -44,10 +43,12 @@ import type {
 } from './lock-store';
 import { QuorumHandoffs } from './quorum-handoffs';
 import { isIoredisClient } from './redis-store';
-import { lockToken, memberToken } from './token';
+import { lockToken, memberToken, storeInstanceId } from './token';
 
 export interface QuorumStoreOptions {
   prefix: string;
+  /** Put before the random id in tokens (LockServiceOptions.instanceName). */
+  instanceName?: string;
   fenceRetention: number;
   /** Longest wait for one node's reply, ms: well below the ttl. */
   nodeTimeout: number;
@@ -68,8 +69,8 @@ const CONNECT_WAIT = 1_000;
 export class QuorumLockStore implements LockStore {
   readonly nodes: readonly QuorumNode[];
   readonly majority: number;
-  private readonly instanceId = randomBytes(9).toString('base64url');
-  readonly instance = this.instanceId;
+  private readonly instanceId: string;
+  readonly instance: string;
   /** A waiter of service I is told on channelPrefix + I, on whichever node hands it the lock. */
   private readonly channelPrefix: string;
   private readonly channel: string;
@@ -88,6 +89,8 @@ export class QuorumLockStore implements LockStore {
     private readonly options: QuorumStoreOptions,
     private readonly handlers: WakeHandlers,
   ) {
+    this.instanceId = storeInstanceId(options.instanceName);
+    this.instance = this.instanceId;
     this.nodes = clients.map((client) => new QuorumNode(client, options.nodeTimeout));
     this.majority = Math.floor(clients.length / 2) + 1;
     this.handoffs = new QuorumHandoffs(

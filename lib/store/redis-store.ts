@@ -5,7 +5,6 @@
  * names this store's wake channel and the claim window tells whoever hands the lock on how long to
  * reserve it (docs/protocol.md).
  */
-import { randomBytes } from 'node:crypto';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { lockKeys, wakeChannelPrefix } from '../protocol/keys';
 import { scanLockKeys, scanNodes } from '../protocol/lock-scan';
@@ -26,7 +25,7 @@ import type {
   TransferReply,
   WakeHandlers,
 } from './lock-store';
-import { kindOf, ticketFields } from './token';
+import { kindOf, storeInstanceId, ticketFields } from './token';
 
 export type { RedisClient } from '../protocol/lock-scripts';
 
@@ -45,6 +44,8 @@ export function isIoredisClient(value: unknown): value is RedisClient {
 export interface RedisStoreOptions {
   /** Prefix of every key and channel. */
   prefix: string;
+  /** Put before the random id in tokens (LockServiceOptions.instanceName). */
+  instanceName?: string;
   /** How long a lock's fencing counter outlives its last grant, ms. */
   fenceRetention: number;
   /** Longest wait for one reply, ms. */
@@ -59,8 +60,8 @@ type RedisTicket = LockTicket & ScriptContext;
 export class RedisLockStore implements LockStore {
   private readonly scripts: LockScripts;
   private readonly wake: WakeListener;
-  private readonly instanceId = randomBytes(9).toString('base64url');
-  readonly instance = this.instanceId;
+  private readonly instanceId: string;
+  readonly instance: string;
   private readonly channelPrefix: string;
   /** On a Cluster, PUBLISH counts only the receivers on the node that ran the script. */
   private readonly trustReceivers: boolean;
@@ -88,6 +89,8 @@ export class RedisLockStore implements LockStore {
     private readonly options: RedisStoreOptions,
     private readonly handlers: WakeHandlers,
   ) {
+    this.instanceId = storeInstanceId(options.instanceName);
+    this.instance = this.instanceId;
     if (options.replicas && isCluster(client)) {
       // WAIT answers for the connection it is sent on; a Cluster client routes a keyless command to any
       // node, not the one that ran the script.

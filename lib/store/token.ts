@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { LockTicket, TicketKind, TicketMember } from './lock-store';
 
 /**
@@ -26,6 +27,16 @@ export function isReaderToken(token: string): boolean {
 export function memberToken(first: string, index: number): string {
   const tilde = first.lastIndexOf('~');
   return `${first.slice(0, tilde)}.${index.toString(36)}${first.slice(tilde)}`;
+}
+
+/**
+ * A store's id in its tokens and wake channel: random, after the service's `instanceName` if it has one
+ * (`<name>@<random>`). Never a ":" (the scripts read the instance up to the first one).
+ */
+export function storeInstanceId(name: string | undefined): string {
+  return name === undefined
+    ? randomBytes(9).toString('base64url')
+    : `${name}@${randomBytes(6).toString('base64url')}`;
 }
 
 /** The instance part of a token. */

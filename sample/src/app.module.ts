@@ -26,6 +26,8 @@ export class AppModule {
             ? { backend: new MemoryLockBackend() }
             : { url: options.redisUrl }),
           defaults: { ttl: 15_000 },
+          // Holders and waiters are then shown by this name on the lock board (letters, digits, - _ . only).
+          instanceName: options.instance.replace(/[^\w.-]/g, '-').slice(0, 40),
         }),
         // Who holds which lock, since when, and who waits: a page at /locks (read-only).
         RedisLockBoardModule.forRoot({ path: 'locks', guard: BoardGuard }),

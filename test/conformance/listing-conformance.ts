@@ -77,6 +77,28 @@ export function describeListingConformance(
       await Promise.all(leases.map((lease) => lease.release()));
     });
 
+    it('names each holder and waiter by the instanceName of its service', async () => {
+      const [a, b] = [service({ instanceName: 'orders-a' }), service({ instanceName: 'pod_7.b' })];
+      expect(a.instance).toMatch(/^orders-a@[\w-]+$/);
+      expect(b.instance).toMatch(/^pod_7\.b@[\w-]+$/);
+      const held = await a.acquire('named');
+      const waiting = b.acquire('named', { waitTimeout: 20_000 });
+      await until(
+        () => a.inspect('named'),
+        (info) => info.queueLength === 1,
+      );
+      const [lock] = (await b.list({ filter: 'named' })).locks;
+      expect(lock.holder).toBe(held.token);
+      expect(held.token.startsWith(`${a.instance}:`)).toBe(true);
+      if (features.lines) expect(lock.waiting?.[0].token.startsWith(`${b.instance}:`)).toBe(true);
+      await held.release();
+      const next = await waiting;
+      expect(next.token.startsWith(`${b.instance}:`)).toBe(true);
+      await next.release();
+      for (const instanceName of ['a:b', '', 'x'.repeat(41), 'é', 'a b', 5, null])
+        expect(() => service({ instanceName: instanceName as never })).toThrow(LockOptionsError);
+    });
+
     it('refuses bad options with a typed error, and calls on a closed service', async () => {
       const locks = service();
       for (const options of [
