@@ -4,9 +4,10 @@
 // read-only), and no SCAN, no event recording while nobody looks.
 import { channel } from 'node:diagnostics_channel';
 import { describe, expect, it } from '@jest/globals';
-import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Injectable, Module } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { LOCK_CHANNELS, LockOptionsError, RedisLockBoardModule } from '../../lib';
+import { LOCK_CHANNELS, LockOptionsError, RedisLockBoardModule, RedisLockModule } from '../../lib';
 import { until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 import { boardApp, type Platform } from './board-apps';
@@ -163,6 +164,13 @@ describe.each<Platform>(['express', 'fastify'])('the lock board on %s', (platfor
     expect(forced.body).toEqual({ released: true });
     const next = await waiting;
     expect(next.fence).toBeGreaterThan(held.fence);
+    // The holder learns at its next renewal; the board that forced it lists the loss among its events.
+    await new Promise((resolve) => held.signal.addEventListener('abort', resolve));
+    const { recent } = (await request(rw.server).get('/ops/locks/api/locks').expect(200)).body;
+    expect(recent.find((event: { kind: string }) => event.kind === 'lost')).toMatchObject({
+      keys: ['board:stuck'],
+      token: held.token,
+    });
     await next.release();
   });
 
@@ -191,6 +199,48 @@ describe.each<Platform>(['express', 'fastify'])('the lock board on %s', (platfor
 });
 
 describe('lock board options', () => {
+  it('forRootAsync: the path beside the factory, every other option from it, injected', async () => {
+    const SETTINGS = Symbol('settings');
+    @Module({ providers: [{ provide: SETTINGS, useValue: { write: true } }], exports: [SETTINGS] })
+    class SettingsModule {}
+    const ref = await Test.createTestingModule({
+      imports: [
+        RedisLockModule.forRoot({ url: server().url }),
+        RedisLockBoardModule.forRootAsync({
+          path: 'async/locks',
+          imports: [SettingsModule],
+          inject: [SETTINGS],
+          useFactory: (settings: { write: boolean }) => ({
+            readOnly: !settings.write,
+            guard: new TokenGuard(),
+          }),
+        }),
+      ],
+    }).compile();
+    const app = ref.createNestApplication({ logger: false });
+    await app.init();
+    try {
+      await request(app.getHttpServer()).get('/async/locks/api/locks').expect(403);
+      const view = await request(app.getHttpServer())
+        .get('/async/locks/api/locks')
+        .set('authorization', 'Bearer s3cret')
+        .expect(200);
+      expect(view.body.readOnly).toBe(false);
+    } finally {
+      await app.close();
+    }
+
+    // The factory runs as the application is compiled: the error stops it there.
+    await expect(
+      Test.createTestingModule({
+        imports: [
+          RedisLockModule.forRoot({ url: server().url }),
+          RedisLockBoardModule.forRootAsync({ useFactory: () => ({ path: 'elsewhere' }) as never }),
+        ],
+      }).compile(),
+    ).rejects.toThrow(/path beside useFactory/);
+  });
+
   it('refuses bad options when the module is declared, with a typed error saying what to give', () => {
     const bad: unknown[] = [
       { path: '../etc' },
