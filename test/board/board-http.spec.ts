@@ -199,6 +199,16 @@ describe.each<Platform>(['express', 'fastify'])('the lock board on %s', (platfor
 });
 
 describe('lock board options', () => {
+  it("history 'always' records from start-up, recentEvents 0 never", async () => {
+    const always = await boardApp(server().url, 'express', { history: 'always' });
+    expect(channel(LOCK_CHANNELS.lost).hasSubscribers).toBe(true);
+    await always.app.close();
+    expect(channel(LOCK_CHANNELS.lost).hasSubscribers).toBe(false);
+    const never = await boardApp(server().url, 'express', { recentEvents: 0 });
+    await request(never.server).get('/locks/api/locks').expect(200);
+    expect(channel(LOCK_CHANNELS.lost).hasSubscribers).toBe(false);
+  });
+
   it('forRootAsync: the path beside the factory, every other option from it, injected', async () => {
     const SETTINGS = Symbol('settings');
     @Module({ providers: [{ provide: SETTINGS, useValue: { write: true } }], exports: [SETTINGS] })
