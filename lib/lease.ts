@@ -92,7 +92,7 @@ export interface LockWaiter {
   token: string;
   /** A read-write lock's waiter's mode. */
   mode?: 'read' | 'write';
-  /** How long it has waited, ms: only for the listing service's own waiters (LockService.list). */
+  /** How long it has waited, ms: only for the asking service's own waiters (`inspect`, `list`). */
   waitedMs?: number;
 }
 

@@ -66,16 +66,21 @@ export async function listLocks(
     const batch = keys.slice(i, i + INSPECT_AT_ONCE);
     infos.push(...(await Promise.all(batch.map(async (key) => lockInfo(key, await store.inspect(key))))));
   }
-  const now = performance.now();
-  const locks = infos.filter((info) => info.held || info.queueLength > 0);
-  for (const info of locks) {
-    for (const waiter of info.waiting ?? []) {
-      const since = waitingSince(waiter.token);
-      if (since !== undefined) waiter.waitedMs = Math.max(0, Math.round(now - since));
-    }
-  }
+  const locks = infos
+    .filter((info) => info.held || info.queueLength > 0)
+    .map((info) => withWaits(info, waitingSince));
   locks.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   return { locks, truncated };
+}
+
+/** `info` with the wait of each waiter `waitingSince` knows (a waiter of the service asking), in ms. */
+export function withWaits(info: LockInfo, waitingSince: (token: string) => number | undefined): LockInfo {
+  const now = performance.now();
+  for (const waiter of info.waiting ?? []) {
+    const since = waitingSince(waiter.token);
+    if (since !== undefined) waiter.waitedMs = Math.max(0, Math.round(now - since));
+  }
+  return info;
 }
 
 /**

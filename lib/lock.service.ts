@@ -25,7 +25,7 @@ import { LockServiceClosedError } from './errors/lock-service-closed.error';
 import { LockTimeoutError } from './errors/lock-timeout.error';
 import { RedisUnavailableError } from './errors/redis-unavailable.error';
 import type { Lease, LockInfo } from './lease';
-import { forceRelease, type ListLocksOptions, type LockList, listLocks } from './lock-admin';
+import { forceRelease, type ListLocksOptions, type LockList, listLocks, withWaits } from './lock-admin';
 import { checkKindCall, checkReentry } from './lock-kind';
 import {
   type AcquireOptions,
@@ -79,6 +79,7 @@ export class LockService {
   private readonly scope = new AsyncLocalStorage<LeaseScope>();
   /** Calls of `using` whose function is still running: close() lets them finish first. */
   private readonly running = new Set<Promise<unknown>>();
+  private readonly waitingSince = (token: string) => this.waiters.get(token)?.started;
   private closed = false;
   private closing: Promise<void> | undefined;
 
@@ -305,13 +306,13 @@ export class LockService {
   async inspect(key: string): Promise<LockInfo> {
     validateKey(key);
     this.assertOpen(key);
-    return lockInfo(key, await this.store.inspect(key));
+    return withWaits(lockInfo(key, await this.store.inspect(key)), this.waitingSince);
   }
 
   /** The live locks (held or waited for) as `inspect` reports them, by key: a bounded SCAN, for dashboards. */
   list(options?: ListLocksOptions): Promise<LockList> {
     if (this.closed) return Promise.reject(new LockServiceClosedError());
-    return listLocks(this.store, options, (token) => this.waiters.get(token)?.started);
+    return listLocks(this.store, options, this.waitingSince);
   }
 
   /** An operator ends `token`'s hold on `key` as its release would (lib/lock-admin.ts); false if not held. */

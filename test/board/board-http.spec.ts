@@ -69,6 +69,12 @@ describe.each<Platform>(['express', 'fastify'])('the lock board on %s', (platfor
     expect(one.body.queue.map((w: { waiter: string }) => w.waiter)).toEqual(
       lock.queue.map((w: { waiter: string }) => w.waiter),
     );
+    // Asked of b, only b's own waiter has its exact wait.
+    expect(one.body.queue.map((w: { waitingExact: boolean }) => w.waitingExact)).toEqual([
+      false,
+      true,
+      false,
+    ]);
     await request(a.server).get('/locks/api/locks/board%3Afree').expect(404);
 
     await held.release();

@@ -51,6 +51,10 @@ export function describeListingConformance(
         expect(waiting[0].waitedMs).toBeGreaterThanOrEqual(0);
         expect(waiting[0].waitedMs).toBeLessThanOrEqual(elapsed + 2);
         expect(waiting[1].waitedMs).toBeUndefined();
+        // inspect() knows its own service's waiters alike.
+        const inspected = (await b.inspect('list:a')).waiting ?? [];
+        expect(inspected[0].waitedMs).toBeUndefined();
+        expect(inspected[1].waitedMs).toBeGreaterThanOrEqual(0);
       }
       if (permit) expect(locks[1]).toMatchObject({ kind: 'semaphore', permits: 2, held: true });
 
