@@ -147,25 +147,29 @@ export class BoardData {
 
   private toBoard(info: LockInfo, now: number): BoardLock {
     const me = this.locks.instance;
-    const holders: BoardHolder[] = info.holders.map((h) => ({
-      token: h.token,
-      instance: instanceOf(h.token),
-      mine: instanceOf(h.token) === me,
-      ttl: h.ttl,
-      fence: h.fence,
-      heldMs: h.heldMs ?? null,
-      ...(h.mode ? { mode: h.mode } : {}),
-    }));
+    const holders: BoardHolder[] = info.holders.map((h) => {
+      const instance = instanceOf(h.token);
+      return {
+        token: h.token,
+        instance,
+        mine: instance === me,
+        ttl: h.ttl,
+        fence: h.fence,
+        heldMs: h.heldMs ?? null,
+        ...(h.mode ? { mode: h.mode } : {}),
+      };
+    });
     const seen = this.firstSeen.get(info.key) ?? new Map<string, number>();
     const stillThere = new Map<string, number>();
     const queue: BoardWaiter[] = (info.waiting ?? []).map((w) => {
       const first = seen.get(w.token) ?? now;
       stillThere.set(w.token, first);
       const exact = w.waitedMs !== undefined;
+      const instance = instanceOf(w.token);
       return {
         waiter: w.token,
-        instance: instanceOf(w.token),
-        mine: instanceOf(w.token) === me,
+        instance,
+        mine: instance === me,
         waitingMs: exact ? (w.waitedMs as number) : Math.round(now - first),
         waitingExact: exact,
         ...(w.mode ? { mode: w.mode } : {}),

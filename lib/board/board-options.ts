@@ -6,6 +6,7 @@ import type { CanActivate, Type } from '@nestjs/common';
 import { describeValue as describe } from '../describe-value';
 import { LockOptionsError } from '../errors/lock-options.error';
 import type { LockService } from '../lock.service';
+import { checkKnownKeys } from '../option-checks';
 
 export interface RedisLockBoardOptions {
   /**
@@ -48,7 +49,7 @@ export interface ResolvedBoardOptions {
   title: string;
 }
 
-const KNOWN = new Set([
+const KNOWN: readonly string[] = [
   'guard',
   'readOnly',
   'lockService',
@@ -57,7 +58,7 @@ const KNOWN = new Set([
   'history',
   'title',
   'path',
-]);
+];
 
 /** The mount path without slashes at its ends: letters, digits and - _ . ~ / only. */
 export function resolveBoardPath(path: unknown = 'locks'): string {
@@ -91,13 +92,7 @@ export function resolveBoardOptions(options: RedisLockBoardOptions | undefined):
     throw new LockOptionsError(`RedisLockBoardModule options must be an object, got ${describe(options)}.`);
   }
   const given = options ?? {};
-  for (const name of Object.keys(given)) {
-    if (!KNOWN.has(name)) {
-      throw new LockOptionsError(
-        `RedisLockBoardModule has no option ${describe(name)}: the options are ${[...KNOWN].join(', ')}.`,
-      );
-    }
-  }
+  checkKnownKeys(given, KNOWN, 'RedisLockBoardModule options');
   const {
     guard,
     readOnly = true,

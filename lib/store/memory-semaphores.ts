@@ -52,10 +52,6 @@ export class MemorySemaphores {
   constructor(private readonly host: SemaphoreHost) {}
 
   /** Semaphores held or waited for right now. */
-  size(now: number): number {
-    for (const key of [...this.keys.keys()]) this.state(key, now);
-    return this.keys.size;
-  }
 
   /** The kind of `key` (its permits, or "rw") when it is in use (held or waited for), else undefined. */
   kindOf(key: string, now: number): string | undefined {

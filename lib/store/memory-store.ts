@@ -83,9 +83,13 @@ export class MemoryLockBackend implements LockBackend {
 
   /** Locks held or queued right now (idle locks take no memory). */
   get size(): number {
-    const now = this.now();
-    for (const key of [...this.locks.keys()]) this.state(key, now);
-    return this.locks.size + this.semaphores.size(now);
+    return this.liveKeys(this.now()).length;
+  }
+
+  /** The keys with a holder or a waiter now, mutexes then semaphores; idle ones are forgotten on the way. */
+  private liveKeys(now: number): string[] {
+    const mutexes = [...this.locks.keys()].filter((key) => this.state(key, now) !== undefined);
+    return [...mutexes, ...this.semaphores.liveKeys(now)];
   }
 
   /** @internal */ now(): number {
@@ -350,9 +354,7 @@ export class MemoryLockBackend implements LockBackend {
   }
 
   /** @internal */ list(limit: number, filter?: string): KeyList {
-    const now = this.now();
-    const live = [...this.locks.keys()].filter((key) => this.state(key, now) !== undefined);
-    const keys = [...live, ...this.semaphores.liveKeys(now)].filter((key) => !filter || key.includes(filter));
+    const keys = this.liveKeys(this.now()).filter((key) => !filter || key.includes(filter));
     return { keys: keys.slice(0, limit), truncated: keys.length > limit };
   }
 

@@ -1,7 +1,7 @@
 // Nest applications with the lock board mounted, on Express or Fastify, against one redis-server:
 // several of them are the instances of one service. Closed after each test.
 import { afterEach } from '@jest/globals';
-import type { INestApplication } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, type INestApplication, Injectable } from '@nestjs/common';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import type request from 'supertest';
@@ -19,6 +19,17 @@ export interface BoardApp {
   locks: LockService;
   /** What supertest is given. */
   server: Parameters<typeof request>[0];
+}
+
+/** The guard of the board tests: lets through only `Authorization: Bearer s3cret`. */
+@Injectable()
+export class TokenGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    const headers = context
+      .switchToHttp()
+      .getRequest<{ headers: Record<string, string | undefined> }>().headers;
+    return headers.authorization === 'Bearer s3cret';
+  }
 }
 
 const apps: INestApplication[] = [];

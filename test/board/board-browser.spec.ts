@@ -4,11 +4,10 @@
 // without credentials, and shows a hostile key as text without running it.
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
-import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
-import { boardApp } from './board-apps';
+import { boardApp, TokenGuard } from './board-apps';
 
 // The page's globals, for the functions evaluated in it (this project's types are Node's, not the DOM's).
 interface PageElement {
@@ -23,16 +22,6 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const found = existsSync(CHROMIUM);
 const test = found ? it : it.skip;
 const because = found ? '' : ` [skipped: no chromium at ${CHROMIUM}; install Debian's chromium package]`;
-
-@Injectable()
-class TokenGuard implements CanActivate {
-  canActivate(context: ExecutionContext): boolean {
-    const headers = context
-      .switchToHttp()
-      .getRequest<{ headers: Record<string, string | undefined> }>().headers;
-    return headers.authorization === 'Bearer s3cret';
-  }
-}
 
 async function launch(): Promise<Browser> {
   return chromium.launch({

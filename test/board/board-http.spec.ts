@@ -4,25 +4,15 @@
 // read-only), and no SCAN, no event recording while nobody looks.
 import { channel } from 'node:diagnostics_channel';
 import { describe, expect, it } from '@jest/globals';
-import { type CanActivate, type ExecutionContext, Injectable, Module } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { LOCK_CHANNELS, LockOptionsError, RedisLockBoardModule, RedisLockModule } from '../../lib';
 import { until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
-import { boardApp, type Platform } from './board-apps';
+import { boardApp, type Platform, TokenGuard } from './board-apps';
 
 const server = useRedis();
-
-@Injectable()
-class TokenGuard implements CanActivate {
-  canActivate(context: ExecutionContext): boolean {
-    const headers = context
-      .switchToHttp()
-      .getRequest<{ headers: Record<string, string | undefined> }>().headers;
-    return headers.authorization === 'Bearer s3cret';
-  }
-}
 
 const queued = (locks: { inspect(key: string): Promise<{ queueLength: number }> }, key: string, n: number) =>
   until(
