@@ -47,12 +47,34 @@ const external = !REDIS_SERVER_INSTALLED && process.env.REDIS_URL ? process.env.
 // Read by test/support/redis-server.ts, in this process and in the workers jest starts.
 if (external) process.env.REDIS_LOCK_TEST_URL = external;
 
-export default {
+/**
+ * The suites that run a second time with the lock on node-redis (the `node-redis` project): the store's
+ * conformance and its properties across processes (exclusion, FIFO, crash recovery, renewal, fences,
+ * reconnect, Cluster and its failover, replicas, the quorum), the fenced store and the Nest module.
+ * Their lock clients come from test/support/lock-clients.ts.
+ */
+export const NODE_REDIS_SUITES = [
+  'test/conformance/redis.conformance.spec.ts',
+  'test/engine/mutual-exclusion.spec.ts',
+  'test/engine/fifo.spec.ts',
+  'test/engine/holder-crash.spec.ts',
+  'test/engine/dead-waiter.spec.ts',
+  'test/engine/renewal.spec.ts',
+  'test/engine/fencing.spec.ts',
+  'test/engine/redis-restart.spec.ts',
+  'test/engine/cluster.spec.ts',
+  'test/engine/cluster-failover.spec.ts',
+  'test/engine/node-redis.spec.ts',
+  'test/replication/replicas.spec.ts',
+  'test/quorum/quorum-basics.spec.ts',
+  'test/quorum/quorum-exclusion.spec.ts',
+  'test/fencing/fenced-writes.spec.ts',
+  'test/nest/node-redis-module.spec.ts',
+];
+
+const common = {
   rootDir: '.',
   testEnvironment: 'node',
-  testMatch: external
-    ? [...SINGLE_SERVER_SUITES, ...NO_REDIS_SUITES].map((suite) => `<rootDir>/${suite}`)
-    : ['<rootDir>/test/**/*.spec.ts'],
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: {
     '^nestjs-redis-lock$': '<rootDir>/lib/index.ts',
@@ -62,7 +84,35 @@ export default {
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.spec.json' }],
   },
+  setupFiles: ['<rootDir>/test/support/client-library.setup.ts'],
   setupFilesAfterEnv: ['<rootDir>/test/support/fail-on-unhandled.ts'],
+};
+
+const suites = (list) => list.map((suite) => `<rootDir>/${suite}`);
+
+export default {
   maxWorkers: external ? 1 : 2,
   testTimeout: 60_000,
+  projects: [
+    {
+      ...common,
+      displayName: 'ioredis',
+      globals: { LOCK_TEST_CLIENT: 'ioredis' },
+      // The node-redis suites of their own run in the node-redis project only.
+      testPathIgnorePatterns: ['/node_modules/', '/node-redis[^/]*\\.spec\\.ts$'],
+      testMatch: external
+        ? suites([...SINGLE_SERVER_SUITES, ...NO_REDIS_SUITES])
+        : ['<rootDir>/test/**/*.spec.ts'],
+    },
+    {
+      ...common,
+      displayName: 'node-redis',
+      globals: { LOCK_TEST_CLIENT: 'node-redis' },
+      testMatch: suites(
+        external
+          ? NODE_REDIS_SUITES.filter((suite) => SINGLE_SERVER_SUITES.includes(suite))
+          : NODE_REDIS_SUITES,
+      ),
+    },
+  ],
 };

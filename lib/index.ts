@@ -36,6 +36,7 @@ export type {
   WakeMessage,
 } from './store/lock-store';
 export { MemoryLockBackend } from './store/memory-store';
+export { isRedisClient, type RedisClient } from './store/redis-store';
 export type { ServerFacts, ServerReport, ServerRisk, ServerRiskCode } from './store/server-watch';
 export { LOCK_CHANNELS, type LockEvent, type LockEventKind } from './telemetry/lock-events';
 export type {

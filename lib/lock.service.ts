@@ -52,12 +52,10 @@ import {
 } from './store/lock-store';
 import { MemoryLockBackend } from './store/memory-store';
 import { openStore, storeSource } from './store/open-store';
-import { type RedisClient } from './store/redis-store';
+import type { RedisClient } from './store/redis-store';
 import { type ServerReport, ServerWatch } from './store/server-watch';
 import { claimWindowOf } from './store/token';
 import { type CallRecord, LockTelemetry, SKIPS_ON_TIMEOUT } from './telemetry/lock-telemetry';
-
-export { isIoredisClient } from './store/redis-store';
 
 interface LeaseScope {
   readonly byKey: ReadonlyMap<string, HeldLease>;
@@ -87,7 +85,7 @@ export class LockService {
   private readonly waiterHost: WaiterHost<HeldLease>;
   private readonly keyTaker: KeyTaker;
 
-  /** The ioredis client, when the locks live in one Redis (single server or Cluster). */
+  /** The client, when the locks live in one Redis (single server or Cluster). */
   private readonly redis: RedisClient | undefined;
   /** The clients of a quorum's independent masters (Redlock), when the locks live there. */
   private readonly quorum: readonly RedisClient[] | undefined;
@@ -97,8 +95,9 @@ export class LockService {
   private readonly telemetry: LockTelemetry;
 
   /**
-   * @param client an ioredis `Redis` or `Cluster` (the Redis store: used for commands and duplicated
-   *   once for the wake channel; the service never closes it); or an array of 3, 5 or 7 ioredis clients
+   * @param client an ioredis `Redis` or `Cluster`, or a node-redis client or Cluster, connected (the
+   *   Redis store: used for commands and duplicated once for the wake channel; the service never closes
+   *   it); or an array of 3, 5 or 7 such clients
    *   of independent masters (a quorum, Redlock: a lock is held on a majority of them); or a backend
    *   several services share, such as `new MemoryLockBackend()` for one process.
    */
@@ -170,7 +169,7 @@ export class LockService {
   }
 
   /**
-   * The ioredis client commands are sent on (for health checks); the service never closes it. A
+   * The client commands are sent on (ioredis or node-redis, as given; for health checks); the service never closes it. A
    * service on another backend (in memory) has none: reading it throws LockOptionsError.
    */
   get client(): RedisClient {
@@ -180,7 +179,7 @@ export class LockService {
     return this.redis;
   }
 
-  /** The ioredis client, or undefined when the locks are not in one Redis (for the health indicator). */
+  /** The client, or undefined when the locks are not in one Redis (for the health indicator). */
   get redisClient(): RedisClient | undefined {
     return this.redis;
   }

@@ -6,7 +6,7 @@
  *
  * Like the lock, it fails fast: bad arguments are a LockOptionsError before anything is sent, and a
  * connection that is down (or a reply that does not come within `commandTimeout`) is a
- * RedisUnavailableError instead of a wait in ioredis' offline queue.
+ * RedisUnavailableError instead of a wait in the client's offline queue.
  */
 import { createHash } from 'node:crypto';
 import { LockError } from '../errors/lock.error';
@@ -14,9 +14,16 @@ import { LockOptionsError } from '../errors/lock-options.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { DEFAULT_COMMAND_TIMEOUT, describeValue } from '../lock-options';
 import { CallDeadlines } from '../protocol/call-deadlines';
-import type { RedisClient } from '../protocol/lock-scripts';
+import {
+  connectionOf,
+  isRedisClient,
+  type RedisClient,
+  type RedisConnection,
+  type ScriptCall,
+} from '../protocol/connection';
 import { fencedWriteLua } from '../protocol/lua/scripts.generated';
-import { OFFLINE, translateRedisError } from '../protocol/redis-errors';
+import { translateRedisError } from '../protocol/redis-errors';
+import { OFFLINE } from '../protocol/script-runner';
 
 export interface FencedWriteResult {
   /** False when a newer holder had already written: this writer's lock was lost. */
@@ -36,11 +43,12 @@ export interface FencedStoreOptions {
   commandTimeout?: number;
 }
 
-type Script = (key: string, fence: string, value: string, ttl: number) => Promise<[number, string]>;
-
-const COMMAND = `redisLock_fencedWrite_${createHash('sha1').update(fencedWriteLua).digest('hex').slice(0, 10)}`;
-/** Connection events after which no reply to a pending command is coming soon. */
-const DOWN_EVENTS = ['close', 'end'] as const;
+const SCRIPT = {
+  name: 'fencedWrite',
+  lua: fencedWriteLua,
+  sha: createHash('sha1').update(fencedWriteLua).digest('hex'),
+  keys: 1,
+};
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 function hasLoneSurrogate(value: string): boolean {
@@ -63,7 +71,9 @@ function checkKey(key: unknown): string {
 }
 
 export class FencedStore {
-  private readonly write: Script;
+  private readonly write: ScriptCall;
+  private readonly connection: RedisConnection;
+  private detach: Array<() => void> = [];
   private readonly commandTimeout: number;
   /** Times out calls that get no reply within commandTimeout (one timer for all of them). */
   private readonly deadlines: CallDeadlines;
@@ -74,23 +84,14 @@ export class FencedStore {
   };
 
   /**
-   * @param client the ioredis client holding the resources (it may be the lock's own).
+   * @param client the client holding the resources, ioredis or node-redis (it may be the lock's own).
    * @param options `commandTimeout` (ms, default 5 000).
    */
-  constructor(
-    private readonly client: RedisClient,
-    options?: FencedStoreOptions,
-  ) {
-    const c = client as unknown as Record<string, unknown> | null | undefined;
-    if (
-      c === null ||
-      typeof c !== 'object' ||
-      typeof c.defineCommand !== 'function' ||
-      typeof c.hmget !== 'function' ||
-      typeof c.status !== 'string'
-    ) {
+  constructor(client: RedisClient, options?: FencedStoreOptions) {
+    if (!isRedisClient(client)) {
       throw new LockOptionsError(
-        `FencedStore needs an ioredis client (new Redis(...) or new Cluster(...)), got ${describeValue(client)}.`,
+        'FencedStore needs a Redis client (ioredis new Redis(...) or new Cluster(...), or node-redis ' +
+          `createClient() or createCluster()), got ${describeValue(client)}.`,
       );
     }
     if (options !== undefined && (options === null || typeof options !== 'object')) {
@@ -105,10 +106,8 @@ export class FencedStore {
     }
     this.commandTimeout = timeout;
     this.deadlines = new CallDeadlines(timeout);
-    const commands = client as unknown as Record<string, Script | undefined>;
-    if (typeof commands[COMMAND] !== 'function')
-      client.defineCommand(COMMAND, { numberOfKeys: 1, lua: fencedWriteLua });
-    this.write = (...args) => (commands[COMMAND] as Script).apply(client, args);
+    this.connection = connectionOf(client);
+    this.write = this.connection.script(SCRIPT);
   }
 
   /**
@@ -154,26 +153,29 @@ export class FencedStore {
         `ttl must be a non-negative safe integer of ms (0 keeps the resource), got ${describeValue(ttl)}.`,
       );
     }
-    const [written, newest] = await this.call(key, 'write', () => this.write(key, String(fence), value, ttl));
+    const [written, newest] = (await this.call(key, 'write', () =>
+      this.write([key, String(fence), value, ttl as number]),
+    )) as [number, string];
     return { written: written === 1, fence: Number(newest) };
   }
 
   /** The stored value and the fence of the write that stored it. */
   async get(key: string): Promise<FencedValue> {
     checkKey(key);
-    const [value, fence] = await this.call(key, 'read', () => this.client.hmget(key, 'v', 'f'));
+    const [value, fence] = (await this.call(key, 'read', () =>
+      this.connection.command(['HMGET', key, 'v', 'f'], key),
+    )) as [string | null, string | null];
     return { value: value ?? null, fence: Number(fence ?? 0) };
   }
 
   /**
    * Sends one command, failing fast with RedisUnavailableError when the connection is down or goes down
-   * before the reply (instead of parking the call in ioredis' offline queue), or after commandTimeout.
+   * before the reply (instead of parking the call in the client's offline queue), or after commandTimeout.
    */
   private call<T>(key: string, what: 'write' | 'read', send: () => Promise<T>): Promise<T> {
-    const status = this.client.status;
     const shown = describeValue(key);
-    if (OFFLINE.has(status)) {
-      return Promise.reject(new RedisUnavailableError(`connection is ${status}`, key));
+    if (OFFLINE.has(this.connection.state)) {
+      return Promise.reject(new RedisUnavailableError(`connection is ${this.connection.status}`, key));
     }
     const rejected = (message: string): string =>
       `Redis rejected a fenced store command for ${shown}: ${message}. Is that key used by something else?`;
@@ -186,9 +188,7 @@ export class FencedStore {
         done = true;
         this.deadlines.settle(deadline);
         this.pending.delete(down);
-        if (this.pending.size === 0) {
-          for (const event of DOWN_EVENTS) this.client.off(event, this.onDown);
-        }
+        if (this.pending.size === 0) for (const detach of this.detach.splice(0)) detach();
         if (error) reject(error);
         else resolve(value as T);
       };
@@ -198,7 +198,7 @@ export class FencedStore {
         finish(new RedisUnavailableError(`no reply within ${this.commandTimeout} ms${outcome}`, key)),
       );
       if (this.pending.size === 0) {
-        for (const event of DOWN_EVENTS) this.client.on(event, this.onDown);
+        this.detach = [this.connection.on('down', this.onDown), this.connection.on('end', this.onDown)];
       }
       this.pending.add(down);
       let sent: Promise<T>;

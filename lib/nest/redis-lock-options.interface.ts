@@ -1,6 +1,6 @@
 /** Options of RedisLockModule and of @Locked. */
-import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { LockServiceOptions } from '../lock-options';
+import type { RedisClient } from '../protocol/connection';
 import type { LockBackend } from '../store/lock-store';
 import type { KeyResolver, LockKeyTemplate } from './key-template';
 import type { LockWarning } from './key-warnings';
@@ -10,12 +10,19 @@ import type { LockWarning } from './key-warnings';
  * Give exactly one of `client`, `url`, `redis`, `backend`, or for a quorum `urls` or `clients`.
  */
 export interface RedisLockModuleOptions extends LockServiceOptions {
-  /** An existing ioredis `Redis` or `Cluster`. The module uses it and never closes it. */
-  client?: Redis | Cluster;
+  /**
+   * An existing client: an ioredis `Redis` or `Cluster`, or a node-redis client or Cluster
+   * (`createClient()`, `createCluster()`, connected). The module uses it and never closes it.
+   */
+  client?: RedisClient;
   /** A Redis URL (`redis://user:pass@host:6379/0`); the module opens the connection and closes it on shutdown. */
   url?: string;
-  /** ioredis options; the module opens the connection and closes it on shutdown. With `url`, extra options. */
-  redis?: RedisOptions;
+  /**
+   * ioredis options (its `RedisOptions`, such as `{ host, port, password }`); the module opens the
+   * connection with ioredis and closes it on shutdown. With `url`, extra options. (With only node-redis
+   * installed, give `url`, or your own client.)
+   */
+  redis?: { [option: string]: unknown };
   /**
    * A lock backend instead of Redis, such as `new MemoryLockBackend()`: locks then hold only among the
    * services opened on it, in this process. The module never closes it.
@@ -26,8 +33,8 @@ export interface RedisLockModuleOptions extends LockServiceOptions {
    * of them. The module opens one connection per URL and closes them on shutdown; `redis` adds options.
    */
   urls?: string[];
-  /** ioredis clients of 3, 5 or 7 independent masters (a quorum, as `urls`). The module never closes them. */
-  clients?: Redis[];
+  /** Clients of 3, 5 or 7 independent masters (a quorum, as `urls`). The module never closes them. */
+  clients?: RedisClient[];
   /**
    * On application shutdown, how long running @Locked calls (and `using` functions) may take to finish
    * before their leases are released anyway, in ms. Default 5 000.

@@ -5,9 +5,8 @@
  * grace period before releasing every lease, so no renewal timer or lock outlives the application.
  */
 import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { Redis } from 'ioredis';
 import { LockOptionsError } from '../errors/lock-options.error';
-import { isIoredisClient, LockService } from '../lock.service';
+import { LockService } from '../lock.service';
 import {
   checkOnWarning,
   checkOptionNames,
@@ -15,12 +14,14 @@ import {
   SERVICE_OPTION_NAMES,
   snapshotOptions,
 } from '../lock-options';
-import type { RedisClient } from '../protocol/lock-scripts';
+import type { RedisClient } from '../protocol/connection';
 import { isLockBackend, type LockBackend } from '../store/lock-store';
 import { MemoryLockBackend } from '../store/memory-store';
+import { isRedisClient } from '../store/redis-store';
 import type { TelemetryOptions } from '../telemetry/telemetry-options';
 import type { LockWarning } from './key-warnings';
 import { DEFAULT_RETRY_AFTER } from './lock-http.errors';
+import { type OwnedConnection, openOwned } from './owned-connections';
 import type { RedisLockModuleOptions } from './redis-lock-options.interface';
 
 const DEFAULT_GRACE_PERIOD = 5_000;
@@ -73,7 +74,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
   private constructor(
     store: RedisClient | readonly RedisClient[] | LockBackend,
     /** The connections this configuration opened itself, closed on shutdown. */
-    private readonly owned: readonly RedisClient[],
+    private readonly owned: readonly OwnedConnection[],
     options: RedisLockModuleOptions,
     name: string | undefined,
   ) {
@@ -192,7 +193,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
     if (given.length === 0 || (given.length > 1 && !withOptions)) {
       throw new LockOptionsError(
         `${label} needs exactly one connection: \`client\` (an ioredis ` +
-          'Redis or Cluster), `url`, `redis` (ioredis options; may accompany `url` or `urls`), `backend` (such as ' +
+          'Redis or Cluster, or a node-redis client or Cluster), `url`, `redis` (ioredis options; may accompany `url` or `urls`), `backend` (such as ' +
           'new MemoryLockBackend()), or for a quorum of independent masters (Redlock) `urls` or `clients` ' +
           '(3, 5 or 7). Got ' +
           (given.length ? given.join(' and ') : 'none') +
@@ -203,16 +204,17 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
     if (options.clients !== undefined) {
       if (!Array.isArray(options.clients)) {
         throw new LockOptionsError(
-          `${label}: clients must be an array of 3, 5 or 7 ioredis clients of independent Redis masters, got ` +
+          `${label}: clients must be an array of 3, 5 or 7 clients of independent Redis masters, got ` +
             `${describeValue(options.clients)}.`,
         );
       }
       return new RedisLockContext(options.clients, [], options, name);
     }
     if (options.client !== undefined) {
-      if (!isIoredisClient(options.client)) {
+      if (!isRedisClient(options.client)) {
         throw new LockOptionsError(
-          `${label}: client must be an ioredis Redis or Cluster (new Redis(...)), got ` +
+          `${label}: client must be an ioredis Redis or Cluster (new Redis(...)) or a node-redis client or ` +
+            `Cluster (createClient(), connected), got ` +
             `${describeValue(options.client)}. To let the module connect, pass url or redis instead.`,
         );
       }
@@ -225,11 +227,13 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
     }
     if (url !== undefined) checkUrl(url, label);
     const urls = options.urls === undefined ? undefined : checkUrls(options.urls, label);
-    const clients = openOwned(urls ?? [url], redis, label, name);
+    const hint = underTestRunner() ? TEST_HINT : '';
+    const owned = openOwned(urls ?? [url], redis as Record<string, unknown>, label, loggerFor(name), hint);
+    const clients = owned.map((connection) => connection.client as RedisClient);
     try {
-      return new RedisLockContext(urls ? clients : clients[0], clients, options, name);
+      return new RedisLockContext(urls ? clients : clients[0], owned, options, name);
     } catch (error) {
-      for (const client of clients) client.disconnect();
+      for (const connection of owned) connection.drop();
       throw error;
     }
   }
@@ -237,12 +241,12 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
   onModuleInit(): void {
     // Redis being down at start-up must not stop the application: lock calls fail fast with
     // RedisUnavailableError and the health indicator reports it until the connection comes up.
-    for (const client of this.owned) if (client.status === 'wait') client.connect().catch(() => {});
+    for (const connection of this.owned) connection.connect();
   }
 
   async onApplicationShutdown(): Promise<void> {
     await this.service.close({ gracePeriod: this.gracePeriod });
-    await Promise.all(this.owned.map((client) => closeOwned(client)));
+    await Promise.all(this.owned.map((connection) => connection.close()));
   }
 }
 
@@ -265,79 +269,6 @@ function checkUrls(urls: unknown, label: string): string[] {
   }
   for (const [i, url] of urls.entries()) checkUrl(url, `${label} (urls[${i}])`);
   return urls as string[];
-}
-
-/**
- * The connections the module opens itself, one per URL (`undefined`: from `redis` alone), and closes on
- * shutdown. Connected in onModuleInit, not here: if the application fails to start, nothing is left
- * open. ioredis keeps a timer of disconnectTimeout (2 s by default) alive after a disconnect while the
- * socket is still connecting; a module that closes its own connection should not hold the process that
- * long. Yours wins if you set it.
- */
-function openOwned(
-  urls: ReadonlyArray<string | undefined>,
-  redis: RedisLockModuleOptions['redis'],
-  label: string,
-  name: string | undefined,
-): Redis[] {
-  const redisOptions = { disconnectTimeout: OWNED_DISCONNECT_TIMEOUT, ...redis, lazyConnect: true };
-  const clients: Redis[] = [];
-  try {
-    for (const url of urls)
-      clients.push(url === undefined ? new Redis(redisOptions) : new Redis(url, redisOptions));
-  } catch (error) {
-    for (const client of clients) client.disconnect();
-    throw new LockOptionsError(
-      `${label}: ioredis refused the connection options (${error instanceof Error ? error.message : describeValue(error)}).`,
-      error,
-    );
-  }
-  for (const client of clients) watchErrors(client, name);
-  return clients;
-}
-
-/** ioredis' disconnectTimeout for connections the module opens (see openOwned). */
-const OWNED_DISCONNECT_TIMEOUT = 300;
-
-/** How long QUIT may wait for its reply before the socket is dropped (a frozen server never answers). */
-const QUIT_TIMEOUT = 1_000;
-/** How long to wait for the socket to close after dropping it (ioredis destroys it after 2 s by default). */
-const DISCONNECT_TIMEOUT = 3_000;
-
-/**
- * Closes a connection the module opened and resolves once its socket is really closed, so nothing of
- * ours is left open after shutdown; never waits on Redis for longer than the bounds above.
- */
-async function closeOwned(client: RedisClient): Promise<void> {
-  if (client.status === 'end') return;
-  if (client.status === 'close' || client.status === 'reconnecting') {
-    // Between reconnection attempts there is no socket: disconnect() only cancels the next attempt, and
-    // ioredis emits no 'end' for it, so there is nothing to wait for.
-    client.disconnect();
-    return;
-  }
-  let ended = false;
-  const end = new Promise<void>((resolve) => {
-    client.once('end', () => {
-      ended = true;
-      resolve();
-    });
-  });
-  // QUIT lets pending replies arrive first; only when ready, else it would wait on the reconnect loop.
-  if (client.status === 'ready') client.quit().catch(() => client.disconnect());
-  else client.disconnect();
-  await settled(end, QUIT_TIMEOUT);
-  if (ended) return;
-  // No answer (a frozen server): drop the socket ourselves.
-  client.disconnect();
-  await settled(end, DISCONNECT_TIMEOUT);
-}
-
-/** Waits for `promise`, or `ms` at most. */
-async function settled(promise: Promise<void>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
 }
 
 /** The logger of one configuration: `RedisLock`, or `RedisLock:<name>` for a named one. */
@@ -379,38 +310,6 @@ const TEST_HINT =
   '. In a test without Redis, run the locks in memory: ' +
   '.overrideProvider(getLockBackendToken()).useValue(new MemoryLockBackend()) (both from ' +
   "'nestjs-redis-lock/testing')";
-
-/**
- * An owned connection reports its outages once each (not on every reconnect attempt) in the app's log:
- * an error, or a connection that closes again before Redis answered as ready (a port where something
- * else listens, a TLS mismatch), which ioredis retries without any error of its own.
- */
-function watchErrors(client: Redis, name: string | undefined): void {
-  const logger = loggerFor(name);
-  let reported = false;
-  let ready = false;
-  const report = (why: string): void => {
-    if (reported) return;
-    reported = true;
-    logger.error(
-      `Redis connection error: ${why} (reconnecting; lock calls fail fast meanwhile)` +
-        (underTestRunner() ? TEST_HINT : ''),
-    );
-  };
-  client.on('error', (error: Error) => report(error.message));
-  let closed = '';
-  client.on('close', () => {
-    closed = ready ? 'the connection was lost' : 'the connection closed before Redis answered';
-    ready = false;
-  });
-  // Only a connection that ioredis will retry: one the module is closing emits no 'reconnecting'.
-  client.on('reconnecting', () => report(closed));
-  client.on('ready', () => {
-    if (reported) logger.log('Redis connection is back');
-    reported = false;
-    ready = true;
-  });
-}
 
 function boundedInteger(name: string, value: unknown, max: number, unit: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > max) {

@@ -6,8 +6,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LockService } from '../lock.service';
 import { describeValue } from '../lock-options';
-import type { RedisClient } from '../protocol/lock-scripts';
-import { nodeName } from '../protocol/quorum-node';
+import { connectionOf, type RedisClient } from '../protocol/connection';
 import { replyWithin } from '../protocol/redis-errors';
 import type { ServerFacts, ServerReport } from '../protocol/server-info';
 
@@ -89,7 +88,7 @@ export class RedisLockHealthIndicator {
     const servers = this.locks.checkServers({ timeout }).then(serverDetails);
     if (quorum) {
       const checks = await Promise.all(quorum.map((node) => ping(node, timeout)));
-      const nodes = Object.fromEntries(quorum.map((node, i) => [nodeName(node), checks[i]]));
+      const nodes = Object.fromEntries(quorum.map((node, i) => [connectionOf(node).name, checks[i]]));
       const up = checks.filter((check) => check.status === 'up').length;
       const majority = Math.floor(quorum.length / 2) + 1;
       const status: RedisLockHealthStatus =
@@ -123,11 +122,12 @@ function serverDetails(reports: ServerReport[]): Pick<RedisLockHealthStatus, 'se
 /** PINGs one connection within `timeout` ms; never rejects. */
 async function ping(client: RedisClient, timeout: number): Promise<RedisLockHealthStatus> {
   const down = (message: string): RedisLockHealthStatus => ({ status: 'down', message });
+  const connection = connectionOf(client);
   // A client that is not connected would park the PING in its offline queue: report at once.
-  if (client.status !== 'ready') return down(`Redis connection is ${client.status}`);
+  if (connection.state !== 'ready') return down(`Redis connection is ${connection.status}`);
   const started = performance.now();
   try {
-    const reply = await replyWithin(client.ping(), timeout, 'PING');
+    const reply = await replyWithin(connection.command(['PING']), timeout, 'PING');
     if (reply !== 'PONG') return down(`unexpected reply to PING: ${describeValue(reply)}`);
     return { status: 'up', responseTime: Math.round((performance.now() - started) * 100) / 100 };
   } catch (error) {

@@ -3,9 +3,8 @@
  * LockService.list). SCAN, never KEYS: each step reads a bounded number of keys, so a large keyspace
  * never blocks the server, and the whole walk stops at a bound of its own.
  */
-import type { Redis } from 'ioredis';
 import type { KeyList } from '../store/lock-store';
-import { isCluster, type RedisClient } from './lock-scripts';
+import type { RedisConnection } from './connection';
 
 /** Keys a SCAN step asks for (a hint to the server, not a limit). */
 const STEP = 250;
@@ -33,17 +32,12 @@ export function lockKeyOf(name: string, prefix: string): string | undefined {
   return undefined;
 }
 
-/** The nodes to scan: each master of a Cluster, or the one server. */
-export function scanNodes(client: RedisClient): Redis[] {
-  return isCluster(client) ? client.nodes('master') : [client];
-}
-
 /**
  * The lock keys found on `nodes` (the same lock on several nodes counts once), at most `limit`, those
  * containing `filter` if given, in the order found.
  */
 export async function scanLockKeys(
-  nodes: readonly Redis[],
+  nodes: readonly RedisConnection[],
   prefix: string,
   limit: number,
   filter?: string,
@@ -60,8 +54,11 @@ export async function scanLockKeys(
           truncated = true;
           return;
         }
-        const [next, names] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', STEP);
-        cursor = next;
+        const [next, names] = (await node.command(['SCAN', cursor, 'MATCH', pattern, 'COUNT', STEP])) as [
+          string,
+          string[],
+        ];
+        cursor = String(next);
         for (const name of names) {
           const key = lockKeyOf(name, prefix);
           if (key === undefined || (filter && !key.includes(filter)) || found.has(key)) continue;

@@ -3,7 +3,6 @@
  * later, cancel, extend, inspect), each one EVALSHA (ScriptRunner: fail fast, time out, wait for a
  * connection attempt). This class is the whole single-server Redis protocol seen from Node.
  */
-import type { Cluster, Redis } from 'ioredis';
 import { LockNotReplicatedError, type ReplicatedWrite } from '../errors/lock-not-replicated.error';
 import type {
   AcquireMode,
@@ -15,6 +14,7 @@ import type {
   TransferReply,
   WakeMessage,
 } from '../store/lock-store';
+import type { RedisConnection } from './connection';
 import type { LockKeys } from './keys';
 import {
   acquireLua,
@@ -40,13 +40,6 @@ import { type Acknowledged, type ReplicaAck, ScriptRunner, type ScriptSource } f
 /** extend.lua's reply (1 held, -1 owner key gone, 0 another owner) as an outcome. */
 export function extendOutcome(reply: unknown): ExtendOutcome {
   return reply === 1 ? 'extended' : reply === -1 ? 'missing' : 'taken';
-}
-
-export type RedisClient = Redis | Cluster;
-
-/** A Cluster client: one node per slot, and PUBLISH counts only the receivers on the node it ran on. */
-export function isCluster(client: RedisClient): client is Cluster {
-  return (client as { isCluster?: boolean }).isCluster === true;
 }
 
 /** Parameters every owner-changing script takes (ARGV[1..6] in prelude.lua). */
@@ -166,13 +159,13 @@ export class LockScripts {
    *   acquire and extend is then followed by WAIT (or WAITAOF) in the same round trip.
    */
   constructor(
-    client: RedisClient,
+    connection: RedisConnection,
     commandTimeout: number,
     private readonly ack?: ReplicaAck,
     /** Wakes a waiter of this service granted in a release's reply (nothing is published to it). */
     private readonly onGrant: (grant: Extract<WakeMessage, { kind: 'grant' }>) => void = () => {},
   ) {
-    this.runner = new ScriptRunner(client, commandTimeout, SOURCES);
+    this.runner = new ScriptRunner(connection, commandTimeout, SOURCES);
   }
 
   private run(name: ScriptName, key: string, args: (string | number)[]): Promise<unknown> {

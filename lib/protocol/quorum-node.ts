@@ -5,8 +5,9 @@
  * and hands the lock to the first of them on release (lib/store/quorum-store.ts).
  */
 import type { ExtendOutcome, LockSnapshot } from '../store/lock-store';
+import type { RedisConnection } from './connection';
 import type { LockKeys } from './keys';
-import { extendOutcome, type RedisClient } from './lock-scripts';
+import { extendOutcome } from './lock-scripts';
 import {
   extendLua,
   quorumCommitLua,
@@ -40,23 +41,16 @@ export type Vote = { serverUs: number } & (
   | { voted: false; pttl: number; owner: string; first: boolean }
 );
 
-/** `host:port` of an ioredis client, as its options name it. */
-export function nodeName(client: RedisClient): string {
-  const options = (client as { options?: { host?: string; port?: number; path?: string } }).options;
-  if (options?.path) return options.path;
-  return `${options?.host ?? 'localhost'}:${options?.port ?? 6379}`;
-}
-
 export class QuorumNode {
   readonly name: string;
   private readonly runner: ScriptRunner<QuorumScript>;
 
   constructor(
-    readonly client: RedisClient,
+    readonly connection: RedisConnection,
     timeout: number,
   ) {
-    this.name = nodeName(client);
-    this.runner = new ScriptRunner(client, timeout, SOURCES);
+    this.name = connection.name;
+    this.runner = new ScriptRunner(connection, timeout, SOURCES);
   }
 
   /**
@@ -65,7 +59,7 @@ export class QuorumNode {
    * the connections of a new service are still opening waits for them first.
    */
   connected(limitMs: number): Promise<void> {
-    if (!CONNECTING.has(this.client.status)) return Promise.resolve();
+    if (!CONNECTING.has(this.connection.state)) return Promise.resolve();
     let timer: NodeJS.Timeout | undefined;
     const limit = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, limitMs);

@@ -1,12 +1,9 @@
 /**
- * How the lock's scripts and the fenced store read the state of their ioredis client and the errors
- * it rejects with, so that both fail the same way: fast and typed.
+ * How the lock's scripts and the fenced store read the errors their client rejects with, so that both
+ * fail the same way: fast and typed.
  */
 import { LockError } from '../errors/lock.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
-
-/** Connection states in which a command would sit in ioredis' offline queue instead of being sent. */
-export const OFFLINE = new Set(['reconnecting', 'close', 'end']);
 
 /**
  * Redis' own replies (wrong type, script errors) are protocol errors, LOCK_REDIS_ERROR, worded by
@@ -23,9 +20,22 @@ export function translateRedisError(
   return new RedisUnavailableError(message, key, error);
 }
 
-/** An error reply from Redis itself (ioredis' ReplyError), as opposed to a timeout or a lost connection. */
+/**
+ * An error reply from Redis itself, as opposed to a timeout or a lost connection: ioredis' ReplyError,
+ * or node-redis' ErrorReply (and its SimpleError, BlobError), told by name since either library may be
+ * loaded twice.
+ */
 export function isReplyError(error: unknown): boolean {
-  return error instanceof Error && error.name === 'ReplyError';
+  if (!(error instanceof Error)) return false;
+  if (error.name === 'ReplyError') return true;
+  for (
+    let proto = Object.getPrototypeOf(error);
+    proto && proto !== Error.prototype;
+    proto = Object.getPrototypeOf(proto)
+  ) {
+    if (proto.constructor?.name === 'ErrorReply') return true;
+  }
+  return false;
 }
 
 /**

@@ -1,23 +1,21 @@
 /**
- * Runs Lua scripts on one ioredis client, each registered with `defineCommand` so a call is one
- * EVALSHA. Fails fast instead of parking calls in ioredis' offline queue, times out calls that get no
- * reply, and while the client is still connecting makes calls wait for that attempt only. Shared by the
+ * Runs Lua scripts on one connection (connection.ts: ioredis or node-redis), each call one EVALSHA.
+ * Fails fast instead of parking calls in the client's offline queue, times out calls that get no reply,
+ * and while the client is still connecting makes calls wait for that attempt only. Shared by the
  * single-server protocol (LockScripts) and each node of a quorum (QuorumNode).
  */
 import { createHash } from 'node:crypto';
 import { kindRefusal } from '../errors/lock-permits.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { CallDeadlines } from './call-deadlines';
-import type { RedisClient } from './lock-scripts';
-import { isReplyError, OFFLINE, translateRedisError } from './redis-errors';
+import type { ConnectionState, Delivered, RedisConnection, Script, ScriptCall } from './connection';
+import { isReplyError, translateRedisError } from './redis-errors';
 
 export interface ScriptSource {
   lua: string;
   /** How many of a call's arguments are keys. */
   keys: number;
 }
-
-type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 
 /** Replicas that must acknowledge a script's writes before its reply counts (WAIT, or WAITAOF). */
 export interface ReplicaAck {
@@ -44,54 +42,44 @@ export interface Acknowledged {
   reconnected?: true;
 }
 
-/** A reply, and the socket it arrived on. */
-interface Delivered {
-  value: unknown;
-  via: unknown;
-}
-
 /** States on the way to 'ready': a call waits for the outcome of this attempt, not for a reconnect loop. */
-/** Connection states of a client still on its way to 'ready' (a lazyConnect one has not started). */
-export const CONNECTING = new Set(['wait', 'connecting', 'connect']);
+export const CONNECTING: ReadonlySet<ConnectionState> = new Set(['idle', 'connecting']);
+/** States in which a command would sit in the client's offline queue instead of being sent. */
+export const OFFLINE: ReadonlySet<ConnectionState> = new Set(['down', 'ended']);
+/** The pause before a call a Cluster client gave up while its nodes moved is sent again, ms. */
+const RETRY_DELAY = 100;
 
 export class ScriptRunner<N extends string> {
-  private readonly commands: Record<N, string>;
+  private readonly calls: Record<N, ScriptCall>;
   /** Each script's source and full SHA1, for the acknowledged path, which sends EVALSHA itself. */
-  private readonly scripts: Record<N, ScriptSource & { sha: string }>;
-  /** The connection attempt calls are waiting on, while the client is still connecting. */
-  private connecting: Promise<void> | undefined;
+  private readonly scripts: Record<N, Script>;
   /** Times out calls that get no reply within commandTimeout. */
   private readonly deadlines: CallDeadlines;
   /** Acknowledged calls wait for replicas as well: their deadline is longer by the WAIT's timeout. */
   private ackDeadlines: CallDeadlines | undefined;
 
   constructor(
-    private readonly client: RedisClient,
+    private readonly connection: RedisConnection,
     private readonly commandTimeout: number,
     sources: Record<N, ScriptSource>,
   ) {
-    // Names carry the script's hash, so two versions of this library can share one client.
-    const commands = {} as Record<N, string>;
-    const scripts = {} as Record<N, ScriptSource & { sha: string }>;
+    const calls = {} as Record<N, ScriptCall>;
+    const scripts = {} as Record<N, Script>;
     for (const name of Object.keys(sources) as N[]) {
       const { lua, keys } = sources[name];
       const sha = createHash('sha1').update(lua).digest('hex');
-      scripts[name] = { lua, keys, sha };
-      const command = `redisLock_${name}_${sha.slice(0, 10)}`;
-      if (typeof (client as unknown as Record<string, unknown>)[command] !== 'function') {
-        client.defineCommand(command, { numberOfKeys: keys, lua });
-      }
-      commands[name] = command;
+      scripts[name] = { name, lua, keys, sha };
+      calls[name] = connection.script(scripts[name]);
     }
-    this.commands = commands;
+    this.calls = calls;
     this.scripts = scripts;
     this.deadlines = new CallDeadlines(commandTimeout);
   }
 
   /** Sends one script call (one EVALSHA), failing fast and typed as `send` says. */
   run(name: N, key: string, args: (string | number)[]): Promise<unknown> {
-    const fn = (this.client as unknown as Record<string, ScriptFn>)[this.commands[name]];
-    return this.send(key, this.deadlines, this.commandTimeout, () => fn.apply(this.client, args));
+    const call = this.calls[name];
+    return this.send(key, this.deadlines, this.commandTimeout, () => call(args));
   }
 
   /**
@@ -117,16 +105,17 @@ export class ScriptRunner<N extends string> {
     const wait: [string, ...number[]] = ack.aof
       ? ['waitaof', 1, ack.count, ack.timeout]
       : ['wait', ack.count, ack.timeout];
-    const pair = (command: 'evalsha' | 'eval', body: string) =>
-      Promise.all([
-        this.withConnection(this.client.call(command, body, keys, ...args)),
-        this.withConnection(
-          this.client.call(...wait).catch((error: unknown) => {
-            throw ack.aof ? waitAofRefused(error) : error;
-          }),
-        ),
+    const key = String(args[0]);
+    const pair = (command: 'evalsha' | 'eval', body: string) => {
+      const [script, waited] = this.connection.inOrder(key, [[command, body, keys, ...args], wait]);
+      return Promise.all([
+        script,
+        waited.catch((error: unknown) => {
+          throw ack.aof ? waitAofRefused(error) : error;
+        }),
       ]);
-    let replies: [Delivered, Delivered];
+    };
+    let replies: Delivered[];
     try {
       replies = await pair('evalsha', sha);
     } catch (error) {
@@ -136,9 +125,10 @@ export class ScriptRunner<N extends string> {
     const [script, acks] = replies;
     const value = script.value;
     // ioredis resends the commands a dropped connection left unanswered once it has reconnected (its
-    // autoResendUnfulfilledCommands, on by default): the wait alone, if the script's reply had arrived.
-    // A wait on a connection that wrote nothing returns at once with every replica the server has, and
-    // after a failover that server is the new master, which never saw the grant.
+    // autoResendUnfulfilledCommands, on by default), and node-redis writes a queued command once it has:
+    // the wait alone, if the script's reply had arrived. A wait on a connection that wrote nothing
+    // returns at once with every replica the server has, and after a failover that server is the new
+    // master, which never saw the grant.
     if (script.via !== acks.via) return { value, local: true, replicas: 0, reconnected: true };
     if (Array.isArray(acks.value)) {
       return { value, local: Number(acks.value[0]) >= 1, replicas: Number(acks.value[1]) };
@@ -147,17 +137,8 @@ export class ScriptRunner<N extends string> {
   }
 
   /**
-   * A reply and the connection it came over. The callback runs in the microtasks that follow the
-   * parsing of the reply, before the socket's close can be handled and a new one made, so the client's
-   * current stream is the one that delivered it.
-   */
-  private withConnection(reply: Promise<unknown>): Promise<Delivered> {
-    return reply.then((value) => ({ value, via: (this.client as { stream?: unknown }).stream }));
-  }
-
-  /**
    * Sends one call. Fails fast with RedisUnavailableError when the connection is down (rather than
-   * parking the call in ioredis' offline queue) or when no reply arrives within `timeout`. While the
+   * parking the call in the client's offline queue) or when no reply arrives within `timeout`. While the
    * client is still connecting, the call waits for that attempt only: it is sent once the client is
    * ready and fails as soon as the attempt fails, so a closed port or an unreachable Cluster answers in
    * milliseconds, and no script reaches Redis after its caller was told it failed to connect.
@@ -168,9 +149,9 @@ export class ScriptRunner<N extends string> {
     timeout: number,
     call: () => Promise<T>,
   ): Promise<T> {
-    const status = this.client.status;
-    if (OFFLINE.has(status)) {
-      return Promise.reject(new RedisUnavailableError(`connection is ${status}`, key));
+    const state = this.connection.state;
+    if (OFFLINE.has(state)) {
+      return Promise.reject(new RedisUnavailableError(`connection is ${this.connection.status}`, key));
     }
     return new Promise((resolve, reject) => {
       const deadline = deadlines.start(() =>
@@ -184,49 +165,33 @@ export class ScriptRunner<N extends string> {
             if (deadlines.settle(deadline)) resolve(value);
           },
           (error: unknown) => {
+            // A Cluster client that had to give the call up while its nodes moved (a failover) is
+            // asked again, as long as the caller still waits for it.
+            if (this.connection.retryable?.(error) && deadlines.pending(deadline)) {
+              setTimeout(send, RETRY_DELAY).unref();
+              return;
+            }
             if (deadlines.settle(deadline)) reject(scriptRefusal(error, key));
           },
         );
       };
-      if (!CONNECTING.has(status)) {
+      if (!CONNECTING.has(state)) {
         send();
         return;
       }
       this.whenConnected().then(send, () => {
         if (deadlines.settle(deadline)) {
-          reject(new RedisUnavailableError(`could not connect (connection is ${this.client.status})`, key));
+          reject(
+            new RedisUnavailableError(`could not connect (connection is ${this.connection.status})`, key),
+          );
         }
       });
     });
   }
 
-  /**
-   * Settles on the outcome of the connection attempt under way: resolves on 'ready', rejects on
-   * 'close' or 'end'. One set of listeners per attempt, however many calls wait on it.
-   */
+  /** Settles on the outcome of the connection attempt under way (RedisConnection.attempt). */
   whenConnected(): Promise<void> {
-    if (this.connecting) return this.connecting;
-    const client = this.client;
-    const attempt = new Promise<void>((resolve, reject) => {
-      const settle = (failed: boolean): void => {
-        client.off('ready', onReady);
-        client.off('close', onFailed);
-        client.off('end', onFailed);
-        this.connecting = undefined;
-        if (failed) reject(new Error(`connection is ${client.status}`));
-        else resolve();
-      };
-      const onReady = (): void => settle(false);
-      const onFailed = (): void => settle(true);
-      client.once('ready', onReady);
-      client.once('close', onFailed);
-      client.once('end', onFailed);
-    });
-    attempt.catch(() => {}); // every caller handles the failure; none may leave it unhandled
-    this.connecting = attempt;
-    // A lazyConnect client has not started connecting: start it, as sending a command would have.
-    if (client.status === 'wait') client.connect().catch(() => {});
-    return attempt;
+    return this.connection.attempt();
   }
 }
 
@@ -240,7 +205,8 @@ function waitAofRefused(error: unknown): unknown {
     ? 'WAITAOF needs Redis 7.2 or later: upgrade, or leave replicas.aof unset'
     : 'the master must run with appendonly yes, or leave replicas.aof unset';
   const refused = new Error(`replicas.aof: ${error.message} (${hint})`, { cause: error });
-  refused.name = error.name;
+  // Still Redis' own refusal, whichever client's error class it came in.
+  refused.name = 'ReplyError';
   return refused;
 }
 

@@ -4,9 +4,9 @@
  * server's place in replication. `risksOf` turns those facts into the warnings a user must see:
  * docs/guarantees.md, "Eviction, persistence and replicas", says what each means and what to configure.
  */
-import { isCluster, type RedisClient } from './lock-scripts';
-import { nodeName } from './quorum-node';
-import { isReplyError, OFFLINE, replyWithin } from './redis-errors';
+import type { RedisConnection } from './connection';
+import { isReplyError, replyWithin } from './redis-errors';
+import { OFFLINE } from './script-runner';
 
 /** The facts INFO gives about one server, as far as locks care. */
 export interface ServerFacts {
@@ -72,42 +72,21 @@ export interface ServerReport {
 /** Longest wait for one INFO reply, ms, unless the caller bounds it. */
 const DEFAULT_INFO_TIMEOUT = 5_000;
 
-/**
- * The servers a client's locks live on: each master of a Cluster, else the one server. A Cluster that is
- * still connecting knows its masters only once ready: waited for, `timeout` ms at most.
- */
-export async function lockServers(client: RedisClient, timeout: number): Promise<RedisClient[]> {
-  if (!isCluster(client)) return [client];
-  if (client.status !== 'ready' && !OFFLINE.has(client.status)) {
-    let timer: NodeJS.Timeout | undefined;
-    let onReady = (): void => {};
-    await new Promise<void>((resolve) => {
-      onReady = resolve;
-      client.once('ready', onReady);
-      timer = setTimeout(resolve, timeout);
-    });
-    clearTimeout(timer);
-    client.off('ready', onReady);
-  }
-  // Locks live on masters only (a key's owner is written on the master of its slot).
-  return client.nodes('master');
-}
-
 /** Reads and checks one server; never rejects (a failure is reported as an `unknown` risk). */
 export async function checkServer(
-  client: RedisClient,
+  connection: RedisConnection,
   {
     timeout = DEFAULT_INFO_TIMEOUT,
     quorum = false,
     replicas,
   }: { timeout?: number; quorum?: boolean; replicas?: number } = {},
 ): Promise<ServerReport> {
-  const server = nodeName(client);
-  // A down connection would only park INFO in the offline queue. `wait` is not down: a Cluster opens its
+  const server = connection.name;
+  // A down connection would only park INFO in the offline queue. `idle` is not down: a Cluster opens its
   // node connections lazily, on their first command.
-  if (OFFLINE.has(client.status)) return { server, risks: [], unreachable: true };
+  if (OFFLINE.has(connection.state)) return { server, risks: [], unreachable: true };
   try {
-    const text = await replyWithin((client as { info(): Promise<string> }).info(), timeout, 'INFO');
+    const text = await replyWithin(connection.command(['INFO']), timeout, 'INFO');
     const facts = parseInfo(server, String(text));
     return { server, facts, risks: risksOf(facts, quorum, replicas) };
   } catch (error) {
@@ -185,7 +164,7 @@ export function risksOf(facts: ServerFacts, quorum = false, replicas?: number): 
     add(
       'replica',
       `is a replica of ${facts.master}: locks must be written on their master. Connect to the master ` +
-        '(with Sentinel, give ioredis sentinels and name).',
+        '(with Sentinel, give the client the sentinels and the master name).',
     );
   } else if (replicas !== undefined) {
     if (facts.connectedReplicas < replicas) {

@@ -3,9 +3,9 @@
  * Every waiter of the process is woken through it, whatever its key: the number of connections does
  * not grow with waiters or keys. Opened lazily, on the first call that has to wait.
  */
-import type { Cluster, Redis } from 'ioredis';
 import type { WakeMessage } from '../store/lock-store';
-import { isCluster, type RedisClient, successors } from './lock-scripts';
+import type { RedisConnection, Subscriber } from './connection';
+import { successors } from './lock-scripts';
 
 /**
  * Decodes a push from the scripts: a grant ('g' token fence server-us, then its followers' tokens, whose
@@ -29,28 +29,16 @@ const RETRY_DELAYS = [50, 200, 1_000];
 const retryDelay = (failures: number): number =>
   RETRY_DELAYS[Math.min(Math.max(failures, 1), RETRY_DELAYS.length) - 1];
 
-/**
- * A connection to one node of the Cluster, picked at random among those the client is talking to (so
- * known to be up), else among all it knows. Pub/Sub messages reach every node, so any node will do. It
- * does not reconnect: a node that went away may not come back, so its 'end' is the signal to move.
- */
-function nodeConnection(cluster: Cluster): Redis {
-  const known = cluster.nodes('all');
-  const live = known.filter((node) => node.status === 'ready');
-  const nodes = live.length > 0 ? live : known;
-  if (nodes.length === 0) throw new Error('no Cluster node is known');
-  const node = nodes[Math.floor(Math.random() * nodes.length)];
-  return node.duplicate({ lazyConnect: false, readOnly: false, retryStrategy: () => null });
-}
-
 export class WakeListener {
-  private subscriber: RedisClient | undefined;
+  private subscriber: Subscriber | undefined;
+  /** The subscriber being opened, until it is the current one (or dropped). */
+  private opening: Promise<Subscriber> | undefined;
   private subscribed: Promise<void> | undefined;
   private live = false;
   private closed = false;
 
   constructor(
-    private readonly client: RedisClient,
+    private readonly connection: RedisConnection,
     private readonly channel: string,
     private readonly onMessage: (message: WakeMessage) => void,
     /** Called when the subscription comes back after a disconnect: pushes may have been missed. */
@@ -59,100 +47,90 @@ export class WakeListener {
 
   /** True once the subscription is live; a waiter may only join a queue after that. */
   get ready(): boolean {
-    return this.live && this.subscriber?.status === 'ready';
+    return this.live && this.subscriber?.ready === true;
   }
 
   /** Subscribes (once); resolves when pushes to this instance will be delivered. */
   ensureSubscribed(): Promise<void> {
     if (this.closed) return Promise.reject(new Error('wake listener closed'));
-    this.subscribed ??= this.subscribe(this.open(), false);
+    this.subscribed ??= this.start(0, false);
     return this.subscribed;
   }
 
   /**
-   * Subscribes on `subscriber`, which has just become the current connection. A reset() or a
-   * replacement may drop it while it subscribes: its outcome then changes nothing here. `again` marks
-   * a Cluster connection replacing one that ended: waiters re-check once it is subscribed, and if it
-   * fails, its own 'end' moves on to another node.
+   * Opens a subscriber connection and subscribes on it. A reset() or a replacement may drop it while it
+   * subscribes: its outcome then changes nothing here. `again` marks a Cluster connection replacing one
+   * that ended: waiters re-check once it is subscribed, and if it fails, its own end moves on to another
+   * node. `failures`: how many Cluster connections in a row have failed before this one.
    */
-  private subscribe(subscriber: RedisClient, again: boolean): Promise<void> {
-    return subscriber.subscribe(this.channel).then(
-      () => {
-        if (this.subscriber !== subscriber) throw new Error('wake subscription dropped');
-        this.live = true;
-        if (again) this.onResubscribed();
-      },
-      (error: unknown) => {
-        if (this.subscriber === subscriber && !again) {
-          // Allow a later call to try again rather than caching the failure.
-          this.subscribed = undefined;
-          this.subscriber = undefined;
-        }
-        subscriber.disconnect();
-        throw error;
-      },
-    );
+  private async start(failures: number, again: boolean): Promise<void> {
+    const opening = this.connection.subscriber();
+    this.opening = opening;
+    let subscriber: Subscriber;
+    try {
+      subscriber = await opening;
+    } catch (error) {
+      if (this.opening === opening && !again) this.forget();
+      throw error;
+    }
+    if (this.opening !== opening || this.closed) {
+      subscriber.drop();
+      throw new Error('wake subscription dropped');
+    }
+    this.opening = undefined;
+    this.open(subscriber, failures);
+    try {
+      await subscriber.subscribe(this.channel, (raw) => {
+        const message = parseWakeMessage(raw);
+        if (message) this.onMessage(message);
+      });
+    } catch (error) {
+      // Allow a later call to try again rather than caching the failure.
+      if (this.subscriber === subscriber && !again) this.forget();
+      subscriber.drop();
+      throw error;
+    }
+    if (this.subscriber !== subscriber) throw new Error('wake subscription dropped');
+    this.live = true;
+    if (again) this.onResubscribed();
   }
 
-  /**
-   * Opens the subscriber connection and becomes its only listener. `failures`: how many Cluster
-   * connections in a row have failed before this one.
-   */
-  private open(failures = 0): RedisClient {
-    const cluster = isCluster(this.client);
-    const subscriber = cluster ? nodeConnection(this.client) : this.client.duplicate();
+  private forget(): void {
+    this.subscribed = undefined;
+    this.subscriber = undefined;
+    this.opening = undefined;
+  }
+
+  /** Makes `subscriber` the current connection and follows it. */
+  private open(subscriber: Subscriber, failures: number): void {
     this.subscriber = subscriber;
     this.live = false;
-    // Errors are reported through waiters' own commands, so here they must only not become uncaught
-    // 'error' events.
-    subscriber.on('error', () => {});
-    subscriber.on('message', (channel: string, raw: string) => {
-      if (channel !== this.channel) return;
-      const message = parseWakeMessage(raw);
-      if (message) this.onMessage(message);
-    });
-    if (cluster) {
-      // ioredis' own Cluster subscriber moves to another node on its own and says nothing, so a push
-      // sent meanwhile would be missed unnoticed. A connection to one node is used instead, and when
-      // it ends another node takes over and the waiters re-check.
-      subscriber.once('end', () => this.replace(subscriber, this.live ? 0 : failures + 1));
-      return subscriber;
+    if (this.connection.cluster) {
+      // A Cluster node's connection does not reconnect: when it ends, another node takes over and the
+      // waiters re-check.
+      subscriber.onEnd(() => this.replace(subscriber, this.live ? 0 : failures + 1));
+      return;
     }
-    let first = true;
-    subscriber.on('ready', () => {
-      if (first) {
-        first = false;
-        return;
-      }
-      // ioredis resubscribes on reconnect; subscribing again is idempotent and, being ordered after
-      // that, resolves only once pushes flow again, which is when waiters should re-check.
-      subscriber.subscribe(this.channel).then(
-        () => this.onResubscribed(),
-        () => {},
-      );
+    // The client subscribes again on reconnect; then waiters re-check, pushes having been missed.
+    subscriber.onResubscribed(() => {
+      if (this.subscriber === subscriber) this.onResubscribed();
     });
-    return subscriber;
   }
 
   /**
    * The Cluster connection carrying the subscription ended: subscribe on another node, then have the
    * waiters re-check. At once after a connection that worked; after a pause when `failures` in a row.
    */
-  private replace(ended: RedisClient, failures: number): void {
+  private replace(ended: Subscriber, failures: number): void {
     if (this.closed || this.subscriber !== ended) return; // closed or reset on purpose
     this.live = false;
     const retry = (): void => {
       if (this.closed || this.subscriber !== ended) return;
-      let next: RedisClient;
-      try {
-        next = this.open(failures);
-      } catch {
-        // No node is known at the moment.
-        setTimeout(retry, retryDelay(failures + 1)).unref();
-        return;
-      }
-      const subscribed = this.subscribe(next, true);
-      subscribed.catch(() => {}); // callers of ensureSubscribed see it; the retry is next's 'end'
+      const subscribed = this.start(failures, true);
+      subscribed.catch(() => {
+        // No node is known at the moment, or the new one failed before it was followed: try again.
+        if (this.subscriber === ended) setTimeout(retry, retryDelay(failures + 1)).unref();
+      });
       this.subscribed = subscribed;
     };
     if (failures === 0) retry();
@@ -167,34 +145,16 @@ export class WakeListener {
    */
   reset(): void {
     const subscriber = this.subscriber;
-    this.subscriber = undefined;
-    this.subscribed = undefined;
+    this.forget();
     this.live = false;
-    subscriber?.disconnect();
+    subscriber?.drop();
   }
 
   async close(): Promise<void> {
     this.closed = true;
     this.live = false;
     const subscriber = this.subscriber;
-    this.subscriber = undefined;
-    if (!subscriber) return;
-    // quit() waits for pending replies; if the server is gone it would wait for the reconnect loop,
-    // and a frozen server never answers it: give QUIT a bounded time, then drop the socket.
-    if (subscriber.status !== 'ready') {
-      subscriber.disconnect();
-      return;
-    }
-    let timer: NodeJS.Timeout | undefined;
-    const quit = subscriber.quit().then(
-      () => true,
-      () => false,
-    );
-    const timedOut = new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), QUIT_TIMEOUT);
-    });
-    const quitted = await Promise.race([quit, timedOut]);
-    clearTimeout(timer);
-    if (!quitted) subscriber.disconnect();
+    this.forget();
+    await subscriber?.close(QUIT_TIMEOUT);
   }
 }

@@ -4,9 +4,10 @@
  */
 import { LockOptionsError } from '../errors/lock-options.error';
 import type { ResolvedServiceOptions } from '../lock-options';
+import { isRedisClient, type RedisClient } from '../protocol/connection';
 import { isLockBackend, type LockBackend, type LockStore, type WakeHandlers } from './lock-store';
 import { checkQuorum, QuorumLockStore } from './quorum-store';
-import { isIoredisClient, type RedisClient, RedisLockStore } from './redis-store';
+import { RedisLockStore } from './redis-store';
 
 /** The first argument, told apart and checked. */
 export type StoreSource =
@@ -17,10 +18,11 @@ export type StoreSource =
 /** Throws LockOptionsError for anything that is not a client, a quorum's clients or a backend. */
 export function storeSource(client: unknown): StoreSource {
   if (Array.isArray(client)) return { kind: 'quorum', quorum: checkQuorum(client) };
-  if (isIoredisClient(client)) return { kind: 'redis', redis: client as RedisClient };
+  if (isRedisClient(client)) return { kind: 'redis', redis: client };
   if (isLockBackend(client)) return { kind: 'backend', backend: client };
   throw new LockOptionsError(
-    'LockService needs an ioredis client (new Redis(...) or new Cluster(...)) as its first argument, ' +
+    'LockService needs a Redis client as its first argument (ioredis new Redis(...) or new Cluster(...), ' +
+      'or node-redis createClient() or createCluster(), connected), ' +
       'an array of 3, 5 or 7 clients of independent Redis masters, or a lock backend such as ' +
       'new MemoryLockBackend().',
   );

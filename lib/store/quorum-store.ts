@@ -22,13 +22,12 @@
  * run out.
  */
 import { performance } from 'node:perf_hooks';
-import type { Redis } from 'ioredis';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { LockQuorumError, type NodeFailure } from '../errors/lock-quorum.error';
+import { connectionOf, isRedisClient, type RedisClient, type Subscriber } from '../protocol/connection';
 import { lockKeys, wakeChannelPrefix } from '../protocol/keys';
 import { scanLockKeys } from '../protocol/lock-scan';
-import type { RedisClient } from '../protocol/lock-scripts';
-import { nodeName, QuorumNode, type Vote } from '../protocol/quorum-node';
+import { QuorumNode, type Vote } from '../protocol/quorum-node';
 import { CONNECTING } from '../protocol/script-runner';
 import type {
   AcquireMode,
@@ -42,7 +41,6 @@ import type {
   WakeHandlers,
 } from './lock-store';
 import { QuorumHandoffs } from './quorum-handoffs';
-import { isIoredisClient } from './redis-store';
 import { lockToken, memberToken, storeInstanceId } from './token';
 
 export interface QuorumStoreOptions {
@@ -79,7 +77,7 @@ export class QuorumLockStore implements LockStore {
   private readonly arrivals = new WeakMap<LockTicket, number>();
   /** What the nodes announce about hand-offs to this service's waiters. */
   private readonly handoffs: QuorumHandoffs;
-  private subscribers: Redis[] = [];
+  private subscribers: Subscriber[] = [];
   private subscribing: Promise<void> | undefined;
   private subscribed = false;
   private closed = false;
@@ -91,7 +89,7 @@ export class QuorumLockStore implements LockStore {
   ) {
     this.instanceId = storeInstanceId(options.instanceName);
     this.instance = this.instanceId;
-    this.nodes = clients.map((client) => new QuorumNode(client, options.nodeTimeout));
+    this.nodes = clients.map((client) => new QuorumNode(connectionOf(client), options.nodeTimeout));
     this.majority = Math.floor(clients.length / 2) + 1;
     this.handoffs = new QuorumHandoffs(
       clients.length,
@@ -145,7 +143,7 @@ export class QuorumLockStore implements LockStore {
     // (queueTtl is the wait left plus a claim window; a waiting call's first try brings it too), so that
     // nodes that never open still leave it the time to fail with a LockQuorumError naming them; a call
     // that may not (tryAcquire) for CONNECT_WAIT.
-    if (this.nodes.some((node) => CONNECTING.has(node.client.status))) {
+    if (this.nodes.some((node) => CONNECTING.has(node.connection.state))) {
       const waitLeft = queueTtl - ticket.claimWindow;
       const limit = waitLeft > 0 ? Math.max(this.options.nodeTimeout, waitLeft / 2) : CONNECT_WAIT;
       await Promise.all(this.nodes.map((node) => node.connected(limit)));
@@ -316,7 +314,7 @@ export class QuorumLockStore implements LockStore {
 
   list(limit: number, filter?: string): Promise<KeyList> {
     return scanLockKeys(
-      this.nodes.map((node) => node.client as Redis),
+      this.nodes.map((node) => node.connection),
       this.options.prefix,
       limit,
       filter,
@@ -342,7 +340,7 @@ export class QuorumLockStore implements LockStore {
     const subscribers = this.subscribers;
     this.subscribers = [];
     // Dropped, not quit: a node that does not answer must not hold the shutdown.
-    for (const sub of subscribers) sub.disconnect();
+    for (const sub of subscribers) sub.drop();
   }
 
   /**
@@ -352,6 +350,9 @@ export class QuorumLockStore implements LockStore {
    */
   private subscribe(): Promise<void> {
     const { nodes, majority } = this;
+    const subscribers: Subscriber[] = [];
+    this.subscribers = subscribers;
+    let abandoned = false;
     return new Promise((resolve, reject) => {
       let ok = 0;
       const failures: NodeFailure[] = [];
@@ -363,21 +364,12 @@ export class QuorumLockStore implements LockStore {
           resolve();
         } else if (failures.length === nodes.length - majority + 1) {
           // Dropped, so that the next attempt starts from fresh connections rather than adding to these.
-          for (const sub of this.subscribers.splice(0)) sub.disconnect();
+          abandoned = true;
+          for (const sub of subscribers.splice(0)) sub.drop();
           reject(new LockQuorumError(ok, nodes.length, failures));
         }
       };
-      for (const node of nodes) {
-        const sub = (node.client as Redis).duplicate();
-        sub.on('error', () => {});
-        this.subscribers.push(sub);
-        let first = true;
-        sub.on('ready', () => {
-          if (!first) this.handlers.onResubscribed();
-          first = false;
-        });
-        const index = this.nodes.indexOf(node);
-        sub.on('message', (_channel: string, message: string) => this.handoffs.onMessage(index, message));
+      nodes.forEach((node, index) => {
         let timer: NodeJS.Timeout | undefined;
         const late = new Promise<never>((_, fail) => {
           timer = setTimeout(
@@ -385,13 +377,21 @@ export class QuorumLockStore implements LockStore {
             this.options.nodeTimeout,
           );
         });
-        const subscribed = sub.subscribe(this.channel);
+        const subscribed = node.connection.subscriber().then((sub) => {
+          if (abandoned || this.closed) {
+            sub.drop();
+            throw new Error('the wake-up subscription was dropped');
+          }
+          subscribers.push(sub);
+          sub.onResubscribed(() => this.handlers.onResubscribed());
+          return sub.subscribe(this.channel, (message) => this.handoffs.onMessage(index, message));
+        });
         subscribed.catch(() => {}).finally(() => clearTimeout(timer));
         Promise.race([subscribed, late]).then(
           () => settle(node),
           (error: unknown) => settle(node, error),
         );
-      }
+      });
     });
   }
 
@@ -506,7 +506,7 @@ export class QuorumLockStore implements LockStore {
 
 /**
  * The clients of a quorum: 3, 5 or 7 (an odd number, so that two majorities always share a node, and
- * at least 3, so that one node may fail), each a plain ioredis client (not a Cluster), no two the same
+ * at least 3, so that one node may fail), each a plain client (not a Cluster), no two the same
  * client or the same server. Throws LockOptionsError saying what to change.
  */
 export function checkQuorum(clients: readonly unknown[]): RedisClient[] {
@@ -521,10 +521,12 @@ export function checkQuorum(clients: readonly unknown[]): RedisClient[] {
   }
   const servers = new Map<string, number>();
   clients.forEach((client, i) => {
-    if (!isIoredisClient(client)) {
-      throw new LockOptionsError(`Quorum client [${i}] is not an ioredis client (new Redis(...)).`);
+    if (!isRedisClient(client)) {
+      throw new LockOptionsError(
+        `Quorum client [${i}] is not a Redis client (ioredis new Redis(...), or node-redis createClient()).`,
+      );
     }
-    if ((client as { isCluster?: boolean }).isCluster === true) {
+    if (connectionOf(client).cluster) {
       throw new LockOptionsError(
         `Quorum client [${i}] is a Cluster client: a quorum needs independent masters, one plain ` +
           'client each (a Cluster replicates within itself and is one failure domain).',
@@ -533,7 +535,8 @@ export function checkQuorum(clients: readonly unknown[]): RedisClient[] {
     const before = clients.indexOf(client);
     if (before !== i)
       throw new LockOptionsError(`Quorum clients [${before}] and [${i}] are the same client.`);
-    const server = `${nodeName(client)}/${(client as { options?: { db?: number } }).options?.db ?? 0}`;
+    const options = (client as { options?: { db?: number; database?: number } }).options;
+    const server = `${connectionOf(client).name}/${options?.db ?? options?.database ?? 0}`;
     const same = servers.get(server);
     if (same !== undefined) {
       throw new LockOptionsError(

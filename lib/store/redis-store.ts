@@ -1,14 +1,18 @@
 /**
  * The Redis store: the lock's Lua scripts (LockScripts) and the wake-up subscription (WakeListener)
- * behind the store interface, on one ioredis client, single server or Cluster. It issues the tokens,
+ * behind the store interface, on one client (ioredis or node-redis), single server or Cluster. It issues the tokens,
  * since their shape is part of the protocol: `<instance>:<n>~<claim window ms>`, where the instance
  * names this store's wake channel and the claim window tells whoever hands the lock on how long to
  * reserve it (docs/protocol.md).
  */
 import { LockOptionsError } from '../errors/lock-options.error';
+import { connectionOf, type RedisClient, type RedisConnection } from '../protocol/connection';
+
+export { isRedisClient, type RedisClient } from '../protocol/connection';
+
 import { lockKeys, wakeChannelPrefix } from '../protocol/keys';
-import { scanLockKeys, scanNodes } from '../protocol/lock-scan';
-import { isCluster, LockScripts, type RedisClient, type ScriptContext } from '../protocol/lock-scripts';
+import { scanLockKeys } from '../protocol/lock-scan';
+import { LockScripts, type ScriptContext } from '../protocol/lock-scripts';
 import type { ReplicaAck } from '../protocol/script-runner';
 import { WakeListener } from '../protocol/wake-listener';
 import type {
@@ -26,20 +30,6 @@ import type {
   WakeHandlers,
 } from './lock-store';
 import { kindOf, storeInstanceId, ticketFields } from './token';
-
-export type { RedisClient } from '../protocol/lock-scripts';
-
-/** The duck type of an ioredis Redis or Cluster usable for locks (also checked by the Nest module). */
-export function isIoredisClient(value: unknown): value is RedisClient {
-  if (value === null || typeof value !== 'object') return false;
-  const c = value as Record<string, unknown>;
-  return (
-    typeof c.defineCommand === 'function' &&
-    typeof c.duplicate === 'function' &&
-    typeof c.subscribe === 'function' &&
-    typeof c.status === 'string'
-  );
-}
 
 export interface RedisStoreOptions {
   /** Prefix of every key and channel. */
@@ -59,6 +49,8 @@ type RedisTicket = LockTicket & ScriptContext;
 
 export class RedisLockStore implements LockStore {
   private readonly scripts: LockScripts;
+  private readonly connection: RedisConnection;
+  private readonly detachEnd: () => void;
   private readonly wake: WakeListener;
   private readonly instanceId: string;
   readonly instance: string;
@@ -81,8 +73,8 @@ export class RedisLockStore implements LockStore {
   };
 
   /**
-   * @param client an ioredis `Redis` or `Cluster`; used for commands and duplicated once for the wake
-   *   channel. The store never closes it.
+   * @param client an ioredis `Redis` or `Cluster`, or a node-redis client or Cluster; used for commands
+   *   and duplicated once for the wake channel. The store never closes it.
    */
   constructor(
     readonly client: RedisClient,
@@ -91,7 +83,9 @@ export class RedisLockStore implements LockStore {
   ) {
     this.instanceId = storeInstanceId(options.instanceName);
     this.instance = this.instanceId;
-    if (options.replicas && isCluster(client)) {
+    const connection = connectionOf(client);
+    this.connection = connection;
+    if (options.replicas && connection.cluster) {
       // WAIT answers for the connection it is sent on; a Cluster client routes a keyless command to any
       // node, not the one that ran the script.
       throw new LockOptionsError(
@@ -99,7 +93,7 @@ export class RedisLockStore implements LockStore {
           'master (new Redis({ sentinels, name })), or leave it unset.',
       );
     }
-    this.scripts = new LockScripts(client, options.commandTimeout, options.replicas, (grant) =>
+    this.scripts = new LockScripts(connection, options.commandTimeout, options.replicas, (grant) =>
       handlers.onWake(grant),
     );
     // With replicas every grant is acknowledged by them before work starts on it: a hand-off made
@@ -109,14 +103,14 @@ export class RedisLockStore implements LockStore {
       this.transfer = (to, handedOn, follow) => scripts.transfer(to as RedisTicket, handedOn, follow);
     }
     this.channelPrefix = wakeChannelPrefix(options.prefix);
-    this.trustReceivers = !isCluster(client);
+    this.trustReceivers = !connection.cluster;
     this.wake = new WakeListener(
-      client,
+      connection,
       this.channelPrefix + this.instanceId,
       (message) => handlers.onWake(message),
       () => handlers.onResubscribed(),
     );
-    client.on('end', this.onClientEnd);
+    this.detachEnd = connection.on('end', this.onClientEnd);
   }
 
   ticket(
@@ -169,8 +163,9 @@ export class RedisLockStore implements LockStore {
     return this.scripts.inspect(lockKeys(this.options.prefix, key));
   }
 
-  list(limit: number, filter?: string): Promise<KeyList> {
-    return scanLockKeys(scanNodes(this.client), this.options.prefix, limit, filter);
+  async list(limit: number, filter?: string): Promise<KeyList> {
+    const masters = await this.connection.masters(this.options.commandTimeout);
+    return scanLockKeys(masters, this.options.prefix, limit, filter);
   }
 
   get wakeReady(): boolean {
@@ -182,7 +177,7 @@ export class RedisLockStore implements LockStore {
   }
 
   close(): Promise<void> {
-    this.client.off('end', this.onClientEnd);
+    this.detachEnd();
     return this.wake.close();
   }
 }

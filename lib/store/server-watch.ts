@@ -5,8 +5,8 @@
  * reconfigured meanwhile) and whenever someone asks, such as the health indicator. A risk already
  * reported is not reported again: a log that repeats itself every reconnect gets ignored.
  */
-import type { RedisClient } from '../protocol/lock-scripts';
-import { checkServer, lockServers, type ServerReport, type ServerRisk } from '../protocol/server-info';
+import { connectionOf, type RedisClient, type RedisConnection } from '../protocol/connection';
+import { checkServer, type ServerReport, type ServerRisk } from '../protocol/server-info';
 
 export type WarningHandler = (warning: ServerRisk) => void;
 /** What the checks report, for the service and its users: the engine reaches the protocol through the stores. */
@@ -15,27 +15,28 @@ export type { ServerFacts, ServerReport, ServerRisk, ServerRiskCode } from '../p
 export class ServerWatch {
   private readonly reported = new Set<string>();
   private readonly detach: Array<() => void> = [];
+  private readonly clients: readonly RedisConnection[];
 
   /**
    * @param clients the connections locks are written on: one Redis or Cluster, or a quorum's masters
    * @param onWarning where new risks go; without it nothing is checked unless asked (`check`)
    */
   constructor(
-    private readonly clients: readonly RedisClient[],
+    clients: readonly RedisClient[],
     private readonly quorum: boolean,
     private readonly timeout: number,
     private readonly onWarning: WarningHandler | undefined,
     /** `replicas.count`, when grants are acknowledged by replicas (changes what replication risks). */
     private readonly replicas?: number,
   ) {
+    this.clients = clients.map(connectionOf);
     if (!onWarning) return;
-    for (const client of clients) {
+    for (const client of this.clients) {
       const onReady = (): void => {
         this.checkClient(client).catch(() => {});
       };
-      client.on('ready', onReady);
-      this.detach.push(() => client.off('ready', onReady));
-      if (client.status === 'ready') onReady();
+      this.detach.push(client.on('ready', onReady));
+      if (client.state === 'ready') onReady();
     }
   }
 
@@ -50,10 +51,10 @@ export class ServerWatch {
     for (const detach of this.detach.splice(0)) detach();
   }
 
-  private async checkClient(client: RedisClient, timeout = this.timeout): Promise<ServerReport[]> {
-    let servers: RedisClient[];
+  private async checkClient(client: RedisConnection, timeout = this.timeout): Promise<ServerReport[]> {
+    let servers: RedisConnection[];
     try {
-      servers = await lockServers(client, timeout);
+      servers = await client.masters(timeout);
     } catch {
       return [];
     }

@@ -39,9 +39,10 @@ describe('fencing tokens', () => {
     const first = await locks.acquire('restart-fence');
     await first.release();
     await server().restart();
+    // ioredis says `status`, node-redis `isReady`.
     await until(
-      async () => locks.client.status,
-      (status) => status === 'ready',
+      async () => locks.client.status === 'ready' || locks.client.isReady === true,
+      (ready) => ready,
     );
     const second = await locks.acquire('restart-fence', { waitTimeout: 5_000 });
     expect(second.fence).toBeGreaterThan(first.fence);

@@ -88,9 +88,9 @@ describe('bad input gets a typed error before anything is sent to Redis', () => 
     );
   });
 
-  it('a client that is not an ioredis client is refused with a message saying what to pass', () => {
+  it('a client that is not a Redis client is refused with a message saying what to pass', () => {
     for (const client of [undefined, null, {}, { get() {} }, 'redis://localhost']) {
-      expect(() => new LockService(client as never)).toThrow(/ioredis client/);
+      expect(() => new LockService(client as never)).toThrow(/needs a Redis client.*ioredis.*node-redis/);
     }
   });
 

@@ -2,6 +2,7 @@
 // counts the commands a script runs as well as the script call). Waiting is free (no-polling.spec); these
 // bound the steps that do run: joining the queue, and a release that hands the lock on.
 import { describe, expect, it } from '@jest/globals';
+import { connectionOf } from '../../lib/protocol/connection';
 import { lockKeys } from '../../lib/protocol/keys';
 import { LockScripts, type ScriptContext } from '../../lib/protocol/lock-scripts';
 import type { LockTicket, WakeMessage } from '../../lib/store/lock-store';
@@ -16,7 +17,7 @@ describe('Redis load of a contended lock', () => {
   // The protocol on its own, so that no waiter process reacts to the pushes while Redis counts. Nobody
   // subscribes here, so receivers are not trusted (as on a Cluster): every grant is published and kept.
   const setUp = () => {
-    const scripts = new LockScripts(server().client(), 5_000);
+    const scripts = new LockScripts(connectionOf(server().client()), 5_000);
     const ctx = (token: string): ScriptContext & LockTicket => ({
       key: 'busy',
       keys: lockKeys('lock:', 'busy'),
@@ -84,7 +85,9 @@ describe('Redis load of a contended lock', () => {
   it('within one service a grant comes in the release reply naming its followers, and only the last of them tells Redis, in one lean script', async () => {
     const { ctx, step } = setUp();
     const grants: WakeMessage[] = [];
-    const local = new LockScripts(server().client(), 5_000, undefined, (grant) => grants.push(grant));
+    const local = new LockScripts(connectionOf(server().client()), 5_000, undefined, (grant) =>
+      grants.push(grant),
+    );
     await server().client().del('lock:{busy}', 'lock:{busy}:q');
     await local.acquire(ctx('warm:1'), 'try', 0);
     await local.release(ctx('warm:1'));

@@ -22,7 +22,7 @@ async function staleAndFreshHolders(key: string) {
 
 describe('fenced writes in Redis (FencedStore)', () => {
   it('a stale holder cannot overwrite what a newer holder wrote', async () => {
-    const store = new FencedStore(server().client());
+    const store = new FencedStore(lockService(server()).client);
     const { stale, fresh } = await staleAndFreshHolders('fenced-redis');
     expect(await store.set('balance:1', fresh.fence, 'fresh')).toEqual({ written: true, fence: fresh.fence });
     // The holder whose lease expired wakes up and writes: refused, and told the newer fence.
@@ -41,7 +41,7 @@ describe('fenced writes in Redis (FencedStore)', () => {
   });
 
   it('the same holder may write again; a ttl bounds the resource; bad input is a typed error', async () => {
-    const store = new FencedStore(server().client());
+    const store = new FencedStore(lockService(server()).client);
     const lease = await lockService(server()).acquire('fenced-again');
     expect((await store.set('doc', lease.fence, 'v1', { ttl: 60_000 })).written).toBe(true);
     expect((await store.set('doc', lease.fence, 'v2')).written).toBe(true);

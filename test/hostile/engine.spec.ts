@@ -112,7 +112,8 @@ const constructorRows: Row<Engine>[] = [
       sync: true,
       run: () => new LockService(client as never),
       ...OPTIONS,
-      message: /needs an ioredis client \(new Redis\(\.\.\.\) or new Cluster\(\.\.\.\)\)/,
+      message:
+        /needs a Redis client as its first argument \(ioredis new Redis\(\.\.\.\) or new Cluster\(\.\.\.\), or node-redis createClient\(\) or createCluster\(\), connected\)/,
     }),
   ),
   ...(

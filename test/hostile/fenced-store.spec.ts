@@ -42,7 +42,8 @@ const rows: Row<Fenced>[] = [
       sync: true,
       run: () => new FencedStore(client as never),
       ...OPTIONS,
-      message: /FencedStore needs an ioredis client \(new Redis\(\.\.\.\) or new Cluster\(\.\.\.\)\), got/,
+      message:
+        /FencedStore needs a Redis client \(ioredis new Redis\(\.\.\.\) or new Cluster\(\.\.\.\), or node-redis createClient\(\) or createCluster\(\)\), got/,
     }),
   ),
   ...(

@@ -117,11 +117,11 @@ const moduleRows: Row<Module>[] = [
     message: /url must be .*got "redis:\/\/k+…"/,
   },
   {
-    name: 'client not ioredis (a plain object)',
+    name: 'client not a Redis client (a plain object)',
     run: forRoot({ client: { get() {}, set() {} } }),
     ...OPTIONS,
     message:
-      /client must be an ioredis Redis or Cluster \(new Redis\(\.\.\.\)\), got an object\. To let the module connect, pass url or redis/,
+      /client must be an ioredis Redis or Cluster \(new Redis\(\.\.\.\)\) or a node-redis client or Cluster \(createClient\(\), connected\), got an object\. To let the module connect, pass url or redis/,
   },
   {
     name: 'client a URL string',

@@ -2,7 +2,8 @@
 // them. Each test file gets its own five, started once; keys are distinct per test, so tests share them.
 import { afterAll, afterEach, beforeAll } from '@jest/globals';
 import type { Redis } from 'ioredis';
-import { LockService, type LockServiceOptions } from '../../lib';
+import { LockService, type LockServiceOptions, type RedisClient } from '../../lib';
+import { lockClient, lockLibrary } from '../support/lock-clients';
 import { type RedisServer, startRedis } from '../support/redis-server';
 
 export interface Quorum {
@@ -18,6 +19,7 @@ export function useQuorum(count = 5): () => Quorum {
   let servers: RedisServer[] = [];
   const open: LockService[] = [];
   const clients: Redis[] = [];
+  const closers: Array<() => void> = [];
   beforeAll(async () => {
     servers = await Promise.all(Array.from({ length: count }, () => startRedis()));
   });
@@ -25,6 +27,7 @@ export function useQuorum(count = 5): () => Quorum {
     for (const server of servers) server.resume();
     await Promise.all(open.splice(0).map((service) => service.close().catch(() => {})));
     for (const client of clients.splice(0)) client.disconnect();
+    for (const close of closers.splice(0)) close();
   });
   afterAll(async () => {
     await Promise.all(servers.map((server) => server.dispose()));
@@ -43,7 +46,16 @@ export function useQuorum(count = 5): () => Quorum {
       return made;
     },
     service(options) {
-      const service = new LockService(quorum.clients(), options);
+      // The run's client library (test/support/lock-clients.ts).
+      const clients: RedisClient[] =
+        lockLibrary() === 'node-redis'
+          ? servers.map((server) => {
+              const made = lockClient(server.url);
+              closers.push(made.close);
+              return made.client;
+            })
+          : quorum.clients();
+      const service = new LockService(clients, options);
       open.push(service);
       return service;
     },

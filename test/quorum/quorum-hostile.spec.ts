@@ -44,7 +44,7 @@ describe('quorum store: hostile set-ups', () => {
       /Quorum clients \[1\] and \[2\] both reach/,
     );
     expect(refused(() => new LockService([a, b, {} as never])).message).toMatch(
-      /Quorum client \[2\] is not an ioredis client/,
+      /Quorum client \[2\] is not a Redis client \(ioredis new Redis/,
     );
     expect(refused(() => new LockService([a, b, c], { nodeTimeout: 20_000 })).message).toMatch(
       /nodeTimeout \(20000 ms\) must be at most a third of defaults.ttl/,

@@ -1,28 +1,39 @@
 // Helpers shared by the engine's property suites: services that are closed after each test, and
 // small synchronisation tools (no sleeps standing in for synchronisation).
 import { afterEach } from '@jest/globals';
-import type { Redis, RedisOptions } from 'ioredis';
+import type { RedisOptions } from 'ioredis';
 import { LockService, type LockServiceOptions } from '../../lib';
+import { lockClient, lockLibrary } from './lock-clients';
 import type { RedisServer } from './redis-server';
 
-const open: Array<{ service: LockService; client: Redis }> = [];
+const open: Array<{ service: LockService; close: () => void }> = [];
 
-/** A LockService on its own client to `server`; closed (with its client) after the test. */
+/**
+ * A LockService on its own client to `server`; closed (with its client) after the test. The client is
+ * of the run's library (test/support/lock-clients.ts), unless `clientOptions` (ioredis options) are
+ * given: those suites are about ioredis' own settings.
+ */
 export function lockService(
   server: RedisServer,
   options?: LockServiceOptions,
   clientOptions?: RedisOptions,
 ): LockService {
+  if (clientOptions === undefined && lockLibrary() === 'node-redis') {
+    const { client, close } = lockClient(server.url);
+    const service = new LockService(client, options);
+    open.push({ service, close });
+    return service;
+  }
   const client = server.client(clientOptions);
   const service = new LockService(client, options);
-  open.push({ service, client });
+  open.push({ service, close: () => client.disconnect() });
   return service;
 }
 
 afterEach(async () => {
   const all = open.splice(0);
   await Promise.all(all.map(({ service }) => service.close().catch(() => {})));
-  for (const { client } of all) client.disconnect();
+  for (const { close } of all) close();
 });
 
 /** Resolves once `predicate` holds, checking each time `probe` resolves; fails after `timeoutMs`. */

@@ -3,6 +3,7 @@
 // The counter's value read under the lock is the grant's global position, reported with its fence.
 import Redis from 'ioredis';
 import { LockService } from '../../lib';
+import { lockClient } from '../support/lock-clients';
 import { ready, send, workerArgs } from '../support/worker-runtime';
 
 interface Args {
@@ -25,7 +26,9 @@ interface Args {
 const args = workerArgs<Args>();
 const redis = new Redis(args.url);
 redis.on('error', () => {});
-const locks = new LockService(redis, {
+// The lock on the run's client library (LOCK_TEST_CLIENT); the counter on ioredis.
+const lock = lockClient(args.url);
+const locks = new LockService(lock.client, {
   claimWindow: args.claimWindow,
   defaults: { waitTimeout: 60_000 },
 });
@@ -57,5 +60,6 @@ ready();
 Promise.all(Array.from({ length: args.tasks }, task)).then(async (results) => {
   send({ type: 'done', grants: results.flat() });
   await locks.close();
+  lock.close();
   redis.disconnect();
 });

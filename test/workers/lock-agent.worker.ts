@@ -1,7 +1,7 @@
 // A LockService in its own process, driven over IPC by a test: acquire, release, report. Used where a
 // property is about several processes (a holder that is SIGKILLed, a waiter that is SIGSTOPped, ...).
-import Redis, { Cluster } from 'ioredis';
 import { type Lease, LockError, LockService } from '../../lib';
+import { lockClient, lockClusterClient } from '../support/lock-clients';
 import { onMessage, ready, send, workerArgs } from '../support/worker-runtime';
 
 interface Args {
@@ -30,17 +30,13 @@ type Command =
   | { type: 'release'; id: string };
 
 const args = workerArgs<Args>();
-const connect = (url: string): Redis => {
-  const client = new Redis(url);
-  client.on('error', () => {});
-  return client;
-};
+// The run's client library (LOCK_TEST_CLIENT, inherited from the test).
+const connect = (url: string) => lockClient(url).client;
 const redis = args.urls
   ? args.urls.map(connect)
   : args.cluster
-    ? new Cluster(args.cluster.map((port) => ({ host: '127.0.0.1', port })))
+    ? lockClusterClient(args.cluster).client
     : connect(args.url ?? '');
-if (redis instanceof Cluster) redis.on('error', () => {});
 const locks = new LockService(redis, {
   claimWindow: args.claimWindow,
   defaults: args.ttl === undefined ? undefined : { ttl: args.ttl },

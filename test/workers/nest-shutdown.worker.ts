@@ -10,6 +10,7 @@
 // injection names its token.
 import { Inject, Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import type { Redis } from 'ioredis';
 import { LockError, Locked, LockService, RedisLockModule } from '../../lib';
 import { deferred } from '../support/deferred';
 import { send, workerArgs } from '../support/worker-runtime';
@@ -89,7 +90,7 @@ async function main(): Promise<void> {
   const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
   const locks = app.get(LockService);
   const job = app.get(Job);
-  const client = locks.client;
+  const client = locks.client as Redis;
   if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
 
   const call = job.run(args.key);
