@@ -6,6 +6,8 @@
  * - nestjs-redis-lock: `new LockService(client)`, `acquire(key)` (ttl 30 s, waitTimeout 10 s, no renewal),
  *   `lease.release()`; several keys: `acquire([a, b])`, one lease over both (the library sorts them and
  *   queues on each in turn);
+ * - nestjs-redis-lock-node-redis: the same on a node-redis client (`createClient()`, connected) to the
+ *   same server, instead of ioredis;
  * - redlock: `new Redlock([client])` (retryCount 10, retryDelay 200 ms, retryJitter 100 ms),
  *   `acquire([key], 30_000)`, `lock.release()`; several keys: `acquire([a, b], 30_000)`, one script that
  *   sets all of them or none, retried as configured;
@@ -30,10 +32,11 @@
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { Redis } from 'ioredis';
+import { createClient } from 'redis';
 import { Mutex, RedlockMutex } from 'redis-semaphore';
 import Redlock from 'redlock';
 import type * as Library from '../lib';
-import type { CommandCounts } from './instrument';
+import { type CommandCounts, instrumentNodeRedis } from './instrument';
 import type { LibName } from './ipc';
 
 // The built package (npm run build), as users run it: not the TypeScript sources through tsx, whose
@@ -86,6 +89,25 @@ export function createAdapter(lib: LibName, clients: readonly Redis[], counts?: 
           return sum;
         },
         close: () => locks.close(),
+      };
+    }
+    case 'nestjs-redis-lock-node-redis': {
+      if (quorum) throw new Error('nestjs-redis-lock-node-redis: one server only');
+      const { host, port } = client.options;
+      const nodeRedis = createClient({ socket: { host, port } });
+      nodeRedis.on('error', () => {});
+      if (counts) instrumentNodeRedis(nodeRedis, counts);
+      // Connecting now: the first acquire waits for it (the harness measures only after a warm-up).
+      nodeRedis.connect().catch(() => {});
+      const locks = new LockService(nodeRedis);
+      return {
+        acquire: (key, waitMs) =>
+          waitMs === undefined ? locks.acquire(key) : locks.acquire(key, { waitTimeout: waitMs }),
+        acquireAll: (keys) => locks.acquire(keys),
+        close: async () => {
+          await locks.close();
+          nodeRedis.destroy();
+        },
       };
     }
     case 'redlock':

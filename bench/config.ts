@@ -1,5 +1,5 @@
 /** The scenarios, the libraries each one runs, and how long each part lasts in quick and full mode. */
-import { type LibName, OURS } from './ipc';
+import { type LibName, OURS, OURS_NODE_REDIS } from './ipc';
 
 export type Mode = 'quick' | 'full';
 
@@ -70,7 +70,7 @@ export const SCENARIOS: Scenario[] = [
     workersPerProcess: 1,
     keys: 1,
     csMs: null,
-    libs: ['raw-floor', ...CONTENDED_LIBS],
+    libs: ['raw-floor', OURS, OURS_NODE_REDIS, ...PEERS],
   },
   {
     kind: 'load',
@@ -80,7 +80,7 @@ export const SCENARIOS: Scenario[] = [
     workersPerProcess: 5,
     keys: 1,
     csMs: 2,
-    libs: CONTENDED_LIBS,
+    libs: [OURS, OURS_NODE_REDIS, ...PEERS],
   },
   {
     kind: 'load',

@@ -32,8 +32,13 @@ export class CommandCounts {
   }
 
   count(command: Command): void {
-    const name = command.name.toLowerCase();
-    const first = command.args[0];
+    this.countArgs(command.name, command.args);
+  }
+
+  /** One command by its name and arguments (node-redis' sendCommand gives an array of strings). */
+  countArgs(commandName: string, args: readonly unknown[]): void {
+    const name = commandName.toLowerCase();
+    const first = args[0];
     if ((name === 'get' || name === 'set') && typeof first === 'string' && first.startsWith(COUNTER_PREFIX)) {
       if (name === 'get') this.dataGets++;
       else this.dataSets++;
@@ -87,6 +92,25 @@ export function instrument(
     const copy = instrument(duplicate.call(this, override), counts, onMessage);
     if (onMessage) copy.on('message', onMessage);
     return copy;
+  };
+  return client;
+}
+
+/** What counting needs of a node-redis client: its sendCommand, on the instance. */
+interface NodeRedisSender {
+  sendCommand(args: string[], options?: unknown): Promise<unknown>;
+}
+
+/**
+ * Wraps a node-redis client's `sendCommand`, through which every command of its own goes (this library
+ * sends all of its commands so). Its wake-up connection, a duplicate, is not counted: one SUBSCRIBE.
+ */
+export function instrumentNodeRedis<T extends NodeRedisSender>(client: T, counts: CommandCounts): T {
+  counts.connections++;
+  const send = client.sendCommand.bind(client);
+  client.sendCommand = (args: string[], options?: unknown) => {
+    counts.countArgs(args[0], args.slice(1));
+    return send(args, options);
   };
   return client;
 }

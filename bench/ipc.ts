@@ -6,6 +6,7 @@
 /** The libraries compared; 'raw-floor' (SET NX PX + a Lua compare-and-delete) only runs uncontended. */
 export const LIBS = [
   'nestjs-redis-lock',
+  'nestjs-redis-lock-node-redis',
   'redlock',
   'redlock-retry-inf',
   'redlock-10ms',
@@ -14,6 +15,8 @@ export const LIBS = [
 ] as const;
 export type LibName = (typeof LIBS)[number];
 export const OURS: LibName = 'nestjs-redis-lock';
+/** This library on a node-redis client instead of ioredis (scenarios 1 and 2). */
+export const OURS_NODE_REDIS: LibName = 'nestjs-redis-lock-node-redis';
 
 /** Prefix of the critical section's counters: their GET/SET are not counted as lock commands. */
 export const COUNTER_PREFIX = 'bench:counter:';

@@ -1,7 +1,7 @@
 /** The tables printed on stdout and the targets, each checked within one run and printed PASS/FAIL. */
 import { PEERS, PROBE_GAPS, REDLOCK_PEERS, SCENARIOS } from './config';
 import { kinds, ms, num, pct, runNotes, table } from './format';
-import { type LibName, OURS } from './ipc';
+import { type LibName, OURS, OURS_NODE_REDIS } from './ipc';
 import type { FloorMetrics, LoadMetrics, ManyMetrics } from './metrics';
 import { formatOpen, formatSlow, type OpenMetrics, openTargets } from './report-open';
 
@@ -453,26 +453,28 @@ export function evaluateTargets(results: Results): Target[] {
     if (m.errors.length)
       check(`S5 ${m.variant}`, `${m.lib}: run completed`, false, m.errors.join(' | '), true);
   }
-  const oursLoad = results.load.filter((m) => m.lib === OURS && m.errors.length === 0);
-  if (oursLoad.length) {
-    const bad = oursLoad.filter(
-      (m) => m.failures || m.uncaught || Object.keys(m.releaseErrors).length || m.lostUpdates || m.overlaps,
-    );
-    check(
-      `S${oursLoad.map((m) => m.scenario).join(',')}`,
-      `${OURS}: every acquisition granted, no lost update, no overlap, no release error`,
-      bad.length === 0,
-      bad.length
-        ? bad
-            .map(
-              (m) =>
-                `S${m.scenario}: ${m.failures} failed, ${m.lostUpdates} lost, ${m.overlaps} overlaps, ` +
-                `release errors ${kinds(m.releaseErrors) || 0}, ${m.uncaught} uncaught`,
-            )
-            .join('; ')
-        : `${oursLoad.reduce((a, m) => a + m.acquisitions, 0)} acquisitions`,
-      true,
-    );
+  for (const lib of [OURS, OURS_NODE_REDIS]) {
+    const oursLoad = results.load.filter((m) => m.lib === lib && m.errors.length === 0);
+    if (oursLoad.length) {
+      const bad = oursLoad.filter(
+        (m) => m.failures || m.uncaught || Object.keys(m.releaseErrors).length || m.lostUpdates || m.overlaps,
+      );
+      check(
+        `S${oursLoad.map((m) => m.scenario).join(',')}`,
+        `${lib}: every acquisition granted, no lost update, no overlap, no release error`,
+        bad.length === 0,
+        bad.length
+          ? bad
+              .map(
+                (m) =>
+                  `S${m.scenario}: ${m.failures} failed, ${m.lostUpdates} lost, ${m.overlaps} overlaps, ` +
+                  `release errors ${kinds(m.releaseErrors) || 0}, ${m.uncaught} uncaught`,
+              )
+              .join('; ')
+          : `${oursLoad.reduce((a, m) => a + m.acquisitions, 0)} acquisitions`,
+        true,
+      );
+    }
   }
   const oursMany = results.many.filter((m) => m.lib === OURS && m.errors.length === 0);
   if (oursMany.length) {

@@ -4,8 +4,9 @@
 //      docs/, LICENSE; no sources, tests, benchmarks, sample or Lua files: the Lua is embedded in the JS),
 //      and that every relative link of its Markdown reaches a file (and heading) inside it.
 //   2. A Nest 12 ES-module app (`"type": "module"`, `import` of the CommonJS build) and
-//   3. a Nest 11 CommonJS app (`require`), each installed from the tarball in a temp dir, against a
-//      redis-server started here on a free port. Each app runs a @Locked method twice concurrently
+//   3. a Nest 11 CommonJS app (`require`), each installed from the tarball in a temp dir, once with
+//      ioredis alone and once with node-redis (`redis` 6 and 5) alone (the module connects with
+//      whichever is installed), against a redis-server started here on a free port. Each app runs a @Locked method twice concurrently
 //      (the calls must exclude each other), calls LockService.using, closes, and must then exit by
 //      itself (no timer or socket left open). Over HTTP, a busy lock must reach the app's own catch-all
 //      filter as a 409 with Retry-After. Then the `nestjs-redis-lock/testing` entry: the same
@@ -33,34 +34,34 @@ const EXIT_AFTER_CLOSE = 5_000;
 /** What the type check of a consumer's TypeScript needs. */
 const TYPES = ['typescript@^5', '@types/node@^20'];
 
+/** Nest 12 ES-module and Nest 11 CommonJS apps, each with one client library installed alone. */
+const nest12 = [
+  '@nestjs/common@^12',
+  '@nestjs/core@^12',
+  '@nestjs/platform-express@^12',
+  'reflect-metadata',
+  'rxjs',
+];
+const nest11 = [
+  '@nestjs/common@^11',
+  '@nestjs/core@^11',
+  '@nestjs/platform-express@^11',
+  'reflect-metadata',
+  'rxjs',
+];
+const ESM = { esm: true, tsconfig: { module: 'nodenext', moduleResolution: 'nodenext' } };
+const CJS = { esm: false, tsconfig: { module: 'commonjs', moduleResolution: 'node10' } };
 const LEGS = [
+  { name: 'nest12-esm', ...ESM, client: 'ioredis', deps: [...nest12, 'ioredis@^6', ...TYPES] },
+  { name: 'nest11-cjs', ...CJS, client: 'ioredis', deps: [...nest11, 'ioredis@^5', ...TYPES] },
+  { name: 'nest12-esm-redis6', ...ESM, client: 'redis', deps: [...nest12, 'redis@^6', ...TYPES] },
   {
-    name: 'nest12-esm',
-    esm: true,
-    deps: [
-      '@nestjs/common@^12',
-      '@nestjs/core@^12',
-      '@nestjs/platform-express@^12',
-      'reflect-metadata',
-      'rxjs',
-      'ioredis@^6',
-      ...TYPES,
-    ],
-    tsconfig: { module: 'nodenext', moduleResolution: 'nodenext' },
-  },
-  {
-    name: 'nest11-cjs',
-    esm: false,
-    deps: [
-      '@nestjs/common@^11',
-      '@nestjs/core@^11',
-      '@nestjs/platform-express@^11',
-      'reflect-metadata',
-      'rxjs',
-      'ioredis@^5',
-      ...TYPES,
-    ],
-    tsconfig: { module: 'commonjs', moduleResolution: 'node10' },
+    name: 'nest11-cjs-redis5',
+    ...CJS,
+    // node-redis 5's own typings import node:net as a default export.
+    tsconfig: { ...CJS.tsconfig, esModuleInterop: true },
+    client: 'redis',
+    deps: [...nest11, 'redis@^5', ...TYPES],
   },
 ];
 
@@ -551,7 +552,13 @@ async function runLeg(leg, tarball, redisUrl) {
       return '?';
     }
   };
-  out.versions = `@nestjs/core ${version('@nestjs/core')}, ioredis ${version('ioredis')}`;
+  out.versions = `@nestjs/core ${version('@nestjs/core')}, ${leg.client} ${version(leg.client)}`;
+  // Alone: the other client library must not have come in (both are optional peer dependencies).
+  const other = leg.client === 'redis' ? 'ioredis' : 'redis';
+  if (existsSync(join(dir, 'node_modules', other))) {
+    out.detail = `${other} was installed too: it must stay an optional peer dependency`;
+    return out;
+  }
   log(`${leg.name}: installed in ${secs(install.ms)} (${out.versions}); running the app`);
 
   let closedAt;
@@ -604,7 +611,8 @@ async function runLeg(leg, tarball, redisUrl) {
  * serves nodenext, `typesVersions` serves node10. The @ts-expect-error lines prove the types are real (an
  * `any` would make them unused, which is an error).
  */
-const TYPES_SOURCE = `import { LockService, RedisLockModule } from 'nestjs-redis-lock';
+const typesSource = (leg) => `import { LockService, RedisLockModule } from 'nestjs-redis-lock';
+${leg.client === 'redis' ? "import { createClient, createCluster } from 'redis';" : "import { Cluster, Redis } from 'ioredis';"}
 import { MemoryLockBackend, RedisLockTestingModule, type RedisLockTestingOptions } from 'nestjs-redis-lock/testing';
 
 const options: RedisLockTestingOptions = { defaults: { ttl: 5_000 }, backend: new MemoryLockBackend() };
@@ -614,11 +622,19 @@ export const locks: LockService = LockService.inMemory();
 RedisLockTestingModule.forRoot({ defaults: { ttl: '5s' } });
 // @ts-expect-error the testing backend is a MemoryLockBackend
 RedisLockTestingModule.forRoot({ backend: 'memory' });
+// The application's own client, of the library it installed, is accepted as it is typed.
+${
+  leg.client === 'redis'
+    ? `export const own = [RedisLockModule.forRoot({ client: createClient() }), new LockService(createCluster({ rootNodes: [] }))];`
+    : `export const own = [RedisLockModule.forRoot({ client: new Redis({ lazyConnect: true }) }), new LockService(new Cluster([]))];`
+}
+// @ts-expect-error a client must be a client
+RedisLockModule.forRoot({ client: 'redis://h:6379' });
 `;
 
 async function typeCheck(dir, leg) {
   const file = leg.esm ? 'types.mts' : 'types.ts';
-  writeFileSync(join(dir, file), TYPES_SOURCE);
+  writeFileSync(join(dir, file), typesSource(leg));
   const compilerOptions = { ...leg.tsconfig, strict: true, noEmit: true, target: 'es2022', types: ['node'] };
   writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: [file] }, null, 2));
   const tsc = await run(process.execPath, [join(dir, 'node_modules/typescript/bin/tsc'), '-p', dir], {
@@ -684,7 +700,7 @@ async function main() {
   }
   console.log('\npack-smoke summary');
   for (const [status, name, time, detail] of rows) {
-    console.log(`  ${status}  ${name.padEnd(11)} ${time.padEnd(26)} ${detail}`);
+    console.log(`  ${status}  ${name.padEnd(17)} ${time.padEnd(26)} ${detail}`);
   }
   console.log(`  total ${secs(Date.now() - started)}: ${failed ? 'FAIL' : 'PASS'}`);
   if (failed && !keep) console.log('  (PACK_SMOKE_KEEP=1 keeps the temp apps for a closer look)');

@@ -126,7 +126,8 @@ export interface IoredisClientLike {
 /** The shape of a node-redis client, Cluster or Sentinel, as far as telling it apart goes (see above). */
 export interface NodeRedisClientLike {
   readonly isOpen: boolean;
-  readonly isReady: boolean;
+  /** Not on redis 5's Cluster. */
+  readonly isReady?: boolean;
   // biome-ignore lint/suspicious/noExplicitAny: node-redis' own members, not repeated here
   [member: string]: any;
 }

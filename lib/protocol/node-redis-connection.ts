@@ -22,7 +22,7 @@ type Listener = (...args: unknown[]) => void;
 /** What the lock uses of a node-redis client (`createClient()`), a Cluster node's included. */
 interface NodeRedisClient {
   readonly isOpen: boolean;
-  readonly isReady: boolean;
+  readonly isReady?: boolean;
   readonly options?: { socket?: Record<string, unknown>; url?: string };
   sendCommand(args: Args): Promise<unknown>;
   duplicate(overrides?: Record<string, unknown>): NodeRedisClient;
@@ -46,7 +46,8 @@ interface ShardNode {
 /** What the lock uses of a node-redis Cluster (`createCluster()`). */
 interface NodeRedisCluster {
   readonly isOpen: boolean;
-  readonly isReady: boolean;
+  /** Not in redis 5. */
+  readonly isReady?: boolean;
   readonly masters: readonly ShardNode[];
   readonly _options?: {
     rootNodes?: ReadonlyArray<{ url?: string; socket?: { host?: string; port?: number } }>;
@@ -90,7 +91,8 @@ export function isNodeRedisClient(value: unknown): boolean {
     typeof value.sendCommand === 'function' &&
     typeof value.duplicate === 'function' &&
     typeof value.isOpen === 'boolean' &&
-    typeof value.isReady === 'boolean'
+    // redis 5's Cluster has no isReady.
+    (typeof value.isReady === 'boolean' || isNodeRedisCluster(value))
   );
 }
 
@@ -185,7 +187,7 @@ export class NodeRedisConnection implements RedisConnection {
       this.fixedName = clientName(this.single);
     }
     const emitter = client as NodeRedisClient;
-    this.wasReady = emitter.isReady;
+    this.wasReady = this.ready;
     emitter.on(this.cluster ? 'connect' : 'ready', () => {
       this.epoch++;
       this.wasReady = true;
@@ -203,10 +205,16 @@ export class NodeRedisConnection implements RedisConnection {
     return this.client as NodeRedisClient;
   }
 
-  get state(): ConnectionState {
+  /** Connected and answering; redis 5's Cluster has no isReady: open once it has found its masters. */
+  private get ready(): boolean {
     const { isOpen, isReady } = this.emitter;
-    if (isReady) return 'ready';
-    if (!isOpen) return 'ended';
+    if (typeof isReady === 'boolean') return isReady;
+    return isOpen && (this.wasReady || (this.clustered?.masters.length ?? 0) > 0);
+  }
+
+  get state(): ConnectionState {
+    if (this.ready) return 'ready';
+    if (!this.emitter.isOpen) return 'ended';
     return this.wasReady ? 'down' : 'connecting';
   }
 
@@ -332,7 +340,7 @@ export class NodeRedisConnection implements RedisConnection {
   async masters(timeout: number): Promise<RedisConnection[]> {
     const cluster = this.clustered;
     if (!cluster) return [this];
-    if (!cluster.isReady && cluster.isOpen) await readyWithin(this, timeout);
+    if (this.state === 'connecting') await readyWithin(this, timeout);
     const clients = await Promise.all(cluster.masters.map((node) => cluster.nodeClient(node)));
     return clients.map((client) => nodeConnection(client));
   }
@@ -416,7 +424,7 @@ class NodeRedisSubscriber implements Subscriber {
   }
 
   get ready(): boolean {
-    return this.connection.isReady;
+    return this.connection.isReady === true;
   }
 
   async subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {

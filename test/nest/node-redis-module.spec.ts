@@ -4,7 +4,8 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { createClient } from 'redis';
-import { Locked, RedisLockHealthIndicator, RedisLockModule } from '../../lib';
+import { Locked, LockService, RedisLockHealthIndicator, RedisLockModule } from '../../lib';
+import { RedisLockTestingModule } from '../../lib/testing';
 import { bootApp } from '../support/nest-apps';
 import { useRedis } from '../support/redis-server';
 
@@ -87,5 +88,17 @@ describe('RedisLockModule on node-redis', () => {
     await app.close();
     expect(client.isOpen).toBe(true);
     expect(await client.ping()).toBe('PONG');
+  });
+
+  it('the testing module takes the same options with a node-redis client, and never touches it', async () => {
+    // Never connected: the testing module keeps its locks in memory, so the client is not used.
+    const client = createClient({ url: server().url });
+    const app = await bootApp({
+      imports: [RedisLockTestingModule.forRoot({ client })],
+      providers: [Payments],
+    });
+    expect(await app.get(Payments).pay('9')).toBe('9');
+    expect(app.get(LockService).redisClient).toBeUndefined();
+    expect(client.isOpen).toBe(false);
   });
 });
