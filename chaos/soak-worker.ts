@@ -66,8 +66,9 @@ function sample(): Record<string, unknown> {
     leases: Set<unknown>;
     orphans: Map<unknown, unknown>;
     running: Set<unknown>;
-    // The Redis store's wake-up subscription (lib/store/redis-store.ts).
-    store: { wake: { subscriber?: NodeJS.EventEmitter } };
+    // The Redis store's wake-up subscription (lib/store/redis-store.ts): the client library's own
+    // connection inside it (lib/protocol/ioredis-connection.ts).
+    store: { wake: { subscriber?: { connection?: NodeJS.EventEmitter } } };
   };
   return {
     type: 'sample',
@@ -77,7 +78,7 @@ function sample(): Record<string, unknown> {
     external: memory.external,
     resources,
     resourceTotal: Object.values(resources).reduce((a, b) => a + b, 0),
-    listeners: listeners(redis) + listeners(internals.store.wake.subscriber),
+    listeners: listeners(redis) + listeners(internals.store.wake.subscriber?.connection),
     processListeners: process.eventNames().reduce((n, name) => n + process.listenerCount(name), 0),
     waiters: internals.waiters.size,
     leases: internals.leases.size,
