@@ -8,7 +8,7 @@ import { Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { LOCK_CHANNELS, LockOptionsError, RedisLockBoardModule, RedisLockModule } from '../../lib';
-import { until } from '../support/lock-fixtures';
+import { until, whenAborted } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 import { boardApp, type Platform, TokenGuard } from './board-apps';
 
@@ -161,7 +161,7 @@ describe.each<Platform>(['express', 'fastify'])('the lock board on %s', (platfor
     const next = await waiting;
     expect(next.fence).toBeGreaterThan(held.fence);
     // The holder learns at its next renewal; the board that forced it lists the loss among its events.
-    await new Promise((resolve) => held.signal.addEventListener('abort', resolve));
+    await whenAborted(held.signal);
     const { recent } = (await request(rw.server).get('/ops/locks/api/locks').expect(200)).body;
     expect(recent.find((event: { kind: string }) => event.kind === 'lost')).toMatchObject({
       keys: ['board:stuck'],

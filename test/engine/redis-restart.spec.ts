@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { LockError } from '../../lib';
-import { lockService, outcome, until } from '../support/lock-fixtures';
+import { lockService, outcome, until, whenAborted } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 
 const server = useRedis();
@@ -9,9 +9,7 @@ describe('Redis restart', () => {
   it('while waiters wait, every caller gets a grant or a typed error; none hangs', async () => {
     const holderService = lockService(server(), { claimWindow: 200 });
     const holder = await holderService.acquire('restart', { ttl: 2_000, renew: true });
-    const lost = new Promise((resolve) =>
-      holder.signal.addEventListener('abort', () => resolve(holder.signal.reason)),
-    );
+    const lost = whenAborted(holder.signal);
 
     const waiters = [
       lockService(server(), { claimWindow: 200 }),

@@ -4,7 +4,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { FencedStore, LockOptionsError } from '../../lib';
-import { lockService } from '../support/lock-fixtures';
+import { lockService, whenAborted } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 
 const server = useRedis();
@@ -13,7 +13,7 @@ const server = useRedis();
 async function staleAndFreshHolders(key: string) {
   const locks = lockService(server(), { claimWindow: 100 });
   const stale = await locks.acquire(key, { ttl: 300, renew: false });
-  const lost = new Promise<void>((resolve) => stale.signal.addEventListener('abort', () => resolve()));
+  const lost = whenAborted(stale.signal);
   const fresh = await lockService(server(), { claimWindow: 100 }).acquire(key, { waitTimeout: 5_000 });
   await lost;
   expect(fresh.fence).toBeGreaterThan(stale.fence);

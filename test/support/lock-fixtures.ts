@@ -62,9 +62,21 @@ export async function outcome<T>(promise: Promise<T>): Promise<{ value?: T; erro
 
 export const elapsedSince = (start: number): number => performance.now() - start;
 
-/** Resolves with the time (performance.now()) at which `signal` aborted. */
+/**
+ * Resolves with `signal`'s reason once it aborts, at once if it has already: a lease can come back
+ * lost already (a short ttl that ran out while a busy machine connected), and an 'abort' listener
+ * added after the fact never fires.
+ */
+export const whenAborted = (signal: AbortSignal): Promise<unknown> =>
+  signal.aborted
+    ? Promise.resolve(signal.reason)
+    : new Promise((resolve) =>
+        signal.addEventListener('abort', () => resolve(signal.reason), { once: true }),
+      );
+
+/** Resolves with the time (performance.now()) at which `signal` aborted (now, if it already had). */
 export const abortedAt = (signal: AbortSignal): Promise<number> =>
-  new Promise<number>((resolve) => signal.addEventListener('abort', () => resolve(performance.now())));
+  whenAborted(signal).then(() => performance.now());
 
 /**
  * Commands in an INFO commandstats map, less the harness' own (INFO, CONFIG RESETSTAT) and a client's

@@ -18,7 +18,7 @@ import {
   RedisLockModule,
 } from '../../lib';
 import { boot, connection, lockState, Meter } from '../nest/locked-fixtures';
-import { lockService, outcome, until } from '../support/lock-fixtures';
+import { lockService, outcome, until, whenAborted } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 import { finished, histogram, parentOf, points, providers, sum, tracerProvider } from './otel-fixtures';
 
@@ -113,7 +113,7 @@ describe('OpenTelemetry metrics and spans through LockService', () => {
       async (lease) => {
         await server().admin((redis) => redis.del('lock:{lost-1}'));
         // The next renewal (every ttl/3) finds the key gone.
-        await new Promise((resolve) => lease.signal.addEventListener('abort', resolve, { once: true }));
+        await whenAborted(lease.signal);
       },
       { name: 'lost', ttl: 300 },
     );

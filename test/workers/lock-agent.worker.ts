@@ -55,8 +55,10 @@ onMessage(async (message: Command) => {
         mode: message.mode,
       });
       leases.set(message.id, lease);
-      lease.signal.addEventListener('abort', () => send({ type: 'lost', id: message.id }));
       send({ type: 'granted', id: message.id, fence: lease.fence, fences: lease.fences, at: Date.now() });
+      // A lease may come back lost already (its ttl ran out on a busy machine): report that too.
+      if (lease.signal.aborted) send({ type: 'lost', id: message.id });
+      else lease.signal.addEventListener('abort', () => send({ type: 'lost', id: message.id }));
     } catch (error) {
       send({ type: 'failed', id: message.id, code: error instanceof LockError ? error.code : String(error) });
     }
