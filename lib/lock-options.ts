@@ -40,6 +40,14 @@ export interface AcquireOptions {
    */
   minHold?: number;
   /**
+   * Stop renewing once the lease has been held this long, in ms (at least the ttl and minHold; Infinity
+   * for no cap). A holder that hangs (a call to a dead partner with no timeout) then loses the lock
+   * instead of keeping it for as long as its process lives: at maxHold its `signal` aborts with
+   * LockLostError reason `max-hold`, and the lock expires in Redis within one ttl unless released first,
+   * when the next waiter is served. Default: none (Infinity).
+   */
+  maxHold?: number;
+  /**
    * How many callers may hold the key at once, across every instance (an integer from 1 to 10 000).
    * Above 1 the key is a fair semaphore: waiters are served in arrival order, each holder has its own
    * lease and fence. Every caller of one key must give the same number. Default 1, the mutex.
@@ -70,6 +78,7 @@ export interface LockDefaults {
   waitTimeout?: number;
   renew?: boolean;
   minHold?: number;
+  maxHold?: number;
 }
 
 /** Options of a LockService. */
@@ -184,6 +193,8 @@ export interface ResolvedServiceOptions {
   waitTimeout: number;
   renew: boolean | undefined;
   minHold: number;
+  /** Infinity when unset. */
+  maxHold: number;
   claimWindow: number;
   fenceRetention: number;
   commandTimeout: number;
@@ -198,6 +209,8 @@ export interface ResolvedAcquireOptions {
   waitTimeout: number;
   renew: boolean;
   minHold: number;
+  /** Infinity when unset. */
+  maxHold: number;
   signal: AbortSignal | undefined;
   name: string | undefined;
   /** How many callers may hold the key at once: 1 for a mutex. */
@@ -235,6 +248,36 @@ function checkMinHold(minHold: number, ttl: number, minHoldName: string, ttlName
   }
 }
 
+/** A maxHold in ms: an integer up to what a timer holds, or Infinity for no cap. */
+function maxHoldMilliseconds(name: string, value: unknown): number {
+  if (value === Number.POSITIVE_INFINITY) return value;
+  return milliseconds(name, value, MIN_TTL, ', or Infinity for no cap');
+}
+
+/**
+ * `maxHold` caps renewal, so it must leave the lease its first ttl and its minHold: below either, the
+ * cap would cut a lease short that nothing else would, and be a mistake for one of them.
+ */
+function checkMaxHold(
+  maxHold: number,
+  names: { maxHold: string; ttl: string; minHold: string },
+  ttl: number,
+  minHold: number,
+): void {
+  if (maxHold < minHold) {
+    throw new LockOptionsError(
+      `${names.maxHold} (${maxHold} ms) must not be shorter than ${names.minHold} (${minHold} ms): the lock is ` +
+        'kept at least minHold, so it cannot be given up sooner. Raise maxHold or lower minHold.',
+    );
+  }
+  if (maxHold < ttl) {
+    throw new LockOptionsError(
+      `${names.maxHold} (${maxHold} ms) must not be shorter than ${names.ttl} (${ttl} ms): maxHold caps renewal, ` +
+        'and a lease already lasts its ttl without any. Raise maxHold to at least the ttl, or lower the ttl.',
+    );
+  }
+}
+
 /**
  * The claim window of a waiter with this ttl: the configured window is an upper bound, and a grant
  * never stays reserved longer than the lease it would become, so a dead waiter with a short lease
@@ -257,7 +300,7 @@ export const SERVICE_OPTION_NAMES: readonly string[] = [
   'replicas',
   'telemetry',
 ];
-const DEFAULT_NAMES: readonly string[] = ['ttl', 'waitTimeout', 'renew', 'minHold'];
+const DEFAULT_NAMES: readonly string[] = ['ttl', 'waitTimeout', 'renew', 'minHold', 'maxHold'];
 
 /** The `gracePeriod` of `close()`: a non-negative integer of ms that a Node timer can hold. */
 export function resolveGracePeriod(options: unknown): number {
@@ -336,11 +379,19 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
   const ttl = milliseconds('defaults.ttl', byDefault('ttl') ?? DEFAULT_TTL, MIN_TTL);
   const minHold = milliseconds('defaults.minHold', byDefault('minHold') ?? 0, 0);
   checkMinHold(minHold, ttl, 'defaults.minHold', 'defaults.ttl');
+  const maxHold = maxHoldMilliseconds('defaults.maxHold', byDefault('maxHold') ?? Number.POSITIVE_INFINITY);
+  checkMaxHold(
+    maxHold,
+    { maxHold: 'defaults.maxHold', ttl: 'defaults.ttl', minHold: 'defaults.minHold' },
+    ttl,
+    minHold,
+  );
   return {
     prefix,
     instanceName,
     ttl,
     minHold,
+    maxHold,
     claimWindow,
     waitTimeout: waitMilliseconds('defaults.waitTimeout', byDefault('waitTimeout') ?? DEFAULT_WAIT_TIMEOUT),
     renew: optionalBoolean('defaults.renew', byDefault('renew')),
@@ -405,12 +456,20 @@ function nodeTimeoutBelow(ttl: number, value: unknown): number {
  * The options a lock declaration (@Locked) passes on to every call it makes, as they are: one list, so
  * that the decorator accepts, the start-up check validates and the interceptor passes the same ones.
  */
-export const DECLARED_OPTION_NAMES = ['ttl', 'waitTimeout', 'renew', 'minHold', 'permits', 'mode'] as const;
+export const DECLARED_OPTION_NAMES = [
+  'ttl',
+  'waitTimeout',
+  'renew',
+  'minHold',
+  'maxHold',
+  'permits',
+  'mode',
+] as const;
 
 /** The options of `declared` that every call of a lock declaration passes on (DECLARED_OPTION_NAMES). */
 export function declaredOptions(declared: AcquireOptions): AcquireOptions {
-  const { ttl, waitTimeout, renew, minHold, permits, mode } = declared;
-  return { ttl, waitTimeout, renew, minHold, permits, mode };
+  const { ttl, waitTimeout, renew, minHold, maxHold, permits, mode } = declared;
+  return { ttl, waitTimeout, renew, minHold, maxHold, permits, mode };
 }
 
 /** Validates one call's options against the service's. Throws LockOptionsError. */
@@ -441,6 +500,18 @@ export function resolveAcquireOptions(
     ownMinHold === undefined ? 'minHold (from defaults)' : 'minHold',
     ownTtl === undefined ? 'ttl (from defaults)' : 'ttl',
   );
+  const ownMaxHold = given('maxHold') ?? undefined;
+  const maxHold = ownMaxHold === undefined ? service.maxHold : maxHoldMilliseconds('maxHold', ownMaxHold);
+  checkMaxHold(
+    maxHold,
+    {
+      maxHold: ownMaxHold === undefined ? 'maxHold (from defaults)' : 'maxHold',
+      ttl: ownTtl === undefined ? 'ttl (from defaults)' : 'ttl',
+      minHold: ownMinHold === undefined ? 'minHold (from defaults)' : 'minHold',
+    },
+    ttl,
+    minHold,
+  );
   const signal = given('signal');
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new LockOptionsError(
@@ -458,6 +529,7 @@ export function resolveAcquireOptions(
     waitTimeout: waitMilliseconds('waitTimeout', ownWait ?? service.waitTimeout),
     renew: optionalBoolean('renew', given('renew')) ?? service.renew ?? renewByDefault,
     minHold,
+    maxHold,
     signal,
     name: checkLockName(given('name')),
     permits: resolvePermits(given('permits')),
@@ -479,6 +551,18 @@ export function checkCallOptions(options: AcquireOptions): void {
   const minHold = read(o, 'minHold', 'minHold');
   if (minHold !== undefined) milliseconds('minHold', minHold, 0);
   if (typeof ttl === 'number' && typeof minHold === 'number') checkMinHold(minHold, ttl, 'minHold', 'ttl');
+  const maxHold = read(o, 'maxHold', 'maxHold');
+  if (maxHold !== undefined) maxHoldMilliseconds('maxHold', maxHold);
+  if (typeof maxHold === 'number' && (typeof ttl === 'number' || typeof minHold === 'number')) {
+    // Only what the declaration itself gives: the rest comes from the module's defaults, checked at start-up.
+    const names = { maxHold: 'maxHold', ttl: 'ttl', minHold: 'minHold' };
+    checkMaxHold(
+      maxHold,
+      names,
+      typeof ttl === 'number' ? ttl : 0,
+      typeof minHold === 'number' ? minHold : 0,
+    );
+  }
   resolvePermits(read(o, 'permits', 'permits'));
   resolveMode(read(o, 'mode', 'mode'));
 }

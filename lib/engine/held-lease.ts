@@ -53,6 +53,8 @@ export interface LeaseTerms {
   readonly renew: boolean;
   /** A release sooner than this after the grant (ms) leaves the lock held until then; 0: none. */
   readonly minHold: number;
+  /** Renewal stops this long after the grant (ms), and the lease is lost ('max-hold'); Infinity: never. */
+  readonly maxHold: number;
   /** What reports on the lease (telemetry), when anything listens. */
   readonly observer?: LeaseObserver;
 }
@@ -78,6 +80,7 @@ export class HeldLease implements OwnedLease {
   private confirmed: boolean;
   private renewTimer: NodeJS.Timeout | undefined;
   private expiryTimer: NodeJS.Timeout | undefined;
+  private maxHoldTimer: NodeJS.Timeout | undefined;
   private readonly renew: boolean;
   private readonly minHold: number;
   private readonly observer: LeaseObserver | undefined;
@@ -92,6 +95,8 @@ export class HeldLease implements OwnedLease {
    * minHold counted from here holds the lock at least minHold after the grant, never less.
    */
   private readonly grantedAt = now();
+  /** When renewal stops and the lease is given up (monotonic): grantedAt + maxHold, or Infinity. */
+  private readonly holdEnds: number;
 
   constructor(
     private readonly host: LeaseHost,
@@ -115,7 +120,12 @@ export class HeldLease implements OwnedLease {
     this.confirmed = confirmed;
     this.followers = links?.next ?? [];
     this.handedOn = links?.handedOn;
+    this.holdEnds = this.grantedAt + terms.maxHold;
     this.armExpiry();
+    if (Number.isFinite(terms.maxHold)) {
+      this.maxHoldTimer = setTimeout(() => this.endHold(), Math.max(0, this.holdEnds - now()));
+      this.maxHoldTimer.unref();
+    }
     if (!confirmed) {
       // Most work handed off this way (pushed, or handed on locally) ends well inside its validity, so
       // the confirmation (for a local hand-off, its record: transfer) waits for half of what is left of
@@ -169,6 +179,7 @@ export class HeldLease implements OwnedLease {
 
   async extend(ttl?: number): Promise<void> {
     const next = ttl === undefined ? this.ttl : this.host.validateTtl(ttl);
+    this.endHoldIfDue();
     if (this.state !== 'held') throw new LockNotHeldError(this.key, 'extend');
     const sent = now();
     let outcome: ExtendOutcome;
@@ -276,6 +287,7 @@ export class HeldLease implements OwnedLease {
     this.state = state;
     clearTimeout(this.renewTimer);
     clearTimeout(this.expiryTimer);
+    clearTimeout(this.maxHoldTimer);
     this.host.forget(this);
   }
 
@@ -307,7 +319,26 @@ export class HeldLease implements OwnedLease {
    * then already tells the truth, so `using` never starts work on a lease that ran out meanwhile.
    */
   private expireIfDue(): void {
+    this.endHoldIfDue();
     if (this.state === 'held' && now() >= this.validUntil - this.margin()) this.expire();
+  }
+
+  private endHoldIfDue(): void {
+    if (this.state === 'held' && now() >= this.holdEnds) this.endHold();
+  }
+
+  /**
+   * maxHold has passed: no renewal is sent any more, and the work is told to stop now, while the lock
+   * is still held in Redis (until the last renewal's ttl runs out, or a release). The next waiter is
+   * served when it expires, not before: the work that hung may still be running until it reads its
+   * signal.
+   */
+  private endHold(): void {
+    this.lose(
+      'max-hold',
+      `it was held for its maxHold (${Math.round(this.holdEnds - this.grantedAt)} ms), so renewal stopped; ` +
+        'Redis keeps it until its ttl runs out or it is released',
+    );
   }
 
   private expire(): void {
@@ -332,6 +363,8 @@ export class HeldLease implements OwnedLease {
    * could not be asked (a retry is then scheduled).
    */
   private refresh(): Promise<ExtendOutcome> {
+    // A process frozen past maxHold runs its renewal timer before the maxHold one: no renewal then.
+    this.endHoldIfDue();
     if (this.state !== 'held') return Promise.resolve<ExtendOutcome>('extended');
     const sent = now();
     const { store } = this.host;

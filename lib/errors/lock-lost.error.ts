@@ -12,7 +12,9 @@ import { LockError } from './lock.error';
  *   claim window;
  * - `service-closed`: the lock service closed while the work was still running;
  * - `not-replicated`: with the `replicas` option, fewer replicas than asked acknowledged a renewal in
- *   time, so a failover could lose the lease (`cause` is the LockNotReplicatedError).
+ *   time, so a failover could lose the lease (`cause` is the LockNotReplicatedError);
+ * - `max-hold`: the lease was held for its `maxHold`, so renewal stopped. The lock is still held in
+ *   Redis until its ttl runs out (or it is released): the work has that long to stop.
  */
 export type LockLossReason =
   | 'key-missing'
@@ -21,7 +23,8 @@ export type LockLossReason =
   | 'ttl-elapsed'
   | 'grant-unconfirmed'
   | 'service-closed'
-  | 'not-replicated';
+  | 'not-replicated'
+  | 'max-hold';
 
 /**
  * A held lease stopped being valid before it was released: its key expired, was evicted or deleted,
@@ -33,7 +36,10 @@ export class LockLostError extends LockError {
   readonly reason: LockLossReason;
 
   constructor(key: string, reason: LockLossReason, detail: string, cause?: unknown) {
-    super('LOCK_LOST', `Lock "${key}" was lost: ${detail}. Work done under it is no longer exclusive.`, {
+    // At maxHold the lock is still held, for a while: the work is told to stop, not that it overlapped.
+    const consequence =
+      reason === 'max-hold' ? 'Stop the work now' : 'Work done under it is no longer exclusive';
+    super('LOCK_LOST', `Lock "${key}" was lost: ${detail}. ${consequence}.`, {
       key,
       cause,
     });

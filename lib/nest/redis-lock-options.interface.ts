@@ -92,6 +92,13 @@ export interface LockedOptions {
    */
   minHold?: number;
   /**
+   * Stop renewing once the method has held the lock this long, ms (at least the ttl and minHold). A
+   * handler that hangs then loses the lock: its lease's signal aborts with LockLostError reason
+   * `max-hold`, and the next caller gets the lock within one ttl. Default: the module's `defaults`
+   * (none: Infinity).
+   */
+  maxHold?: number;
+  /**
    * How many calls may hold the key at once across every instance: above 1 the key is a fair
    * semaphore (`@Locked('export', { permits: 3 })`). Every caller of one key must give the same number.
    * Default 1, the mutex.

@@ -3,6 +3,7 @@
 // `cannot`, with the reason: the test is then reported as skipped under that name, never left out.
 import { describe, expect, it } from '@jest/globals';
 import {
+  type Lease,
   LockAbortedError,
   LockKeyError,
   LockLostError,
@@ -246,6 +247,64 @@ export function describeConformance(
       expect((await locks.inspect('mh')).holder).toBe(lease.token);
       const next = await service().acquire('mh', { waitTimeout: 5_000 });
       expect(elapsedSince(granted)).toBeGreaterThanOrEqual(299);
+      await next.release();
+    });
+
+    it('maxHold: renewal stops; the signal aborts at maxHold, and the waiter is served once the lock expires', async () => {
+      const [a, b] = [service(), service()];
+      const loop = watchEventLoop();
+      const ttl = 300;
+      const maxHold = 600;
+      const sent = performance.now();
+      const lease = await a.acquire('max-hold', { ttl, maxHold, renew: true });
+      const lost = abortedAt(lease.signal);
+      // Settled into a value, so that a failed assertion below leaves no rejection behind.
+      const waiting = outcome(b.acquire('max-hold', { ttl, waitTimeout: 10_000 }));
+      const abortedAtMs = await lost;
+      expect(lease.signal.reason).toMatchObject({ code: 'LOCK_LOST', reason: 'max-hold' });
+      // Counted from when this process learnt of the grant (after `sent`), never sooner; late only by
+      // the event loop.
+      expect(abortedAtMs).toBeGreaterThanOrEqual(sent + maxHold);
+      expect(abortedAtMs).toBeLessThan(sent + maxHold + loop.worst() + slack);
+      const next = (await waiting).value as Lease;
+      const servedAt = performance.now();
+      // Renewal had kept it past ttl; it then stopped, so the lock ran out at most one ttl after maxHold.
+      expect(servedAt).toBeGreaterThanOrEqual(abortedAtMs);
+      expect(servedAt - sent).toBeLessThan(maxHold + ttl + loop.worst() + slack);
+      loop.stop();
+      expect(next.fence).toBeGreaterThan(lease.fence);
+      await expect(lease.release()).rejects.toMatchObject({ code: 'LOCK_NOT_HELD' });
+      await next.release();
+    });
+
+    it('maxHold: a holder that stops its work at the signal releases, and the waiter is served at once', async () => {
+      const [a, b] = [service(), service()];
+      const loop = watchEventLoop();
+      const ttl = 2_000;
+      const started = performance.now();
+      const waiting = outcome(
+        a.using(
+          'max-hold-stop',
+          // The work hangs until told to stop: what maxHold is for.
+          (lease) =>
+            new Promise((_, reject) =>
+              lease.signal.addEventListener('abort', () => reject(lease.signal.reason)),
+            ),
+          { ttl, maxHold: ttl },
+        ),
+      );
+      await until(
+        () => b.inspect('max-hold-stop'),
+        (info) => info.held,
+      );
+      const next = (await outcome(b.acquire('max-hold-stop', { waitTimeout: 10_000 }))).value as Lease;
+      // Served by the release that followed the signal at maxHold, not by the lock's expiry: the last
+      // renewal before maxHold left it valid for most of another ttl.
+      expect(elapsedSince(started)).toBeLessThan(ttl + loop.worst() + slack);
+      loop.stop();
+      const ended = await waiting;
+      expect(ended.error).toMatchObject({ code: 'LOCK_LOST', reason: 'max-hold' });
+      expect((await b.inspect('max-hold-stop')).holder).toBe(next.token);
       await next.release();
     });
 

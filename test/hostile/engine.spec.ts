@@ -168,7 +168,7 @@ const constructorRows: Row<Engine>[] = [
       [
         'unknown key in defaults',
         { defaults: { timeout: 1 } },
-        /Unknown option "timeout" in defaults \(known: ttl, waitTimeout, renew, minHold\)/,
+        /Unknown option "timeout" in defaults \(known: ttl, waitTimeout, renew, minHold, maxHold\)/,
       ],
       [
         'a getter that throws',
@@ -755,6 +755,86 @@ const minHoldRows: Row<Engine>[] = [
   },
 ];
 
+/** The message for a maxHold outside 10 ms .. 2**31-1 that is not Infinity. */
+const cap = (name: string, got: string) =>
+  new RegExp(
+    `^${name} must be an integer number of milliseconds between 10 and 2147483647, or Infinity for no cap, got ${got}\\.$`,
+  );
+
+/** maxHold: an integer of ms from the lease's ttl and minHold up, or Infinity, on every entry point. */
+const maxHoldRows: Row<Engine>[] = [
+  ...(
+    [
+      ['-1', { maxHold: -1 }, cap('maxHold', '-1')],
+      ['0', { maxHold: 0 }, cap('maxHold', '0')],
+      ['1.5', { maxHold: 1.5 }, cap('maxHold', '1.5')],
+      ['NaN', { maxHold: Number.NaN }, cap('maxHold', 'NaN')],
+      ['-Infinity', { maxHold: Number.NEGATIVE_INFINITY }, cap('maxHold', '-Infinity')],
+      ['a string', { maxHold: '5000' }, cap('maxHold', '"5000"')],
+      [
+        'shorter than the ttl',
+        { ttl: 1_000, maxHold: 999 },
+        /^maxHold \(999 ms\) must not be shorter than ttl \(1000 ms\): maxHold caps renewal.*Raise maxHold to at least the ttl, or lower the ttl\.$/,
+      ],
+      [
+        'shorter than the default ttl',
+        { maxHold: 29_999 },
+        /^maxHold \(29999 ms\) must not be shorter than ttl \(from defaults\) \(30000 ms\)/,
+      ],
+      [
+        'shorter than minHold',
+        { ttl: 1_000, minHold: 1_000, maxHold: 500 },
+        /^maxHold \(500 ms\) must not be shorter than minHold \(1000 ms\): the lock is kept at least minHold.*Raise maxHold or lower minHold\.$/,
+      ],
+    ] as const
+  ).flatMap(([what, options, message]) =>
+    (Object.keys(ttlEntryPoints) as (keyof typeof ttlEntryPoints)[]).map(
+      (method): Row<Engine> => ({
+        name: `${method}({ maxHold: ${what} }) is refused`,
+        run: ({ locks }) =>
+          method === 'acquire'
+            ? locks.acquire('xh', options as never)
+            : method === 'tryAcquire'
+              ? locks.tryAcquire('xh', options as never)
+              : locks.using('xh', () => 'must not run', options as never),
+        ...OPTIONS,
+        message,
+      }),
+    ),
+  ),
+  {
+    name: 'defaults.maxHold shorter than defaults.ttl is refused at construction, naming both',
+    run: async (ctx) => ctx.service({ defaults: { ttl: 1_000, maxHold: 900 } }),
+    ...OPTIONS,
+    message: /^defaults\.maxHold \(900 ms\) must not be shorter than defaults\.ttl \(1000 ms\)/,
+  },
+  {
+    name: 'defaults.maxHold shorter than defaults.minHold is refused at construction, naming both',
+    run: async (ctx) => ctx.service({ defaults: { ttl: 1_000, minHold: 1_000, maxHold: 999 } }),
+    ...OPTIONS,
+    message: /^defaults\.maxHold \(999 ms\) must not be shorter than defaults\.minHold \(1000 ms\)/,
+  },
+  {
+    name: 'a long ttl under a service whose defaults.maxHold is shorter is refused, naming both',
+    run: (ctx) => ctx.service({ defaults: { maxHold: 60_000 } }).acquire('xh', { ttl: 61_000 }),
+    ...OPTIONS,
+    message: /^maxHold \(from defaults\) \(60000 ms\) must not be shorter than ttl \(61000 ms\)/,
+  },
+  {
+    name: 'maxHold equal to the ttl, and Infinity over a default, are accepted',
+    accept: true,
+    run: async (ctx) => {
+      const lease = await ctx.locks.acquire('xh', { ttl: 2_000, maxHold: 2_000 });
+      await lease.release().catch(() => {});
+      const capped = ctx.service({ defaults: { maxHold: 30_000 } });
+      const uncapped = await capped.acquire('xh', { ttl: 40_000, maxHold: Number.POSITIVE_INFINITY });
+      await uncapped.release().catch(() => {});
+    },
+    keys: fenceOf('xh'),
+    probe: 'xh-other',
+  },
+];
+
 /** Odd but valid keys and prefixes: Redis keys are binary safe, so these must simply work. */
 const acceptedRows: Row<Engine>[] = [
   ...(
@@ -830,6 +910,7 @@ describe('hostile input: keys', () => hostileTable(keyRows, server, setup));
 describe('hostile input: call options', () => hostileTable(callOptionRows, server, setup));
 describe('hostile input: the ttl boundary', () => hostileTable(ttlBoundaryRows, server, setup));
 describe('hostile input: minHold', () => hostileTable(minHoldRows, server, setup));
+describe('hostile input: maxHold', () => hostileTable(maxHoldRows, server, setup));
 describe('hostile input: signals', () => hostileTable(signalRows, server, setup));
 describe('hostile input: using()', () => hostileTable(usingRows, server, setup));
 describe('hostile input: Lease', () => hostileTable(leaseRows, server, setup));

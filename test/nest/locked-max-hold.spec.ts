@@ -1,0 +1,84 @@
+// maxHold on @Locked: a handler that hangs (a call to a dead partner with no timeout) stops being the
+// holder. At maxHold its lease's signal aborts with LockLostError reason 'max-hold', renewal stops, and a
+// waiter in another process gets the lock once the last renewal's ttl has run out.
+// MAX_HOLD_REPORT=1 prints the measured times.
+import { describe, expect, it } from '@jest/globals';
+import { Inject, Injectable } from '@nestjs/common';
+import { type Lease, Locked, LockLostError, LockService, RedisLockModule } from '../../lib';
+import { deferred } from '../support/deferred';
+import { watchEventLoop } from '../support/event-loop';
+import { spawnWorker, workerPath } from '../support/processes';
+import { useRedis } from '../support/redis-server';
+import { boot, connection, queued } from './locked-fixtures';
+
+const server = useRedis();
+
+/** Scheduling and a round trip or two on a loaded 2-core machine. */
+const slack = 150;
+const TTL = 500;
+const MAX_HOLD = 2_000;
+
+type AgentMessage = { type: string; id?: string; fence?: number; at?: number; code?: string };
+
+const report = (what: string, ms: number): void => {
+  if (process.env.MAX_HOLD_REPORT) console.log(`max-hold: ${what}: ${ms.toFixed(0)} ms`);
+};
+
+/** What the hung handler saw: when it started (wall clock, as the worker reports), and its lease. */
+const started = deferred<{ at: number; lease: Lease }>();
+
+@Injectable()
+class Partner {
+  constructor(@Inject(LockService) readonly locks: LockService) {}
+
+  @Locked('partner:<0>', { ttl: TTL, maxHold: MAX_HOLD })
+  async call(id: string): Promise<string> {
+    started.resolve({ at: Date.now(), lease: this.locks.currentLease() as Lease });
+    // The partner never answers and nothing times the request out.
+    await new Promise(() => {});
+    return id;
+  }
+}
+
+describe('@Locked with maxHold', () => {
+  it('a hung handler loses the lock at maxHold; a waiter in another process gets it within one ttl more', async () => {
+    const nest = await boot({
+      imports: [RedisLockModule.forRoot(connection(server()))],
+      providers: [Partner],
+    });
+    const locks = nest.get(LockService);
+    const loop = watchEventLoop();
+    void nest.get(Partner).call('dead');
+    const { at: grantedAt, lease } = await started.promise;
+    const aborted = new Promise<number>((resolve) =>
+      lease.signal.addEventListener('abort', () => resolve(Date.now()), { once: true }),
+    );
+    expect(lease.signal.aborted).toBe(false);
+
+    const waiter = spawnWorker<AgentMessage>(workerPath('lock-agent'), { url: server().url });
+    await waiter.next((m) => m.type === 'ready');
+    waiter.send({ type: 'acquire', id: 'w', key: 'partner:dead', ttl: TTL, waitTimeout: 10_000 });
+    await queued(locks, 'partner:dead', 1);
+
+    const abortedAt = await aborted;
+    expect(lease.signal.reason).toBeInstanceOf(LockLostError);
+    expect(lease.signal.reason).toMatchObject({ reason: 'max-hold', key: 'partner:dead' });
+    // Still the holder in Redis when told to stop: the work gets up to a ttl to notice.
+    const granted = await waiter.next((m) => m.type === 'granted' || m.type === 'failed');
+    expect(granted).toMatchObject({ type: 'granted' });
+    const servedAt = granted.at as number;
+    const delay = loop.worst();
+    loop.stop();
+    report('signal aborted after the grant', abortedAt - grantedAt);
+    report('waiter in another process granted after the grant', servedAt - grantedAt);
+    report('worst event-loop delay meanwhile', delay);
+    // Wall clocks of two processes on one machine, in whole ms: 1 ms of rounding either way.
+    expect(abortedAt - grantedAt).toBeGreaterThanOrEqual(MAX_HOLD - 1);
+    expect(abortedAt - grantedAt).toBeLessThan(MAX_HOLD + delay + slack);
+    expect(servedAt).toBeGreaterThanOrEqual(abortedAt - 1);
+    expect(servedAt - grantedAt).toBeLessThan(MAX_HOLD + TTL + delay + slack);
+    expect(granted.fence).toBeGreaterThan(lease.fence);
+    waiter.send({ type: 'release', id: 'w' });
+    await waiter.next((m) => m.type === 'released');
+  });
+});
