@@ -168,6 +168,11 @@ export class LockScripts {
     this.runner = new ScriptRunner(connection, commandTimeout, SOURCES);
   }
 
+  /** Stops following the connection (see ScriptRunner.close). */
+  close(): void {
+    this.runner.close();
+  }
+
   private run(name: ScriptName, key: string, args: (string | number)[]): Promise<unknown> {
     return this.runner.run(name, key, args);
   }

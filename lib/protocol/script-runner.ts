@@ -57,6 +57,15 @@ export class ScriptRunner<N extends string> {
   private readonly deadlines: CallDeadlines;
   /** Acknowledged calls wait for replicas as well: their deadline is longer by the WAIT's timeout. */
   private ackDeadlines: CallDeadlines | undefined;
+  /**
+   * The scripts the acknowledged path has run over the current connection: sent as EVALSHA; any other
+   * as EVAL, which loads it. A NOSCRIPT reply cannot hold back the WAIT pipelined behind the EVALSHA,
+   * and that WAIT waits for replicas in vain (on the new connection to a just-promoted master, which
+   * has no replica yet, for all of its timeout) before the retry's own WAIT waits again. Forgotten when
+   * the client connects again: it may have reached another server, one that never saw them.
+   */
+  private readonly loaded = new Set<N>();
+  private detachReady: (() => void) | undefined;
 
   constructor(
     private readonly connection: RedisConnection,
@@ -91,14 +100,22 @@ export class ScriptRunner<N extends string> {
   runAcknowledged(name: N, key: string, args: (string | number)[], ack: ReplicaAck): Promise<Acknowledged> {
     const timeout = this.commandTimeout + ack.timeout;
     this.ackDeadlines ??= new CallDeadlines(timeout);
+    this.detachReady ??= this.connection.on('ready', () => this.loaded.clear());
     return this.send(key, this.ackDeadlines, timeout, () => this.scriptThenWait(name, args, ack));
   }
 
+  /** Stops following the connection's events (the client is the application's, and outlives this). */
+  close(): void {
+    this.detachReady?.();
+    this.detachReady = undefined;
+  }
+
   /**
-   * EVALSHA and the wait, pipelined. Not through the defined command: on NOSCRIPT (a server that never
-   * saw the script, such as a replica just promoted) ioredis would resend the script as EVAL after the
-   * wait had already been answered, and the wait would not cover the script's writes. Here the pair is
-   * sent again, EVAL first.
+   * The script and the wait, pipelined: EVALSHA if this connection ran it already, else EVAL (see
+   * `loaded`). Not through the client's own script call: on NOSCRIPT (a server that lost its scripts,
+   * SCRIPT FLUSH) it would resend the script as EVAL after the wait had been answered, and the wait would
+   * not cover the script's writes. Here the pair is sent again, EVAL first; only then can one call wait
+   * twice.
    */
   private async scriptThenWait(name: N, args: (string | number)[], ack: ReplicaAck): Promise<Acknowledged> {
     const { lua, keys, sha } = this.scripts[name];
@@ -116,12 +133,15 @@ export class ScriptRunner<N extends string> {
       ]);
     };
     let replies: Delivered[];
+    const known = this.loaded.has(name);
     try {
-      replies = await pair('evalsha', sha);
+      replies = await (known ? pair('evalsha', sha) : pair('eval', lua));
     } catch (error) {
-      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
+      if (!(known && error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
+      this.loaded.delete(name);
       replies = await pair('eval', lua);
     }
+    this.loaded.add(name);
     const [script, acks] = replies;
     const value = script.value;
     // ioredis resends the commands a dropped connection left unanswered once it has reconnected (its

@@ -178,6 +178,7 @@ export class RedisLockStore implements LockStore {
 
   close(): Promise<void> {
     this.detachEnd();
+    this.scripts.close();
     return this.wake.close();
   }
 }

@@ -375,6 +375,56 @@ describe('a wait that ioredis resends on a new connection acknowledges nothing',
   });
 });
 
+describe('a master that never saw the scripts, with no replica yet (as just after a failover)', () => {
+  let fresh: RedisServer;
+  beforeAll(async () => {
+    fresh = await startRedis();
+  });
+  afterAll(async () => {
+    await fresh.dispose();
+  });
+
+  const waits = async () => (await fresh.commandStats()).get('wait') ?? 0;
+  const TIMEOUT = 300;
+
+  /** A refused tryAcquire on `locks`, and how many WAITs and how long it took. */
+  async function refusedTry(locks: LockService, key: string) {
+    const before = await waits();
+    const started = performance.now();
+    const result = await outcome(locks.tryAcquire(key));
+    const took = performance.now() - started;
+    if (process.env.REPLICAS_REPORT) console.log(`replicas: refused try on ${key}: ${took.toFixed(0)} ms`);
+    expect(result.error).toBeInstanceOf(LockNotReplicatedError);
+    expect(await fresh.admin((a) => a.exists(ownerKey(key)))).toBe(0);
+    return { waits: (await waits()) - before, took };
+  }
+
+  it('a grant waits for replicas once, not twice: the script goes as EVAL, never as an EVALSHA that fails', async () => {
+    const locks = lockService(fresh, acked({ timeout: TIMEOUT }));
+    // No replica answers a WAIT here, whatever the connection wrote: each WAIT takes its whole timeout.
+    const first = await refusedTry(locks, 'noscript-fresh');
+    expect(first.waits).toBe(1);
+    expect(first.took).toBeGreaterThanOrEqual(TIMEOUT - 5);
+  });
+
+  it('after the connection is made again to a server that lost the scripts, still one wait', async () => {
+    const locks = lockService(fresh, acked({ timeout: TIMEOUT }));
+    await refusedTry(locks, 'noscript-warm');
+    // The same address, another server's memory: its scripts are gone, and the client reconnects.
+    await fresh.admin(async (a) => {
+      await a.script('FLUSH');
+      await a.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+    });
+    // The reconnected client answers again (a plain read, not a script).
+    await until(
+      () => outcome(locks.inspect('noscript-again')),
+      ({ error }) => error === undefined,
+    );
+    const again = await refusedTry(locks, 'noscript-again');
+    expect(again.waits).toBe(1);
+  });
+});
+
 describe('WAITAOF (replicas.aof)', () => {
   it('is used when asked; before Redis 7.2 the call rejects saying so, and leaves nothing held', async () => {
     const version = await master.admin(async (a) =>
