@@ -88,6 +88,12 @@ class ShortLease {
   }
 }
 
+@Injectable()
+class LongLease {
+  @Locked('long', { ttl: 60_000 })
+  async run() {}
+}
+
 @Controller('short')
 class ShortLeaseController {
   @Post()
@@ -164,6 +170,27 @@ describe('@Locked options checked against the configuration at start-up', () => 
     expect(error).toBeInstanceOf(LockOptionsError);
     expect((error as Error).message).toMatch(
       /^@Locked\(\) on ShortLease\.run: minHold \(from defaults\) \(5000 ms\) must not be longer than ttl \(1000 ms\)/,
+    );
+  });
+
+  it('a ttl longer than the module defaults.maxHold makes app.init() reject, naming the method', async () => {
+    const app = await createApp({
+      imports: [RedisLockModule.forRoot({ ...connection(server()), defaults: { maxHold: 30_000 } })],
+      providers: [LongLease],
+    });
+    const error = await app.init().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(LockOptionsError);
+    expect((error as Error).message).toMatch(
+      /^@Locked\(\) on LongLease\.run: maxHold \(from defaults\) \(30000 ms\) must not be shorter than ttl \(60000 ms\)/,
+    );
+  });
+
+  it('@Locked with a maxHold below its own ttl is refused where it is declared (class definition), naming both', () => {
+    expect(() => Locked('capped', { ttl: 5_000, maxHold: 4_000 })({}, 'run', { value: () => {} })).toThrow(
+      /maxHold \(4000 ms\) must not be shorter than ttl \(5000 ms\)/,
     );
   });
 
