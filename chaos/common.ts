@@ -74,6 +74,8 @@ export interface Flags {
   topology: TopologyName | undefined;
   /** The workloads a fault run runs (`--workload`), if given. */
   workload: WorkloadName | undefined;
+  /** The sentinels' down-after-milliseconds (`--sentinel-down-after`), if given. */
+  sentinelDownAfter: number | undefined;
 }
 
 export function parseFlags(argv: readonly string[]): Flags {
@@ -83,6 +85,7 @@ export function parseFlags(argv: readonly string[]): Flags {
     duration: undefined,
     topology: undefined,
     workload: undefined,
+    sentinelDownAfter: undefined,
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -106,9 +109,15 @@ export function parseFlags(argv: readonly string[]): Flags {
       if (!WORKLOADS.includes(raw as WorkloadName))
         throw new Error(`--workload must be one of ${WORKLOADS.join(', ')}, got ${given}`);
       flags.workload = raw as WorkloadName;
+    } else if (arg === '--sentinel-down-after' || arg.startsWith('--sentinel-down-after=')) {
+      const ms = value();
+      if (!Number.isInteger(ms) || ms < 1)
+        throw new Error(`--sentinel-down-after needs a whole number of milliseconds, got ${ms}`);
+      flags.sentinelDownAfter = ms;
     } else
       throw new Error(
-        `unknown argument ${arg} (expected --quick, --seed N, --duration S, --topology T, --workload W)`,
+        `unknown argument ${arg} (expected --quick, --seed N, --duration S, --topology T, --workload W, ` +
+          '--sentinel-down-after MS)',
       );
   }
   return flags;

@@ -5,7 +5,9 @@
  * single|redlock|sentinel` (one lock server, five holding each lock on a majority, or a master with one
  * replica and three sentinels; single by default), `--workload all|mutex|semaphore|rw` (what the
  * workers take: all by default, `both` its old name; the semaphore and the read-write lock left out on
- * redlock, which has neither).
+ * redlock, which has neither), `--sentinel-down-after MS` (the sentinels' down-after-milliseconds on the
+ * sentinel topology, 500 by default: how long a master may stay silent before they fail over from it;
+ * larger values make runs without the failovers they start on their own, from a live but busy master).
  */
 import { type Flags, parseFlags, type WorkloadName } from './common';
 import type { TopologyName } from './topologies/topology';
@@ -59,16 +61,24 @@ export interface ChaosConfig {
   readWrite?: ReadWriteConfig;
 }
 
+/** The sentinels' down-after-milliseconds without `--sentinel-down-after`: the test harness' default. */
+export const DEFAULT_SENTINEL_DOWN_AFTER_MS = 500;
+
 export interface RunSettings {
   flags: Flags;
   quick: boolean;
   seed: number;
   topology: TopologyName;
   workload: WorkloadName;
+  /** The sentinels' down-after-milliseconds (sentinel topology only). */
+  sentinelDownAfterMs: number;
   cfg: ChaosConfig;
   /** The command that replays this run. */
   reproduce: string;
-  /** Whole-run budget: quick mode must stay under 60 s; past it, something hangs. */
+  /**
+   * Whole-run budget: quick mode must stay under 60 s (more with a longer `--sentinel-down-after`);
+   * past it, something hangs.
+   */
   budgetMs: number;
 }
 
@@ -82,6 +92,9 @@ export function settingsFrom(argv: readonly string[]): RunSettings {
     throw new Error(
       `--workload ${workload} needs one Redis: the redlock topology has no semaphores or read-write locks`,
     );
+  if (flags.sentinelDownAfter !== undefined && topology !== 'sentinel')
+    throw new Error('--sentinel-down-after needs --topology sentinel');
+  const sentinelDownAfterMs = flags.sentinelDownAfter ?? DEFAULT_SENTINEL_DOWN_AFTER_MS;
   const runs = (name: WorkloadName): boolean => workload === 'all' || workload === name;
   const mutex = runs('mutex');
   const semaphore = runs('semaphore') && topology !== 'redlock';
@@ -115,15 +128,22 @@ export function settingsFrom(argv: readonly string[]): RunSettings {
   const seed = flags.seed;
   const reproduce = `tsx chaos/run.ts${quick ? ' --quick' : ''} --topology ${topology}${
     workload === 'all' ? '' : ` --workload ${workload}`
-  } --seed ${seed}${!quick && flags.duration !== undefined ? ` --duration ${flags.duration}` : ''}`;
+  } --seed ${seed}${!quick && flags.duration !== undefined ? ` --duration ${flags.duration}` : ''}${
+    flags.sentinelDownAfter !== undefined ? ` --sentinel-down-after ${flags.sentinelDownAfter}` : ''
+  }`;
   return {
     flags,
     quick,
     seed,
     topology,
     workload,
+    sentinelDownAfterMs,
     cfg,
     reproduce,
-    budgetMs: quick ? 60_000 : cfg.nemesisMs + 120_000,
+    // A longer down-after slows each failover by as much: a kill-master still under way when the
+    // nemesis stops, and one more while the run heals.
+    budgetMs:
+      (quick ? 60_000 : cfg.nemesisMs + 120_000) +
+      2 * Math.max(0, sentinelDownAfterMs - DEFAULT_SENTINEL_DOWN_AFTER_MS),
   };
 }

@@ -19,6 +19,8 @@ export interface RunFacts {
   hygiene: Record<string, unknown>;
   workerRestarts: number;
   crashes: unknown[];
+  /** Workers that had not exited by themselves 5 s after their close, and were SIGKILLed. */
+  workersKilledAtClose: number;
   workerLeftovers: unknown[];
   proxy: unknown;
   notes: string[];
@@ -40,6 +42,7 @@ export function buildResult(
     seed,
     mode: quick ? 'quick' : 'full',
     topology,
+    sentinelDownAfterMs: topology === 'sentinel' ? settings.sentinelDownAfterMs : undefined,
     reproduce,
     ok: violations.length === 0,
     config: cfg,
@@ -93,6 +96,7 @@ export function buildResult(
       calmHandoffMaxMs: Math.round(hangs.calmHandoffMax),
       handoffBoundMs: hangs.handoffBound,
       longestStall: effects.longestStall,
+      longestWithoutGrant: effects.longestWithoutGrant,
       stalls: effects.stalls,
       restartOutcomes: effects.restartOutcomes,
       errorContext: effects.errorContext,
@@ -115,6 +119,7 @@ export function buildResult(
       ),
       unhandled: history.unhandled.length,
       crashes: facts.crashes,
+      workersKilledAtClose: facts.workersKilledAtClose,
       hygiene: facts.hygiene,
       workerLeftovers: facts.workerLeftovers,
     },
@@ -217,6 +222,7 @@ interface Summary {
   config: { agents: number };
   mode: string;
   topology: string;
+  sentinelDownAfterMs?: number;
   reproduce: string;
   ok: boolean;
   timings: Record<string, number>;
@@ -226,6 +232,7 @@ interface Summary {
   notes: string[];
   checks: Record<string, unknown> & {
     longestStall: { ms: number; kind: string; key: string };
+    longestWithoutGrant: { ms: number; fromS: number };
     stalls: Record<string, { fromInjectMaxMs: number; fromHealMaxMs: number }>;
     memoryPressure: MemoryPressureStats & { fencedViolations: number; overlapsExcusedByEviction: number };
     semaphore: SharedFigures | null;
@@ -244,7 +251,8 @@ export function printSummary(result: Record<string, unknown>, file: string): voi
   const mutexLine = (label: string, value: unknown): void => {
     if (r.config.agents > 0) line(label, value);
   };
-  console.log(`\nchaos summary (${r.mode} run, topology ${r.topology})`);
+  const downAfter = r.sentinelDownAfterMs === undefined ? '' : `, down-after ${r.sentinelDownAfterMs} ms`;
+  console.log(`\nchaos summary (${r.mode} run, topology ${r.topology}${downAfter})`);
   line('time', `${r.timings.totalS} s (nemesis ${r.timings.nemesisS} s, drain ${r.timings.drainMs} ms)`);
   line('calls / granted', `${o.calls} / ${o.granted}`);
   line('outcomes', o.outcomes);
@@ -331,9 +339,14 @@ export function printSummary(result: Record<string, unknown>, file: string): voi
     'longest stall after a fault',
     `${c.longestStall.ms} ms (${c.longestStall.kind} on ${c.longestStall.key})`,
   );
+  line(
+    'longest time without any grant',
+    `${c.longestWithoutGrant.ms} ms (from ${c.longestWithoutGrant.fromS} s)`,
+  );
   line('slowest call (pauses excluded)', `${c.slowestCallMs} ms (bound ${c.callBoundMs})`);
   mutexLine('max hand-off after nemesis stop', `${c.calmHandoffMaxMs} ms (bound ${c.handoffBoundMs})`);
   line('unhandled rejections', c.unhandled);
+  line('workers SIGKILLed at close', `${c.workersKilledAtClose} (must be 0: each exits by itself)`);
   for (const note of r.notes) line('note', note);
   line('key hygiene', c.hygiene);
   console.log(`  result: ${file}`);

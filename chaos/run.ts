@@ -1,6 +1,6 @@
 /**
  * Nemesis run: `tsx chaos/run.ts [--quick] [--seed N] [--duration S] [--topology single|redlock|sentinel]
- * [--workload all|mutex|semaphore|rw]` (`both` is read as `all`).
+ * [--workload all|mutex|semaphore|rw] [--sentinel-down-after MS]` (`both` is read as `all`).
  *
  * Starts a topology (chaos/topologies/: one lock server, five holding each lock on a majority, or a
  * Sentinel-managed master and its replica, each behind a fault-injecting TCP proxy, and a "resource"
@@ -42,7 +42,7 @@ const allKeys = [...cfg.keys, ...sharedKeys];
  * read-write lock's hold.
  */
 const mutex = cfg.agents > 0;
-const topology = topologyNamed(settings.topology);
+const topology = topologyNamed(settings.topology, settings);
 const prng = new Prng(seed);
 const history = emptyHistory();
 const violations: Violation[] = [];
@@ -88,7 +88,9 @@ async function main(): Promise<number> {
   }, settings.budgetMs).unref();
   const { semaphore: sem, readWrite: rw } = cfg;
   console.log(
-    `chaos: ${quick ? 'quick' : 'full'} run on ${topology.name}, seed ${seed}, ` +
+    `chaos: ${quick ? 'quick' : 'full'} run on ${topology.name}` +
+      (settings.topology === 'sentinel' ? ` (down-after ${settings.sentinelDownAfterMs} ms)` : '') +
+      `, seed ${seed}, ` +
       `${cfg.workers} workers x ${cfg.agents} agents on ${cfg.keys.length} locks` +
       (sem ? ` + ${sem.agents} agents on ${sem.keys.length} semaphores of ${sem.permits} permits` : '') +
       (rw
@@ -170,6 +172,7 @@ async function main(): Promise<number> {
     hygiene: { ...hygiene.stats, sharedKeysGoneWaitMs: Math.round(goneWaitMs) },
     workerRestarts: [...pool.slots.values()].reduce((n, s) => n + s.generation, 0),
     crashes: pool.crashes,
+    workersKilledAtClose: closedAll.filter(({ killed }) => killed).length,
     workerLeftovers: closedAll.map(({ slot, closed }) => ({
       slot,
       resources: closed?.resources,

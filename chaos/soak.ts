@@ -26,8 +26,8 @@ import { forkTs, hr, isRunning, parseFlags, sleep, slope, writeResult } from './
 import type { SoakWorkerArgs } from './soak-worker';
 
 const flags = parseFlags(process.argv.slice(2));
-if (flags.topology !== undefined)
-  throw new Error('the soak runs on one server: --topology is for chaos/run.ts');
+if (flags.topology !== undefined || flags.sentinelDownAfter !== undefined)
+  throw new Error('the soak runs on one server: --topology and --sentinel-down-after are for chaos/run.ts');
 const durationS = flags.duration ?? 600;
 const cfg = {
   processes: 2,

@@ -10,6 +10,8 @@ export interface FaultEffectStats {
   faultCounts: Record<string, { injected: number; skipped: number }>;
   stalls: Record<string, { fromInjectMaxMs: number; fromHealMaxMs: number }>;
   longestStall: { ms: number; kind: string; key: string; faultId: number };
+  /** The longest stretch in which no call got any lock, whatever the cause, and when it began. */
+  longestWithoutGrant: { ms: number; fromS: number };
   restartOutcomes: Record<string, number>;
   errorContext: Record<string, Record<string, number>>;
 }
@@ -71,5 +73,22 @@ export function checkFaultEffects(history: History, ctx: CheckContext): CheckRes
       if (g1 !== undefined) s.fromHealMaxMs = Math.max(s.fromHealMaxMs, Math.round(g1 - f.t1));
     }
   }
-  return { stats: { faultCounts, stalls, longestStall, restartOutcomes, errorContext }, violations: [] };
+  // The longest time no call got a lock: what a failover that leaves clients on the wrong server costs.
+  const grants = granted.map((r) => r.tGrant as number).sort((a, b) => a - b);
+  // Its start in seconds from the first call, as the report's timeline counts.
+  const origin = all.reduce((first, r) => Math.min(first, r.t0), Number.POSITIVE_INFINITY);
+  let longestWithoutGrant = { ms: 0, fromS: 0 };
+  for (let i = 1; i < grants.length; i++) {
+    const gap = grants[i] - grants[i - 1];
+    if (gap > longestWithoutGrant.ms) {
+      longestWithoutGrant = {
+        ms: Math.round(gap),
+        fromS: Number(((grants[i - 1] - origin) / 1000).toFixed(1)),
+      };
+    }
+  }
+  return {
+    stats: { faultCounts, stalls, longestStall, longestWithoutGrant, restartOutcomes, errorContext },
+    violations: [],
+  };
 }

@@ -69,12 +69,15 @@ export async function probe(pool: WorkerPool, cfg: EndBounds, violations: Violat
   return probeMax;
 }
 
-/** Every worker stops its service and exits by itself; what each reported at close goes to the history. */
+/**
+ * Every worker stops its service and exits by itself; what each reported at close goes to the history.
+ * One still running 5 s after its close is SIGKILLed (a violation), and marked `killed`.
+ */
 export async function closeAll(
   pool: WorkerPool,
   history: History,
   violations: Violation[],
-): Promise<Array<{ slot: number; closed: Msg | undefined }>> {
+): Promise<Array<{ slot: number; closed: Msg | undefined; killed: boolean }>> {
   const closing = [...pool.slots.values()].map(async (s) => {
     s.expectedExit = true;
     s.child.send({ type: 'close' });
@@ -94,7 +97,7 @@ export async function closeAll(
       });
       s.child.kill('SIGKILL');
     }
-    return { slot: s.slot, closed };
+    return { slot: s.slot, closed, killed: !exited };
   });
   const closedAll = await Promise.all(closing);
   for (const { slot, closed } of closedAll) {

@@ -4,8 +4,13 @@ import { Sentinel } from './sentinel';
 import { SingleServer } from './single-server';
 import type { Topology, TopologyName } from './topology';
 
-export function topologyNamed(name: TopologyName): Topology {
+/** What a topology may be given beyond its name: the sentinels' down-after-milliseconds. */
+export interface TopologySettings {
+  sentinelDownAfterMs: number;
+}
+
+export function topologyNamed(name: TopologyName, settings: TopologySettings): Topology {
   if (name === 'redlock') return new Redlock();
-  if (name === 'sentinel') return new Sentinel();
+  if (name === 'sentinel') return new Sentinel(settings.sentinelDownAfterMs);
   return new SingleServer();
 }

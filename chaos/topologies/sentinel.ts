@@ -24,8 +24,9 @@ import type { LockNode, SentinelConnection, Topology } from './topology';
  */
 const REPLICAS = { count: 1, timeout: 100, onTimeout: 'wait' } as const;
 /**
- * A failover takes ~2 s with the harness' timings; a second one within 2 x failover-timeout (4 s) of
- * the first is held back by Sentinel itself. Past this bound, something is stuck.
+ * A failover takes ~2 s with the harness' timings (down-after 500 ms); a second one within 2 x
+ * failover-timeout (4 s) of the first is held back by Sentinel itself. Past this bound plus the
+ * down-after, something is stuck.
  */
 const FAILOVER_TIMEOUT_MS = 20_000;
 
@@ -45,6 +46,18 @@ export class Sentinel implements Topology {
   private switches = 0;
   private kills = 0;
 
+  /**
+   * `downAfterMs`: the sentinels' down-after-milliseconds. Short (500 ms, the default) means quick
+   * failovers after kill-master, and also failovers of their own from a master that was only slow to
+   * answer on a loaded machine; a few seconds leave those out, at the cost of slower kill-master faults.
+   */
+  constructor(readonly downAfterMs: number) {}
+
+  /** A failover waits down-after-milliseconds before it starts. */
+  private get failoverTimeoutMs(): number {
+    return FAILOVER_TIMEOUT_MS + this.downAfterMs;
+  }
+
   readonly replication: ReplicationControl = {
     killMaster: () => this.killMaster(),
     pauseReplica: () => {
@@ -59,7 +72,7 @@ export class Sentinel implements Topology {
 
   async start(): Promise<void> {
     const [group, resource, dir] = await Promise.all([
-      startSentinelGroup({ replicas: 1 }),
+      startSentinelGroup({ replicas: 1, downAfterMs: this.downAfterMs }),
       startRedis(),
       mkdtemp(join(tmpdir(), 'nestjs-redis-lock-chaos-sentinel-')),
     ]);
@@ -81,10 +94,10 @@ export class Sentinel implements Topology {
 
   /**
    * The sentinels also fail over on their own: when they briefly lose sight of a live master (down-after
-   * is 500 ms here, and the machine is loaded), they promote its replica, and some seconds later turn the
-   * old master into its replica. The faults must then see the new roles, or a kill-master would wait for
-   * the sentinels to find a replica promotable that is in fact the master, and a pause-replica would
-   * pause the master.
+   * is 500 ms by default, and the machine is loaded), they promote its replica, and some seconds later
+   * turn the old master into its replica. The faults must then see the new roles, or a kill-master would
+   * wait for the sentinels to find a replica promotable that is in fact the master, and a pause-replica
+   * would pause the master.
    */
   private async followSwitches(port: number): Promise<Redis> {
     const watcher = new Redis({ host: '127.0.0.1', port, retryStrategy: () => 100 });
@@ -137,7 +150,7 @@ export class Sentinel implements Topology {
   /**
    * Whether every sentinel names `master` and sees `replica` as up (not down, linked to it): a failover
    * now would promote it. Right after the replica came back, the sentinels still have it down until
-   * their next PING (every 500 ms with down-after 500 ms).
+   * their next PING (every down-after-milliseconds, once a second at most: 500 ms by default).
    */
   private async promotable(master: ReplicatedServer, replica: ReplicatedServer): Promise<true | undefined> {
     for (const sentinel of this.group.sentinels) {
@@ -162,14 +175,14 @@ export class Sentinel implements Topology {
     // The roles as of each try: a failover of the sentinels' own may swap them meanwhile.
     await poll(
       () => this.promotable(this.master(), this.replica()),
-      FAILOVER_TIMEOUT_MS,
+      this.failoverTimeoutMs,
       `the sentinels seeing ${this.replica().name} as promotable`,
     );
     const master = this.master();
     const replica = this.replica();
     const killedAt = hr();
     await master.kill();
-    const promoted = await this.group.waitForFailover({ port: master.port }, FAILOVER_TIMEOUT_MS);
+    const promoted = await this.group.waitForFailover({ port: master.port }, this.failoverTimeoutMs);
     const promotedAt = hr();
     if (promoted.port !== replica.port) {
       throw new Error(`the sentinels promoted port ${promoted.port}, not ${replica.name} (${replica.port})`);
@@ -222,7 +235,7 @@ export class Sentinel implements Topology {
     }
     const master = await poll(
       () => this.agreedMaster(),
-      FAILOVER_TIMEOUT_MS,
+      this.failoverTimeoutMs,
       'one master named by every sentinel',
     );
     this.masterAt = this.servers.indexOf(master);

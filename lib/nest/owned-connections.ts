@@ -9,6 +9,7 @@ import type { Logger } from '@nestjs/common';
 import type { Redis, RedisOptions } from 'ioredis';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { describeValue } from '../lock-options';
+import { watchesSentinels } from '../protocol/ioredis-connection';
 
 /** A connection the module opened: connected in onModuleInit, closed on shutdown. */
 export interface OwnedConnection {
@@ -76,7 +77,7 @@ const DISCONNECT_TIMEOUT = 3_000;
 /**
  * ioredis keeps a timer of disconnectTimeout (2 s by default) alive after a disconnect while the socket
  * is still connecting; a module that closes its own connection should not hold the process that long.
- * Yours wins if you set it.
+ * With `sentinels`, failoverDetector is on (see sentinelDefaults). Yours win if you set them.
  */
 function openIoredis(
   RedisClass: typeof Redis,
@@ -89,6 +90,7 @@ function openIoredis(
   const redisOptions = {
     disconnectTimeout: OWNED_DISCONNECT_TIMEOUT,
     ...(redis as RedisOptions),
+    ...sentinelDefaults(redis),
     lazyConnect: true,
   };
   const clients: Redis[] = [];
@@ -116,17 +118,39 @@ function openIoredis(
 }
 
 /**
+ * A Sentinel client the module opens follows the sentinels' +switch-master announcements
+ * (failoverDetector). Without them, ioredis stays on a master the sentinels replaced for as long as it
+ * still answers (a failover asked for, or one after the sentinels lost sight of a live master), until
+ * they demote it some seconds later; with `replicas`, every grant is refused meanwhile.
+ */
+function sentinelDefaults(redis: Record<string, unknown> | undefined): RedisOptions {
+  const sentinels = redis?.sentinels;
+  if (!Array.isArray(sentinels) || sentinels.length === 0) return {};
+  return { failoverDetector: (redis?.failoverDetector as boolean | undefined) ?? true };
+}
+
+/**
  * Closes an ioredis connection and resolves once its socket is really closed, so nothing of ours is
- * left open after shutdown; never waits on Redis for longer than the bounds above.
+ * left open after shutdown; never waits on Redis for longer than the bounds above. A Sentinel client
+ * with failoverDetector also holds a connection to each sentinel, which QUIT leaves open and only
+ * disconnect() closes.
  */
 async function closeIoredis(client: Redis): Promise<void> {
-  if (client.status === 'end') return;
+  const sentinels = watchesSentinels(client);
+  if (client.status === 'end') {
+    // Ended by itself (its retryStrategy gave up): that ended the master's connection only.
+    if (sentinels) client.disconnect();
+    return;
+  }
   if (client.status === 'close' || client.status === 'reconnecting') {
-    // Between reconnection attempts there is no socket: disconnect() only cancels the next attempt, and
-    // ioredis emits no 'end' for it, so there is nothing to wait for.
+    // Between reconnection attempts there is no socket: disconnect() only cancels the next attempt (and
+    // closes the sentinels' connections), and ioredis emits no 'end' for it: nothing to wait for.
     client.disconnect();
     return;
   }
+  // A socket still connecting connects before it closes, and ioredis opens the sentinels' connections
+  // on that connect, after the disconnect below: they are closed again once the socket has ended.
+  const connecting = client.status === 'connecting';
   let ended = false;
   const end = new Promise<void>((resolve) => {
     client.once('end', () => {
@@ -135,13 +159,23 @@ async function closeIoredis(client: Redis): Promise<void> {
     });
   });
   // QUIT lets pending replies arrive first; only when ready, else it would wait on the reconnect loop.
-  if (client.status === 'ready') client.quit().catch(() => client.disconnect());
+  // The sentinels' connections are dropped as soon as QUIT is answered, while the socket is still open:
+  // its close then clears the timer ioredis arms on disconnect().
+  if (client.status === 'ready')
+    client.quit().then(
+      () => {
+        if (sentinels) client.disconnect();
+      },
+      () => client.disconnect(),
+    );
   else client.disconnect();
   await settled(end, QUIT_TIMEOUT);
-  if (ended) return;
-  // No answer (a frozen server): drop the socket ourselves.
-  client.disconnect();
-  await settled(end, DISCONNECT_TIMEOUT);
+  if (!ended) {
+    // No answer (a frozen server): drop the socket ourselves.
+    client.disconnect();
+    await settled(end, DISCONNECT_TIMEOUT);
+  }
+  if (sentinels && connecting) client.disconnect();
 }
 
 /**

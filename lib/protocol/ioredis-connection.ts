@@ -44,6 +44,19 @@ const STATES: Record<string, ConnectionState> = {
 /** ioredis' events behind the lock's. */
 const EVENTS: Record<ConnectionEvent, string> = { ready: 'ready', down: 'close', end: 'end' };
 
+/**
+ * Whether `client` is an ioredis Sentinel client with `failoverDetector`. Such a client also holds one
+ * connection to each sentinel, subscribed to +switch-master, that quit() leaves open (it only ends the
+ * connection to the master) and that reconnects on its own: only disconnect() closes them, through the
+ * Sentinel connector. Left open, they keep the process running.
+ */
+export function watchesSentinels(client: Redis): boolean {
+  const options = (client as { options?: { sentinels?: unknown; failoverDetector?: unknown } }).options;
+  return (
+    Array.isArray(options?.sentinels) && options.sentinels.length > 0 && options.failoverDetector === true
+  );
+}
+
 /** `host:port` of an ioredis client, as its options name it. */
 function serverName(client: IoredisClient): string {
   const options = (client as { options?: { host?: string; port?: number; path?: string } }).options;
@@ -218,7 +231,10 @@ class IoredisSubscriber implements Subscriber {
       () => true,
       () => false,
     );
-    if (!quitted) connection.disconnect();
+    // The duplicate inherits the client's failoverDetector, and with it connections to the sentinels
+    // that QUIT does not close. Dropped as soon as QUIT is answered, while the socket is still open: its
+    // close then clears the timer ioredis arms on disconnect(), which would otherwise run its course.
+    if (!quitted || watchesSentinels(connection)) connection.disconnect();
   }
 
   drop(): void {
