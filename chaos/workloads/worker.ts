@@ -83,11 +83,6 @@ const lockClients = sentinel
           // Each attempt asks a sentinel for the master: at a flat 50 ms, a client finds the promoted
           // replica as soon as the sentinels name it, not up to a backed-off delay later.
           retryStrategy: () => 50,
-          // When the sentinels fail over from a master that still answers (their own failovers, from a
-          // busy master), the connection to it stays up until they demote it, seconds later, and every
-          // grant is refused meanwhile (it has no replica left). The detector listens for their
-          // +switch-master and reconnects to the new master at once.
-          failoverDetector: true,
         }),
       ),
     ]
@@ -243,18 +238,9 @@ async function probe(keys: string[], waitTimeout: number): Promise<void> {
   send({ type: 'probed', results });
 }
 
-/**
- * QUIT ends a Sentinel client's connection to the master, not its failover detector's connections to
- * each sentinel, which reconnect on their own and would keep this process running: disconnect() closes
- * them (through the Sentinel connector), called as soon as QUIT is answered, while the socket is still
- * open, so that its close clears the timer ioredis arms on disconnect().
- */
-const closeLockClient = (client: Redis): Promise<unknown> =>
-  sentinel ? client.quit().finally(() => client.disconnect()) : client.quit();
-
 async function close(): Promise<void> {
   await locks.close();
-  await Promise.allSettled([...lockClients.map(closeLockClient), resource.quit()]);
+  await Promise.allSettled([...lockClients.map((client) => client.quit()), resource.quit()]);
   const resources = await lifecycle.openResources();
   send({ type: 'closed', resources, unhandled: lifecycle.unhandled(), redisErrors });
   lifecycle.leave();

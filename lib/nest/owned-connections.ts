@@ -77,7 +77,7 @@ const DISCONNECT_TIMEOUT = 3_000;
 /**
  * ioredis keeps a timer of disconnectTimeout (2 s by default) alive after a disconnect while the socket
  * is still connecting; a module that closes its own connection should not hold the process that long.
- * With `sentinels`, failoverDetector is on (see sentinelDefaults). Yours win if you set them.
+ * Yours wins if you set it.
  */
 function openIoredis(
   RedisClass: typeof Redis,
@@ -90,7 +90,6 @@ function openIoredis(
   const redisOptions = {
     disconnectTimeout: OWNED_DISCONNECT_TIMEOUT,
     ...(redis as RedisOptions),
-    ...sentinelDefaults(redis),
     lazyConnect: true,
   };
   const clients: Redis[] = [];
@@ -115,18 +114,6 @@ function openIoredis(
       drop: () => client.disconnect(),
     };
   });
-}
-
-/**
- * A Sentinel client the module opens follows the sentinels' +switch-master announcements
- * (failoverDetector). Without them, ioredis stays on a master the sentinels replaced for as long as it
- * still answers (a failover asked for, or one after the sentinels lost sight of a live master), until
- * they demote it some seconds later; with `replicas`, every grant is refused meanwhile.
- */
-function sentinelDefaults(redis: Record<string, unknown> | undefined): RedisOptions {
-  const sentinels = redis?.sentinels;
-  if (!Array.isArray(sentinels) || sentinels.length === 0) return {};
-  return { failoverDetector: (redis?.failoverDetector as boolean | undefined) ?? true };
 }
 
 /**

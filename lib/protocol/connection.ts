@@ -60,6 +60,11 @@ export interface RedisConnection {
    * reply); `end`: no more reconnecting. Returns the function that removes the listener.
    */
   on(event: ConnectionEvent, listener: () => void): () => void;
+  /**
+   * For a client that finds its master through Sentinel: moves it (and its wake-up connections) to a
+   * new master as soon as the sentinels announce one, until the returned function is called.
+   */
+  followFailovers?(): () => void;
   /** The function that calls `script` on this connection (defined once per client and script). */
   script(script: Script): ScriptCall;
   /**

@@ -14,6 +14,7 @@ import type {
 } from './connection';
 import { readyWithin } from './ready-within';
 import { replyWithin } from './redis-errors';
+import { findsMasterThroughSentinel, SentinelFollower } from './sentinel-follower';
 
 type IoredisClient = Redis | Cluster;
 
@@ -72,6 +73,9 @@ export class IoredisConnection implements RedisConnection {
   readonly name: string;
   /** The connection attempt calls are waiting on, while the client is still connecting. */
   private connecting: Promise<void> | undefined;
+  /** Moves a Sentinel client to a new master on the sentinels' word, while any store follows it. */
+  private follower: SentinelFollower | undefined;
+  private followers = 0;
 
   constructor(readonly client: IoredisClient) {
     this.cluster = (client as { isCluster?: boolean }).isCluster === true;
@@ -154,8 +158,35 @@ export class IoredisConnection implements RedisConnection {
     return cluster.nodes('master').map((node) => new IoredisConnection(node));
   }
 
+  /**
+   * Follows the sentinels' announcements for a Sentinel client, with its wake-up duplicates, until every
+   * store that asked has stopped. Not when the application turned ioredis' own failoverDetector on.
+   */
+  followFailovers(): () => void {
+    const client = this.client as Redis;
+    if (this.cluster || !findsMasterThroughSentinel(client) || watchesSentinels(client)) return () => {};
+    if (!this.follower) {
+      this.follower = new SentinelFollower(client);
+      this.follower.add(client);
+    }
+    this.followers++;
+    let stopped = false;
+    return () => {
+      if (stopped) return;
+      stopped = true;
+      if (--this.followers > 0) return;
+      this.follower?.close();
+      this.follower = undefined;
+    };
+  }
+
   async subscriber(): Promise<Subscriber> {
-    if (!this.cluster) return new IoredisSubscriber(this.client.duplicate() as Redis, true);
+    if (!this.cluster) {
+      // ioredis would subscribe again on reconnect without handling the reply: a connection dropped
+      // before SUBSCRIBE is answered would leave an unhandled rejection. IoredisSubscriber does it.
+      const duplicate = (this.client as Redis).duplicate({ autoResubscribe: false });
+      return new IoredisSubscriber(duplicate, true, this.follower?.add(duplicate));
+    }
     return new IoredisSubscriber(nodeConnection(this.client as Cluster), false);
   }
 }
@@ -177,13 +208,33 @@ function nodeConnection(cluster: Cluster): Redis {
 }
 
 class IoredisSubscriber implements Subscriber {
+  private resubscribed: (() => void) | undefined;
+
   constructor(
     private readonly connection: Redis,
-    private readonly reconnects: boolean,
+    reconnects: boolean,
+    /** Stops moving it on the sentinels' word (a Sentinel client's duplicate). */
+    private readonly unfollow?: () => void,
   ) {
     // Errors are reported through waiters' own commands, so here they must only not become uncaught
     // 'error' events.
     connection.on('error', () => {});
+    connection.once('end', () => unfollow?.());
+    if (!reconnects) return;
+    let first = connection.status !== 'ready';
+    connection.on('ready', () => {
+      if (first) {
+        first = false;
+        return;
+      }
+      // Subscribed again here (the duplicate does not do it itself): pushes flow once this resolves,
+      // which is when waiters should re-check.
+      if (this.channel === undefined) return;
+      connection.subscribe(this.channel).then(
+        () => this.resubscribed?.(),
+        () => {},
+      );
+    });
   }
 
   get ready(): boolean {
@@ -201,18 +252,7 @@ class IoredisSubscriber implements Subscriber {
   private channel: string | undefined;
 
   onResubscribed(listener: () => void): void {
-    if (!this.reconnects) return;
-    let first = this.connection.status !== 'ready';
-    this.connection.on('ready', () => {
-      if (first) {
-        first = false;
-        return;
-      }
-      // ioredis resubscribes on reconnect; subscribing again is idempotent and, being ordered after
-      // that, resolves only once pushes flow again, which is when waiters should re-check.
-      if (this.channel === undefined) return;
-      this.connection.subscribe(this.channel).then(listener, () => {});
-    });
+    this.resubscribed = listener;
   }
 
   onEnd(listener: () => void): void {
@@ -221,6 +261,7 @@ class IoredisSubscriber implements Subscriber {
 
   async close(timeout: number): Promise<void> {
     const connection = this.connection;
+    this.unfollow?.();
     // quit() waits for pending replies; if the server is gone it would wait for the reconnect loop,
     // and a frozen server never answers it: give QUIT a bounded time, then drop the socket.
     if (connection.status !== 'ready') {
@@ -238,6 +279,7 @@ class IoredisSubscriber implements Subscriber {
   }
 
   drop(): void {
+    this.unfollow?.();
     this.connection.disconnect();
   }
 }

@@ -51,6 +51,7 @@ export class RedisLockStore implements LockStore {
   private readonly scripts: LockScripts;
   private readonly connection: RedisConnection;
   private readonly detachEnd: () => void;
+  private readonly stopFollowing: () => void;
   private readonly wake: WakeListener;
   private readonly instanceId: string;
   readonly instance: string;
@@ -111,6 +112,7 @@ export class RedisLockStore implements LockStore {
       () => handlers.onResubscribed(),
     );
     this.detachEnd = connection.on('end', this.onClientEnd);
+    this.stopFollowing = connection.followFailovers?.() ?? (() => {});
   }
 
   ticket(
@@ -178,6 +180,7 @@ export class RedisLockStore implements LockStore {
 
   close(): Promise<void> {
     this.detachEnd();
+    this.stopFollowing();
     this.scripts.close();
     return this.wake.close();
   }
