@@ -5,7 +5,7 @@
 -- Returns 1 if the caller held a permit, 0 if it did not.
 
 local ends = redis.call('ZSCORE', holders_key, token)
-if not ends or tonumber(ends) <= now_ms then return 0 end
+if not ends or tonumber(ends) < now_ms then return 0 end
 -- The keys keep their expiry: they outlive this shorter hold, and go with the last one.
 hold_for(token, tonumber(ARGV[8]))
 notify_head()

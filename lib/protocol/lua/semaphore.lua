@@ -62,12 +62,14 @@ end
 
 -- Drops the holds that ended (a crashed holder's permit comes back this way, at the end of its ttl,
 -- or a granted waiter's that never confirmed, at the end of its claim window). Returns how many are left.
+-- A hold scored `ends` lasts through that whole ms, as a key's PEXPIRE does: it began at `now_ms`, the
+-- time rounded down, so ending it within the ms it was scored for would cut up to 1 ms off its ttl.
 local function live_holders()
   if holder_count then return holder_count end
   read_first_end()
-  if first_end and first_end <= now_ms then
-    local gone = redis.call('ZRANGEBYSCORE', holders_key, '-inf', ms(now_ms))
-    redis.call('ZREMRANGEBYSCORE', holders_key, '-inf', ms(now_ms))
+  if first_end and first_end < now_ms then
+    local gone = redis.call('ZRANGEBYSCORE', holders_key, '-inf', '(' .. ms(now_ms))
+    redis.call('ZREMRANGEBYSCORE', holders_key, '-inf', '(' .. ms(now_ms))
     for i = 1, #gone, 500 do
       redis.call('HDEL', owner_key, unpack(gone, i, math.min(i + 499, #gone)))
     end
@@ -81,7 +83,7 @@ end
 local function first_hold_left()
   if first_end == nil then read_first_end() end
   if not first_end then return -2 end
-  return math.max(first_end - now_ms, 0)
+  return math.max(first_end + 1 - now_ms, 0)
 end
 
 -- Both keys outlive the hold that ends at `ends`: a grant or a renewal pushes their expiry out, never
