@@ -7,6 +7,7 @@ import { describeValue, hasLoneSurrogate } from './describe-value';
 import type { LeaseObserver } from './engine/held-lease';
 import { LockKeyError } from './errors/lock-key.error';
 import { LockOptionsError } from './errors/lock-options.error';
+import { checkMaxHold, checkMinHold, maxHoldMilliseconds } from './hold-options';
 import { type LockMode, resolveMode, resolvePermits } from './lock-kind';
 import {
   checkKnownKeys,
@@ -236,49 +237,6 @@ export function checkOnWarning(value: unknown): ((warning: ServerRisk) => void) 
 }
 
 /**
- * `minHold` must fit in the lease: a lock kept after its work ended is not renewed, so it cannot outlast
- * the ttl it was granted with.
- */
-function checkMinHold(minHold: number, ttl: number, minHoldName: string, ttlName: string): void {
-  if (minHold > ttl) {
-    throw new LockOptionsError(
-      `${minHoldName} (${minHold} ms) must not be longer than ${ttlName} (${ttl} ms): the lock is not ` +
-        'renewed once its work has ended, so it cannot be held longer than its ttl. Lower minHold or raise ttl.',
-    );
-  }
-}
-
-/** A maxHold in ms: an integer up to what a timer holds, or Infinity for no cap. */
-function maxHoldMilliseconds(name: string, value: unknown): number {
-  if (value === Number.POSITIVE_INFINITY) return value;
-  return milliseconds(name, value, MIN_TTL, ', or Infinity for no cap');
-}
-
-/**
- * `maxHold` caps renewal, so it must leave the lease its first ttl and its minHold: below either, the
- * cap would cut a lease short that nothing else would, and be a mistake for one of them.
- */
-function checkMaxHold(
-  maxHold: number,
-  names: { maxHold: string; ttl: string; minHold: string },
-  ttl: number,
-  minHold: number,
-): void {
-  if (maxHold < minHold) {
-    throw new LockOptionsError(
-      `${names.maxHold} (${maxHold} ms) must not be shorter than ${names.minHold} (${minHold} ms): the lock is ` +
-        'kept at least minHold, so it cannot be given up sooner. Raise maxHold or lower minHold.',
-    );
-  }
-  if (maxHold < ttl) {
-    throw new LockOptionsError(
-      `${names.maxHold} (${maxHold} ms) must not be shorter than ${names.ttl} (${ttl} ms): maxHold caps renewal, ` +
-        'and a lease already lasts its ttl without any. Raise maxHold to at least the ttl, or lower the ttl.',
-    );
-  }
-}
-
-/**
  * The claim window of a waiter with this ttl: the configured window is an upper bound, and a grant
  * never stays reserved longer than the lease it would become, so a dead waiter with a short lease
  * stalls the queue for at most its own ttl (docs/protocol.md, "Claim window").
@@ -379,7 +337,11 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
   const ttl = milliseconds('defaults.ttl', byDefault('ttl') ?? DEFAULT_TTL, MIN_TTL);
   const minHold = milliseconds('defaults.minHold', byDefault('minHold') ?? 0, 0);
   checkMinHold(minHold, ttl, 'defaults.minHold', 'defaults.ttl');
-  const maxHold = maxHoldMilliseconds('defaults.maxHold', byDefault('maxHold') ?? Number.POSITIVE_INFINITY);
+  const maxHold = maxHoldMilliseconds(
+    'defaults.maxHold',
+    byDefault('maxHold') ?? Number.POSITIVE_INFINITY,
+    MIN_TTL,
+  );
   checkMaxHold(
     maxHold,
     { maxHold: 'defaults.maxHold', ttl: 'defaults.ttl', minHold: 'defaults.minHold' },
@@ -501,7 +463,8 @@ export function resolveAcquireOptions(
     ownTtl === undefined ? 'ttl (from defaults)' : 'ttl',
   );
   const ownMaxHold = given('maxHold') ?? undefined;
-  const maxHold = ownMaxHold === undefined ? service.maxHold : maxHoldMilliseconds('maxHold', ownMaxHold);
+  const maxHold =
+    ownMaxHold === undefined ? service.maxHold : maxHoldMilliseconds('maxHold', ownMaxHold, MIN_TTL);
   checkMaxHold(
     maxHold,
     {
@@ -552,7 +515,7 @@ export function checkCallOptions(options: AcquireOptions): void {
   if (minHold !== undefined) milliseconds('minHold', minHold, 0);
   if (typeof ttl === 'number' && typeof minHold === 'number') checkMinHold(minHold, ttl, 'minHold', 'ttl');
   const maxHold = read(o, 'maxHold', 'maxHold');
-  if (maxHold !== undefined) maxHoldMilliseconds('maxHold', maxHold);
+  if (maxHold !== undefined) maxHoldMilliseconds('maxHold', maxHold, MIN_TTL);
   if (typeof maxHold === 'number' && (typeof ttl === 'number' || typeof minHold === 'number')) {
     // Only what the declaration itself gives: the rest comes from the module's defaults, checked at start-up.
     const names = { maxHold: 'maxHold', ttl: 'ttl', minHold: 'minHold' };
