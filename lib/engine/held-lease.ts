@@ -122,10 +122,7 @@ export class HeldLease implements OwnedLease {
     this.handedOn = links?.handedOn;
     this.holdEnds = this.grantedAt + terms.maxHold;
     this.armExpiry();
-    if (Number.isFinite(terms.maxHold)) {
-      this.maxHoldTimer = setTimeout(() => this.endHold(), Math.max(0, this.holdEnds - now()));
-      this.maxHoldTimer.unref();
-    }
+    if (Number.isFinite(terms.maxHold)) this.armMaxHold();
     if (!confirmed) {
       // Most work handed off this way (pushed, or handed on locally) ends well inside its validity, so
       // the confirmation (for a local hand-off, its record: transfer) waits for half of what is left of
@@ -321,6 +318,21 @@ export class HeldLease implements OwnedLease {
   private expireIfDue(): void {
     this.endHoldIfDue();
     if (this.state === 'held' && now() >= this.validUntil - this.margin()) this.expire();
+  }
+
+  /**
+   * Node's timers run on a clock read once per turn of the event loop, so one can fire up to a ms before
+   * its delay has passed on performance.now(): a timer that fires early is set again for the rest.
+   */
+  private armMaxHold(): void {
+    this.maxHoldTimer = setTimeout(
+      () => {
+        if (now() >= this.holdEnds) this.endHold();
+        else this.armMaxHold();
+      },
+      Math.max(0, Math.ceil(this.holdEnds - now())),
+    );
+    this.maxHoldTimer.unref();
   }
 
   private endHoldIfDue(): void {
