@@ -37,7 +37,9 @@ describe('quorum store: first come, first served across processes', () => {
 
   it("a hand-off costs the next waiter no command: it starts on the nodes' messages", async () => {
     const locks = quorum().service();
-    const waiter = agent();
+    // A long claim window: the waiter confirms its grant at half of it, long after the count below is
+    // read, however slow a busy machine makes that read.
+    const waiter = agent(20_000);
     await waiter.next((m) => m.type === 'ready');
     const holder = await locks.acquire('qf:cost');
     waiter.send({ type: 'acquire', id: 'w', key: 'qf:cost', waitTimeout: 10_000 });
