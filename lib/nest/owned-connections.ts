@@ -9,7 +9,7 @@ import type { Logger } from '@nestjs/common';
 import type { Redis, RedisOptions } from 'ioredis';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { describeValue } from '../lock-options';
-import { watchesSentinels } from '../protocol/ioredis-connection';
+import { watchesSentinels } from '../protocol/sentinel-follower';
 
 /** A connection the module opened: connected in onModuleInit, closed on shutdown. */
 export interface OwnedConnection {

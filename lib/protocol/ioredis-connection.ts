@@ -14,7 +14,7 @@ import type {
 } from './connection';
 import { readyWithin } from './ready-within';
 import { replyWithin } from './redis-errors';
-import { findsMasterThroughSentinel, SentinelFollower } from './sentinel-follower';
+import { findsMasterThroughSentinel, SentinelFollower, watchesSentinels } from './sentinel-follower';
 
 type IoredisClient = Redis | Cluster;
 
@@ -44,19 +44,6 @@ const STATES: Record<string, ConnectionState> = {
 
 /** ioredis' events behind the lock's. */
 const EVENTS: Record<ConnectionEvent, string> = { ready: 'ready', down: 'close', end: 'end' };
-
-/**
- * Whether `client` is an ioredis Sentinel client with `failoverDetector`. Such a client also holds one
- * connection to each sentinel, subscribed to +switch-master, that quit() leaves open (it only ends the
- * connection to the master) and that reconnects on its own: only disconnect() closes them, through the
- * Sentinel connector. Left open, they keep the process running.
- */
-export function watchesSentinels(client: Redis): boolean {
-  const options = (client as { options?: { sentinels?: unknown; failoverDetector?: unknown } }).options;
-  return (
-    Array.isArray(options?.sentinels) && options.sentinels.length > 0 && options.failoverDetector === true
-  );
-}
 
 /** `host:port` of an ioredis client, as its options name it. */
 function serverName(client: IoredisClient): string {

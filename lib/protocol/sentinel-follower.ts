@@ -19,12 +19,25 @@ const RECENT = 10_000;
 /** The pause between attempts to reach a sentinel that does not answer, ms. */
 const SENTINEL_RETRY = 1_000;
 
+/** Whether `client` was given sentinels to ask for its master. */
+function hasSentinels(client: Redis): boolean {
+  const sentinels = (client.options as RedisOptions | undefined)?.sentinels;
+  return Array.isArray(sentinels) && sentinels.length > 0;
+}
+
 /** Whether `client` is an ioredis client that finds its master through Sentinel. */
 export function findsMasterThroughSentinel(client: Redis): boolean {
-  const options = client.options as RedisOptions | undefined;
-  return (
-    Array.isArray(options?.sentinels) && options.sentinels.length > 0 && typeof options.name === 'string'
-  );
+  return hasSentinels(client) && typeof client.options.name === 'string';
+}
+
+/**
+ * Whether `client` is an ioredis Sentinel client with `failoverDetector`. Such a client also holds one
+ * connection to each sentinel, subscribed to +switch-master, that quit() leaves open (it only ends the
+ * connection to the master) and that reconnects on its own: only disconnect() closes them, through the
+ * Sentinel connector. Left open, they keep the process running.
+ */
+export function watchesSentinels(client: Redis): boolean {
+  return hasSentinels(client) && client.options.failoverDetector === true;
 }
 
 /** `::ffff:127.0.0.1` and `127.0.0.1` are the same peer. */
