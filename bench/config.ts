@@ -1,7 +1,15 @@
-/** The scenarios, the libraries each one runs, and how long each part lasts in quick and full mode. */
+/** The scenarios, the libraries each one runs, and how long each part lasts in each mode. */
 import { type LibName, OURS, OURS_NODE_REDIS } from './ipc';
 
-export type Mode = 'quick' | 'full';
+/**
+ * full: the figures in docs/benchmarks.md. quick: every library, a few seconds each (speed printed, not
+ * gated). smoke (CI): this library only (on both clients), about a second per scenario, long enough to
+ * show a lost update, an overlap, a crash or a command too many, which are gated; no speed is claimed.
+ */
+export type Mode = 'smoke' | 'quick' | 'full';
+
+/** The libraries a smoke run keeps: this library's, on either client. */
+export const SMOKE_LIBS: LibName[] = [OURS, OURS_NODE_REDIS];
 
 export const PEERS: LibName[] = ['redlock', 'redlock-retry-inf', 'redis-semaphore'];
 /** The peers over several masters (scenario 7): redlock as users run it under contention (retrying until
@@ -186,13 +194,31 @@ export interface Timing {
   probe: { short: number; long: number };
   /** Scenario 8: per run; `timeoutMs` is every request's deadline (its wait bound where the library
    * takes one), `capacityMs` how long the serial capacity is measured. */
-  open: { rounds: number; warmMs: number; measureMs: number; timeoutMs: number; capacityMs: number };
+  open: {
+    rounds: number;
+    warmMs: number;
+    measureMs: number;
+    timeoutMs: number;
+    capacityMs: number;
+    /** The loads run, when not the scenario's own. */
+    loads?: number[];
+  };
 }
 
 /** Idle gaps of the hand-off floor probe, ms: about the critical sections of scenarios 2 and 3. */
 export const PROBE_GAPS = { short: 3, long: 50 } as const;
 
 export const TIMING: Record<Mode, Timing> = {
+  // Scenario 3's workers get a grant about every 2 s (40 workers, 50 ms each): 2.5 s gives each one.
+  smoke: {
+    uncontended: { rounds: 1, warmMs: 100, measureMs: 400, graceMs: 0 },
+    contended: { rounds: 1, warmMs: 200, measureMs: 1_000, graceMs: 200 },
+    long: { rounds: 1, warmMs: 200, measureMs: 2_500, graceMs: 200 },
+    many: { settleMs: 250, holdMs: 300 },
+    probe: { short: 20, long: 5 },
+    // Overload only: where requests time out and leave the line, the path a smoke must cover.
+    open: { rounds: 1, warmMs: 300, measureMs: 800, timeoutMs: 1_000, capacityMs: 300, loads: [1.2] },
+  },
   quick: {
     uncontended: { rounds: 2, warmMs: 300, measureMs: 800, graceMs: 0 },
     contended: { rounds: 1, warmMs: 400, measureMs: 2_500, graceMs: 300 },

@@ -24,8 +24,9 @@ import { failOnBroken, headline, libsArg, reportHead, rotate, startLog, writeRes
 
 const WORKER = resolve(__dirname, 'kind-worker.ts');
 
-/** Per run: quick mode (CI) and full. */
+/** Per run: smoke (CI), quick and full. */
 export const KIND_TIMING: Record<Mode, LoadTiming> = {
+  smoke: { rounds: 1, warmMs: 200, measureMs: 1_200, graceMs: 200 },
   quick: { rounds: 3, warmMs: 500, measureMs: 4_000, graceMs: 300 },
   full: { rounds: 3, warmMs: 2_000, measureMs: 10_000, graceMs: 1_000 },
 };
@@ -104,6 +105,7 @@ function parseArgs<V extends string>(bench: KindBench<V>, argv: string[]) {
   let rounds: number | undefined;
   for (const arg of argv) {
     if (arg === '--quick') mode = 'quick';
+    else if (arg === '--smoke') mode = 'smoke';
     else if (arg === '--full') mode = 'full';
     else if (arg.startsWith('--rounds=')) rounds = Number(arg.slice(9));
     else if (arg.startsWith('--libs=')) {
@@ -112,7 +114,7 @@ function parseArgs<V extends string>(bench: KindBench<V>, argv: string[]) {
       variants = bench.variants.filter((v) => chosen.includes(v));
     } else
       throw new Error(
-        `unknown argument ${arg}; usage: bench/${bench.name}.ts [--quick] [--rounds=N] ` +
+        `unknown argument ${arg}; usage: bench/${bench.name}.ts [--smoke|--quick] [--rounds=N] ` +
           `[--libs=${bench.variants.join(',')}]`,
       );
   }
@@ -159,7 +161,11 @@ async function main<V extends string>(bench: KindBench<V>): Promise<void> {
   console.log(`\n${bench.describe(timing)}\n`);
   console.log(bench.table(metrics));
   console.log(`\nRuns:\n${formatKindRuns(runs)}`);
-  console.log(`\nTargets (within this run, reported only; * = correctness):\n${formatTargets(targets)}`);
+  if (mode === 'smoke')
+    console.log(
+      `\nGated targets (smoke: no speed measured):\n${formatTargets(targets.filter((t) => t.correctness))}`,
+    );
+  else console.log(`\nTargets (within this run, reported only; * = correctness):\n${formatTargets(targets)}`);
 
   const report = {
     ...reportHead(mode, started, new Date()),

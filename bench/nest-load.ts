@@ -5,7 +5,7 @@
  * what 4 ids can take (the critical section back to back, measured first). Per variant and load: request
  * latency from arrival, timeouts, failures by status, goodput, lost updates, app and Redis CPU.
  *
- * Usage: npm run bench:nest-load [-- --quick] [--rounds 3] [--window 10000] [--warmup 2000]
+ * Usage: npm run bench:nest-load [-- --quick | --smoke] [--rounds 3] [--window 10000] [--warmup 2000]
  *        [--loads 0.5,1.2] [--timeout 2000] [--variants ours,murlock] [--seed 1] [--no-build]
  * BENCH_NODE=/path/to/node runs the applications on another Node; BENCH_APP_ARGS passes them flags.
  */
@@ -27,16 +27,20 @@ import {
 import { type BenchRedis, startRedis } from './redis-server';
 import { median } from './stats';
 
-const QUICK = process.argv.includes('--quick');
-const MODE = QUICK ? 'quick' : 'full';
+/** --smoke (CI): this library's variant only, a short window, gated on lost updates and crashes as quick. */
+const SMOKE = process.argv.includes('--smoke');
+const QUICK = SMOKE || process.argv.includes('--quick');
+const MODE = SMOKE ? 'smoke' : QUICK ? 'quick' : 'full';
 const ROUNDS = Number(option('rounds', QUICK ? '1' : '3'));
 /** Measured window and the warm-up before it, ms: one arrival stream, only the window's arrivals count. */
-const WINDOW_MS = Number(option('window', QUICK ? '3000' : '10000'));
-const WARMUP_MS = Number(option('warmup', QUICK ? '1000' : '2000'));
+const WINDOW_MS = Number(option('window', SMOKE ? '1000' : QUICK ? '3000' : '10000'));
+const WARMUP_MS = Number(option('warmup', SMOKE ? '500' : QUICK ? '1000' : '2000'));
 /** The client gives up on a request this long after its arrival, ms. */
 const TIMEOUT_MS = Number(option('timeout', '2000'));
 /** Offered loads as fractions of the capacity of the hot ids. */
-const LOADS = option('loads', '0.5,1.2').split(',').map(Number);
+const LOADS = option('loads', SMOKE ? '1.2' : '0.5,1.2')
+  .split(',')
+  .map(Number);
 const SEED = Number(option('seed', '1'));
 const INSTANCES = 3;
 const HOT_IDS = 4;
@@ -76,7 +80,7 @@ const VARIANTS: Record<string, { app: string; env: Record<string, string>; what:
     what: `@MurLock(5000, 10, 'id'), maxAttempts ${Math.ceil(TIMEOUT_MS / 10)}: a fixed 10 ms retry`,
   },
 };
-const VARIANT_NAMES = option('variants', Object.keys(VARIANTS).join(',')).split(',');
+const VARIANT_NAMES = option('variants', SMOKE ? 'ours' : Object.keys(VARIANTS).join(',')).split(',');
 for (const name of VARIANT_NAMES) {
   if (!VARIANTS[name]) throw new Error(`unknown variant ${name} (${Object.keys(VARIANTS).join(', ')})`);
 }

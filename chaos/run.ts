@@ -115,7 +115,10 @@ async function main(): Promise<number> {
   const plan: FaultKind[] = quick ? (topology.quickPlan?.(prng) ?? quickPlan(prng, topology.faults)) : [];
   // Quick mode repeats GC pauses until one shows the twin losing an update; without a twin, none can.
   let effectivePauseSeen = !mutex;
-  while (hr() < deadline) {
+  // Quick mode's promise is every fault kind of the topology at least once, and one GC pause that shows
+  // the twin losing an update: once both have happened, its nemesis is done.
+  const quickDone = () => quick && plan.length === 0 && effectivePauseSeen;
+  while (hr() < deadline && !quickDone()) {
     let kind = plan.shift();
     if (!kind && quick && !effectivePauseSeen) kind = 'gc-pause';
     kind ??= randomKind(prng, topology.faults);

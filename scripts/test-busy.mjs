@@ -6,9 +6,8 @@
 // Usage: npm run test:busy [-- <jest arguments>]   (default suites below; BUSY_PROCESSES=n to change the load)
 import { spawn } from 'node:child_process';
 import { availableParallelism, loadavg } from 'node:os';
-
-/** The suites whose bounds are about time: the engine, the stores' conformance, several keys, short leases, quorum. */
-const SUITES = ['test/engine', 'test/conformance', 'test/quorum'];
+// The suites whose bounds are about time: the engine, the stores' conformance, several keys, short leases, quorum.
+import { BUSY_SUITES as SUITES } from '../jest.config.mjs';
 
 const count = Number(process.env.BUSY_PROCESSES ?? availableParallelism());
 const busy = Array.from({ length: count }, () =>

@@ -61,7 +61,8 @@ const reasonOf = (error: unknown): string => (error instanceof Error ? error.mes
 /** Whether a node may hold the lock for the caller after its vote: it said yes, or it failed to answer. */
 const mayHold = (vote: Result<Vote>): boolean => !vote.ok || vote.value.voted;
 
-/** How long a try (tryAcquire) waits for the connections of a new service to open, at most (ms). */
+/** How long a try (tryAcquire) waits for the connections of a new service to open, and a wake-up
+ * subscription for its own connection to open, at most (ms). */
 const CONNECT_WAIT = 1_000;
 
 export class QuorumLockStore implements LockStore {
@@ -345,8 +346,8 @@ export class QuorumLockStore implements LockStore {
 
   /**
    * One wake-up connection per node; ready as soon as a majority listens (a release on any node wakes
-   * its waiters), failed once too many nodes could not subscribe within the node timeout for a majority
-   * to. The others go on subscribing in the background.
+   * its waiters), failed once too many nodes could not open and subscribe in time for a majority to.
+   * The others go on subscribing in the background.
    */
   private subscribe(): Promise<void> {
     const { nodes, majority } = this;
@@ -369,12 +370,16 @@ export class QuorumLockStore implements LockStore {
           reject(new LockQuorumError(ok, nodes.length, failures));
         }
       };
+      // Each subscription opens a connection of its own: nodeTimeout counts from when it can answer, as
+      // it does for every other call, so the opening gets CONNECT_WAIT on top (a loaded machine takes
+      // more than 100 ms to connect, check readiness and subscribe).
+      const limit = CONNECT_WAIT + this.options.nodeTimeout;
       nodes.forEach((node, index) => {
         let timer: NodeJS.Timeout | undefined;
         const late = new Promise<never>((_, fail) => {
           timer = setTimeout(
-            () => fail(new Error(`no reply to SUBSCRIBE within ${this.options.nodeTimeout} ms`)),
-            this.options.nodeTimeout,
+            () => fail(new Error(`no reply to SUBSCRIBE within ${limit} ms of opening its connection`)),
+            limit,
           );
         });
         const subscribed = node.connection.subscriber().then((sub) => {

@@ -139,7 +139,7 @@ export function describeConformance(
       await first.release();
       const second = await handed;
       const third = await a
-        .acquire('fence', { waitTimeout: 5_000, ttl: 100, renew: false })
+        .acquire('fence', { waitTimeout: 300, ttl: 100, renew: false })
         .catch(() => undefined);
       expect(third).toBeUndefined(); // second still holds it (30 s ttl)
       await second.release();

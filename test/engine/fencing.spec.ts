@@ -6,15 +6,15 @@ import { useRedis } from '../support/redis-server';
 const server = useRedis();
 
 describe('fencing tokens', () => {
-  it('strictly increase over thousands of grants from several processes (first acquire, hand-off, expiry takeover)', async () => {
+  it('strictly increase over hundreds of grants from several processes (first acquire, hand-off, expiry takeover)', async () => {
     const workers = Array.from({ length: 3 }, () =>
       spawnWorker<{ type: string; grants?: Array<[number, number]> }>(workerPath('counter'), {
         url: server().url,
         key: 'fenced',
         counter: 'fenced:counter',
         tasks: 4,
-        iterations: 200,
-        abandonEvery: 50, // 4 abandoned grants per task: 48 takeovers after expiry
+        iterations: 50,
+        abandonEvery: 50, // each task's first grant is abandoned: 12 takeovers after expiry
         // Wide enough that a busy machine's scheduling stalls (2 cores, both taken by other work: npm run
         // test:busy) do not outlast a lease mid-increment or a grant before its confirmation: a frozen
         // holder is the documented limit, not what this test is about.
@@ -27,8 +27,8 @@ describe('fencing tokens', () => {
 
     // The counter value read under the lock orders the grants globally.
     const grants = results.flatMap((r) => r.grants ?? []).sort((a, b) => a[0] - b[0]);
-    expect(grants).toHaveLength(2_400);
-    expect(grants.map(([position]) => position)).toEqual(Array.from({ length: 2_400 }, (_, i) => i));
+    expect(grants).toHaveLength(600);
+    expect(grants.map(([position]) => position)).toEqual(Array.from({ length: 600 }, (_, i) => i));
     for (let i = 1; i < grants.length; i++) {
       expect(grants[i][1]).toBeGreaterThan(grants[i - 1][1]);
     }

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The suites that need no fault injection, on another Node than the one running this script: the store
+# conformance suite (memory and one Redis), the Nest module, the testing module and the hostile-input
+# suites. That Node comes from the npm registry's package of Node's own binaries (node-linux-<arch>), as
+# every other dependency does, and is kept under node_modules/.cache so a second run installs nothing.
+#
+# Usage: bash scripts/node-check.sh [version] [-- <jest arguments>]   (default: the current LTS below)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The current LTS line. Node 20 (this machine's) is the oldest the package supports; 22 and 26 are run by
+# .github/workflows/ci.yml.
+version="${1:-24.21.0}"
+shift || true
+if [ "${1:-}" = "--" ]; then shift; fi
+
+arch="$(node -p process.arch)"
+package="node-linux-$arch"
+dir="node_modules/.cache/node-check/$package-$version"
+node_bin="$dir/node_modules/$package/bin/node"
+if [ ! -x "$node_bin" ]; then
+  echo "node-check: installing $package@$version from the npm registry"
+  npm install --prefix "$dir" --no-save --no-package-lock --no-audit --no-fund "$package@$version" >/dev/null
+fi
+echo "node-check: $("$node_bin" --version) at $node_bin"
+
+suites=(
+  test/conformance/memory.conformance.spec.ts
+  test/conformance/redis.conformance.spec.ts
+  test/nest
+  test/testing
+  test/hostile
+)
+if [ "$#" -gt 0 ]; then suites=(); fi
+# Node first on PATH, so that everything the suites start (workers, tsx, npm scripts) runs on it too.
+PATH="$(cd "$(dirname "$node_bin")" && pwd):$PATH" NODE_OPTIONS=--experimental-vm-modules \
+  "$node_bin" node_modules/jest/bin/jest.js "${suites[@]}" "$@" --selectProjects ioredis
