@@ -5,13 +5,23 @@
 # every other dependency does, and is kept under node_modules/.cache so a second run installs nothing.
 #
 # Usage: bash scripts/node-check.sh [version] [-- <jest arguments>]   (default: the current LTS below)
+#        bash scripts/node-check.sh --which [version]   installs it if needed and prints its path, e.g.
+#        BENCH_NODE="$(bash scripts/node-check.sh --which)" npm run bench:nest
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The current LTS line. Node 20 (this machine's) is the oldest the package supports; 22 and 26 are run by
-# .github/workflows/ci.yml.
-version="${1:-24.21.0}"
-shift || true
+which_only=0
+if [ "${1:-}" = "--which" ]; then
+  which_only=1
+  shift
+fi
+# The current LTS line. Node 20 (this machine's) is the oldest the package supports; 22, 24 and 26 are run
+# by .github/workflows/ci.yml.
+version="24.21.0"
+if [ "$#" -gt 0 ] && [ "$1" != "--" ]; then
+  version="$1"
+  shift
+fi
 if [ "${1:-}" = "--" ]; then shift; fi
 
 arch="$(node -p process.arch)"
@@ -19,8 +29,12 @@ package="node-linux-$arch"
 dir="node_modules/.cache/node-check/$package-$version"
 node_bin="$dir/node_modules/$package/bin/node"
 if [ ! -x "$node_bin" ]; then
-  echo "node-check: installing $package@$version from the npm registry"
+  echo "node-check: installing $package@$version from the npm registry" >&2
   npm install --prefix "$dir" --no-save --no-package-lock --no-audit --no-fund "$package@$version" >/dev/null
+fi
+if [ "$which_only" -eq 1 ]; then
+  echo "$(pwd)/$node_bin"
+  exit 0
 fi
 echo "node-check: $("$node_bin" --version) at $node_bin"
 

@@ -81,7 +81,17 @@ export class CallDeadlines {
   };
 
   private arm(delay: number): void {
-    this.timer = setTimeout(this.sweep, Math.max(1, Math.ceil(delay)));
+    this.timer = setTimeout(this.afterIo, Math.max(1, Math.ceil(delay)));
     this.timer.unref();
   }
+
+  /**
+   * Timers run before the event loop reads its sockets: after a stall (a busy machine that did not
+   * schedule this process, a long synchronous task), replies that arrived in time still sit unread when
+   * the timer fires. The sweep runs once they have been read (setImmediate runs after the poll phase),
+   * so a timeout means the server did not answer, not that this process did not look.
+   */
+  private readonly afterIo = (): void => {
+    setImmediate(this.sweep).unref();
+  };
 }

@@ -5,7 +5,13 @@
 
 import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from '@jest/globals';
-import { type Lease, LockKeyError, LockLostError, LockOptionsError, LockServiceClosedError } from '../../lib';
+import {
+  type Lease,
+  LockKeyError,
+  LockLostError,
+  LockOptionsError,
+  LockServiceClosedError,
+} from '../../lib/core';
 import { abortedAt, until } from '../support/lock-fixtures';
 import type { ServiceFactory } from './lock-conformance';
 

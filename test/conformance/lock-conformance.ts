@@ -12,7 +12,7 @@ import {
   LockServiceClosedError,
   type LockServiceOptions,
   LockTimeoutError,
-} from '../../lib';
+} from '../../lib/core';
 import { watchEventLoop } from '../support/event-loop';
 import { abortedAt, elapsedSince, outcome, until } from '../support/lock-fixtures';
 

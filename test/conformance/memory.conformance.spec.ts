@@ -1,7 +1,7 @@
 // The store conformance suite against the in-memory store: every service of a test shares one backend,
 // as several instances of an app share one Redis. No redis-server is involved.
 import { afterEach, beforeEach } from '@jest/globals';
-import { LockService, MemoryLockBackend } from '../../lib';
+import { LockService, MemoryLockBackend } from '../../lib/core';
 import { describeListingConformance } from './listing-conformance';
 import { describeConformance, type ServiceFactory } from './lock-conformance';
 import { describeMultiKeyConformance } from './multi-key-conformance';

@@ -13,7 +13,7 @@ import {
   LockServiceClosedError,
   LockTimeoutError,
   MAX_KEYS,
-} from '../../lib';
+} from '../../lib/core';
 import { abortedAt, outcome, until } from '../support/lock-fixtures';
 import type { Property, ServiceFactory } from './lock-conformance';
 

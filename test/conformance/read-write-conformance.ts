@@ -3,7 +3,7 @@
 // by phase (a writer in line holds back every reader behind it), fences increase across modes, a reader
 // that stops renewing gives its share back at its ttl, one kind of lock per key, no upgrade, inspect.
 import { describe, expect, it } from '@jest/globals';
-import { type Lease, LockLostError, LockModeError, LockOptionsError, type LockService } from '../../lib';
+import { type Lease, LockLostError, LockModeError, LockOptionsError, type LockService } from '../../lib/core';
 import { watchEventLoop } from '../support/event-loop';
 import { abortedAt, outcome, until } from '../support/lock-fixtures';
 import type { ServiceFactory } from './lock-conformance';

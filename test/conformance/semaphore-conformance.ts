@@ -14,7 +14,7 @@ import {
   LockServiceClosedError,
   LockTimeoutError,
   MAX_PERMITS,
-} from '../../lib';
+} from '../../lib/core';
 import { watchEventLoop } from '../support/event-loop';
 import { abortedAt, elapsedSince, outcome, until } from '../support/lock-fixtures';
 import type { ServiceFactory } from './lock-conformance';

@@ -1,6 +1,8 @@
 // The one timer behind every script call's commandTimeout (lib/protocol/call-deadlines.ts), on its own:
 // calls settled in any order never expire, the rest expire once, each no earlier than its own deadline.
 // (redis-unavailable.spec checks the same against a frozen redis-server.)
+import { once } from 'node:events';
+import { createConnection, createServer, type Socket } from 'node:net';
 import { describe, expect, it } from '@jest/globals';
 import { CallDeadlines } from '../../lib/protocol/call-deadlines';
 import { deferred } from '../support/deferred';
@@ -51,5 +53,35 @@ describe('CallDeadlines', () => {
     deadlines.start(() => second.resolve(performance.now() - t1));
     expect(await first.promise).toBeGreaterThanOrEqual(timeout - 0.5);
     expect(await second.promise).toBeGreaterThanOrEqual(timeout - 0.5);
+  });
+
+  it('a reply that arrived in time but was read after a stall counts: the process did not look, the server answered', async () => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const accepted = once(server, 'connection') as Promise<[Socket]>;
+    const address = server.address();
+    if (typeof address !== 'object' || address === null) throw new Error('no address');
+    const client = createConnection(address.port, '127.0.0.1');
+    const [serverSide] = await accepted;
+    try {
+      const timeout = 20;
+      const deadlines = new CallDeadlines(timeout);
+      const outcome = deferred<'settled' | 'expired'>();
+      const deadline = deadlines.start(() => outcome.resolve('expired'));
+      client.once('data', () => {
+        if (deadlines.settle(deadline)) outcome.resolve('settled');
+      });
+      // The reply reaches this process's socket at once; then the event loop is held up past the
+      // timeout, as a busy machine does to a process it does not schedule.
+      serverSide.write('reply');
+      const held = performance.now();
+      while (performance.now() - held < timeout * 4) {}
+      expect(await outcome.promise).toBe('settled');
+    } finally {
+      client.destroy();
+      serverSide.destroy();
+      server.close();
+    }
   });
 });

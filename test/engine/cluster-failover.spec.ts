@@ -4,7 +4,7 @@
 // Whatever happens, every caller gets a grant or a typed error in bounded time, never a hang, and the
 // wake-up subscription follows the cluster to a live node.
 import { describe, expect, it } from '@jest/globals';
-import type { Lease, LockService } from '../../lib';
+import type { Lease, LockService } from '../../lib/core';
 import { useCluster } from '../support/cluster-fixtures';
 import { outcome, until } from '../support/lock-fixtures';
 import type { RedisServer } from '../support/redis-server';

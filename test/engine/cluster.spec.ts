@@ -2,7 +2,7 @@
 // its scripts run on one node; pushes travel over Cluster pub/sub, whose receiver counts the engine does
 // not trust. Exclusion, FIFO hand-off and waiting without polling, as on one server.
 import { describe, expect, it } from '@jest/globals';
-import type { Lease } from '../../lib';
+import type { Lease } from '../../lib/core';
 import { useCluster } from '../support/cluster-fixtures';
 import { commandsIn, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';

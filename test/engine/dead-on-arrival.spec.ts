@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import Redis from 'ioredis';
 import { ChaosProxy } from '../../chaos/proxy';
-import { LockLostError, LockService } from '../../lib';
+import { LockLostError, LockService } from '../../lib/core';
 import { outcome } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 

@@ -2,7 +2,7 @@
 // its next renewal, with a LockLostError whose reason says the key was gone; a lease whose lock another
 // caller owns is told so too (taken-over). Against real redis-servers, one with maxmemory volatile-lru.
 import { describe, expect, it } from '@jest/globals';
-import { LockLostError } from '../../lib';
+import { LockLostError } from '../../lib/core';
 import { abortedAt, elapsedSince, lockService, until } from '../support/lock-fixtures';
 import { startRedis, useRedis } from '../support/redis-server';
 

@@ -3,7 +3,7 @@
 // leaves the foreign key as it was. A waiter that finds such a key on a later re-check gives up at once
 // instead of retrying until its waitTimeout.
 import { describe, expect, it } from '@jest/globals';
-import { type Lease, LockError, type LockService } from '../../lib';
+import { type Lease, LockError, type LockService } from '../../lib/core';
 import { lockService, outcome } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 

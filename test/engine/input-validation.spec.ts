@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { LockKeyError, LockOptionsError, LockService, MAX_KEY_LENGTH } from '../../lib';
+import { LockKeyError, LockOptionsError, LockService, MAX_KEY_LENGTH } from '../../lib/core';
 import { commandsIn, lockService } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 

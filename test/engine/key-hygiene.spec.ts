@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { Lease } from '../../lib';
+import type { Lease } from '../../lib/core';
 import { lockService, outcome } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 

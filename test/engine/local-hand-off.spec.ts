@@ -3,7 +3,7 @@
 // hears of it when the last is done, or when one's work is long. Order, fences and exclusion are those of
 // every hand-off; the proof that no round trip is needed is a hand-off made while Redis is stopped.
 import { describe, expect, it } from '@jest/globals';
-import { LockLostError, type LockServiceOptions } from '../../lib';
+import { LockLostError, type LockServiceOptions } from '../../lib/core';
 import { commandsIn, lockService, outcome, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 

@@ -3,7 +3,7 @@
 // SIGKILLed (both keys come back within ttl plus a claim window, waiters served in their order), FIFO per
 // key between processes, and a key deleted behind a holder's back aborting the set's signal.
 import { describe, expect, it } from '@jest/globals';
-import { type Lease, LockLostError, type LockService } from '../../lib';
+import { type Lease, LockLostError, type LockService } from '../../lib/core';
 import { abortedAt, elapsedSince, lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, type Worker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';

@@ -10,7 +10,7 @@ import {
   LockService,
   type LockService as LockServiceType,
   RedisUnavailableError,
-} from '../../lib';
+} from '../../lib/core';
 import { lockClient, lockClusterClient } from '../support/lock-clients';
 import { lockService, outcome, until } from '../support/lock-fixtures';
 import { startSentinelGroup } from '../support/redis-sentinel';

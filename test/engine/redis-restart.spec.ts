@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { LockError } from '../../lib';
+import { LockError } from '../../lib/core';
 import { lockService, outcome, until, whenAborted } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { FencedStore, RedisUnavailableError } from '../../lib';
+import { FencedStore, RedisUnavailableError } from '../../lib/core';
 import { lockService, outcome, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { LockLostError } from '../../lib';
+import { LockLostError } from '../../lib/core';
 import { abortedAt, lockService, outcome, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 

@@ -2,7 +2,7 @@
 // 1 s and a 100 ms lease, and a waiter or holder that dies costs the queue about its own ttl, never the
 // claim window. SHORT_LEASE_REPORT=1 prints the measured delays.
 import { describe, expect, it } from '@jest/globals';
-import { LockLostError } from '../../lib';
+import { LockLostError } from '../../lib/core';
 import { abortedAt, elapsedSince, lockService, outcome, until } from '../support/lock-fixtures';
 import { spawnWorker, type Worker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';

@@ -1,10 +1,11 @@
 // The fencing token makes a stale holder harmless: a holder whose lease expired (here: it stopped
 // renewing, as a paused process would) cannot overwrite what the next holder wrote, in Redis through
 // FencedStore, and in SQL through the documented `WHERE fence <= $token` update.
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { FencedStore, LockOptionsError } from '../../lib';
+import { FencedStore, LockOptionsError } from '../../lib/core';
 import { lockService, whenAborted } from '../support/lock-fixtures';
+import { freshDatabase } from '../support/pglite';
 import { useRedis } from '../support/redis-server';
 
 const server = useRedis();
@@ -58,7 +59,7 @@ describe('fenced writes in Redis (FencedStore)', () => {
 describe('fenced writes in SQL (the documented UPDATE ... WHERE fence <= $token)', () => {
   let db: PGlite;
   beforeAll(async () => {
-    db = new PGlite();
+    db = await freshDatabase();
     await db.exec(`CREATE TABLE accounts (id text PRIMARY KEY, balance integer NOT NULL, fence numeric NOT NULL DEFAULT 0);
                    INSERT INTO accounts (id, balance) VALUES ('acc-1', 100);`);
   });

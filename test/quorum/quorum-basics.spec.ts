@@ -1,7 +1,7 @@
 // The quorum store (Redlock over 5 independent redis-servers): grants on a majority, fences, nodes
 // stopped and lost, quorum errors that name the nodes.
 import { describe, expect, it } from '@jest/globals';
-import { type LockLostError, LockQuorumError, type LockService, LockTimeoutError } from '../../lib';
+import { type LockLostError, LockQuorumError, type LockService, LockTimeoutError } from '../../lib/core';
 import { watchEventLoop } from '../support/event-loop';
 import { abortedAt, elapsedSince, outcome, until } from '../support/lock-fixtures';
 import { useQuorum } from './quorum-fixtures';

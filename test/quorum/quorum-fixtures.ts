@@ -2,7 +2,7 @@
 // them. Each test file gets its own five, started once; keys are distinct per test, so tests share them.
 import { afterAll, afterEach, beforeAll } from '@jest/globals';
 import type { Redis } from 'ioredis';
-import { LockService, type LockServiceOptions, type RedisClient } from '../../lib';
+import { LockService, type LockServiceOptions, type RedisClient } from '../../lib/core';
 import { lockClient, lockLibrary } from '../support/lock-clients';
 import { type RedisServer, startRedis } from '../support/redis-server';
 

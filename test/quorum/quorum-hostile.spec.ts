@@ -3,7 +3,7 @@
 // change, or (a refusing node) named in the LockQuorumError once too few nodes answer.
 import { describe, expect, it } from '@jest/globals';
 import { Cluster, Redis } from 'ioredis';
-import { LockOptionsError, LockQuorumError, LockService } from '../../lib';
+import { LockOptionsError, LockQuorumError, LockService } from '../../lib/core';
 import { outcome } from '../support/lock-fixtures';
 import { type RedisServer, startRedis } from '../support/redis-server';
 import { useQuorum } from './quorum-fixtures';

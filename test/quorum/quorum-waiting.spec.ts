@@ -1,7 +1,7 @@
 // Waiting on a quorum costs the nodes nothing (no retry loop), and a node that loses the holder's key
 // behind its back never lets a second holder in while a majority still records the first.
 import { describe, expect, it } from '@jest/globals';
-import { type Lease, LockLostError } from '../../lib';
+import { type Lease, LockLostError } from '../../lib/core';
 import { abortedAt, commandsIn, outcome, until } from '../support/lock-fixtures';
 import { useQuorum } from './quorum-fixtures';
 

@@ -1,7 +1,7 @@
 // One Redis Cluster per test file, started before its tests and disposed after them, with the lock
 // services made on it closed first.
 import { afterAll, beforeAll } from '@jest/globals';
-import { LockService, type LockServiceOptions, type RedisClient } from '../../lib';
+import { LockService, type LockServiceOptions, type RedisClient } from '../../lib/core';
 import { lockClusterClient, lockLibrary } from './lock-clients';
 import { type ClusterShape, type RedisCluster, startCluster } from './redis-cluster';
 

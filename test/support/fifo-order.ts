@@ -1,6 +1,6 @@
 // The arrival-order check shared by the single-server and quorum FIFO tests: waiters join one at a time
 // from several agent processes, then every grant is released as it comes, and the grants are recorded.
-import type { LockService } from '../../lib';
+import type { LockService } from '../../lib/core';
 import { until } from './lock-fixtures';
 import type { Worker } from './processes';
 

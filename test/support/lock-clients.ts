@@ -3,7 +3,7 @@
 // property suites make their lock clients here, so the same suites prove both clients.
 import { Cluster, Redis } from 'ioredis';
 import { createClient, createCluster } from 'redis';
-import type { RedisClient } from '../../lib';
+import type { RedisClient } from '../../lib/core';
 
 export type ClientLibrary = 'ioredis' | 'node-redis';
 

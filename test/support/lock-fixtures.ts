@@ -2,7 +2,7 @@
 // small synchronisation tools (no sleeps standing in for synchronisation).
 import { afterEach } from '@jest/globals';
 import type { RedisOptions } from 'ioredis';
-import { LockService, type LockServiceOptions } from '../../lib';
+import { LockService, type LockServiceOptions } from '../../lib/core';
 import { lockClient, lockLibrary } from './lock-clients';
 import type { RedisServer } from './redis-server';
 

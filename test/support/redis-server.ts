@@ -125,6 +125,9 @@ export function launch(port: number, args: readonly string[], mode: LaunchMode =
       ...(mode.configFile === undefined ? [] : [mode.configFile]),
       ...['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
       ...['--protected-mode', 'no'],
+      // A replica's full sync starts at once, not after the 5 s Redis waits by default for more replicas
+      // to share it (a Sentinel, started from its own file, takes no such option).
+      ...(mode.configFile === undefined ? ['--repl-diskless-sync-delay', '0'] : []),
       // Not 'warning': Redis logs the ready line at the notice level. The output is piped, not shown,
       // except in error messages, where the extra detail helps.
       ...['--loglevel', 'notice'],

@@ -1,7 +1,7 @@
 // The quorum store (Redlock over three independent masters) reports as one Redis does: the metrics and
 // spans are about the call, whatever store serves it. Real SDK, real redis-servers.
 import { describe, expect, it } from '@jest/globals';
-import { LockTimeoutError } from '../../lib';
+import { LockTimeoutError } from '../../lib/core';
 import { useQuorum } from '../quorum/quorum-fixtures';
 import { finished, histogram, providers, sum } from './otel-fixtures';
 
