@@ -2,7 +2,8 @@
 # The suites that need no fault injection, on another Node than the one running this script: the store
 # conformance suite (memory and one Redis), the Nest module, the testing module and the hostile-input
 # suites. That Node comes from the npm registry's package of Node's own binaries (node-linux-<arch>), as
-# every other dependency does, and is kept under node_modules/.cache so a second run installs nothing.
+# every other dependency does, and is kept in the user's cache directory (as npm keeps its own), so a
+# second run, or another clone, installs nothing.
 #
 # Usage: bash scripts/node-check.sh [version] [-- <jest arguments>]   (default: the current LTS below)
 #        bash scripts/node-check.sh --which [version]   installs it if needed and prints its path, e.g.
@@ -26,14 +27,14 @@ if [ "${1:-}" = "--" ]; then shift; fi
 
 arch="$(node -p process.arch)"
 package="node-linux-$arch"
-dir="node_modules/.cache/node-check/$package-$version"
+dir="${XDG_CACHE_HOME:-$HOME/.cache}/nestjs-redis-lock/node-check/$package-$version"
 node_bin="$dir/node_modules/$package/bin/node"
 if [ ! -x "$node_bin" ]; then
   echo "node-check: installing $package@$version from the npm registry" >&2
   npm install --prefix "$dir" --no-save --no-package-lock --no-audit --no-fund "$package@$version" >/dev/null
 fi
 if [ "$which_only" -eq 1 ]; then
-  echo "$(pwd)/$node_bin"
+  echo "$node_bin"
   exit 0
 fi
 echo "node-check: $("$node_bin" --version) at $node_bin"
