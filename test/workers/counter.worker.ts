@@ -1,9 +1,9 @@
 // Contending process for the mutual-exclusion and fencing properties: `tasks` concurrent loops, each
 // `iterations` times doing a deliberately non-atomic read-modify-write of one counter under the lock.
 // The counter's value read under the lock is the grant's global position, reported with its fence.
+
 import Redis from 'ioredis';
-// The engine alone, not the package's index: the Nest parts would add about half a second to each start.
-import { LockService } from '../../lib/lock.service';
+import { LockService } from '../../lib/core';
 import { lockClient } from '../support/lock-clients';
 import { ready, send, workerArgs } from '../support/worker-runtime';
 

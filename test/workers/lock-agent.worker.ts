@@ -1,9 +1,6 @@
 // A LockService in its own process, driven over IPC by a test: acquire, release, report. Used where a
 // property is about several processes (a holder that is SIGKILLed, a waiter that is SIGSTOPped, ...).
-// The engine alone, not the package's index: the Nest parts would add about half a second to each start.
-import { LockError } from '../../lib/errors';
-import type { Lease } from '../../lib/lease';
-import { LockService } from '../../lib/lock.service';
+import { type Lease, LockError, LockService } from '../../lib/core';
 import { lockClient, lockClusterClient } from '../support/lock-clients';
 import { onMessage, ready, send, workerArgs } from '../support/worker-runtime';
 

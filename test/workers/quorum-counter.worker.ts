@@ -3,10 +3,9 @@
 // quorum of masters, until told to stop. Each grant is reported with its fence, the counter value it
 // read (its global position) and its window on the system-wide monotonic clock: from the grant to the
 // moment the holder stopped believing it held the lock (release called, or the signal aborted).
+
 import Redis from 'ioredis';
-// The engine alone, not the package's index: the Nest parts would add about half a second to each start.
-import { LockError } from '../../lib/errors';
-import { LockService } from '../../lib/lock.service';
+import { LockError, LockService } from '../../lib/core';
 import { onMessage, ready, send, workerArgs } from '../support/worker-runtime';
 
 interface Args {

@@ -3,10 +3,10 @@
 // as they start (readers `<counter>:r`, writers `<counter>:w`) and check the other side's: a writer must
 // find itself alone and no reader in; a reader no writer in. Each side increments before it looks, so
 // any overlap is seen by at least one of the two.
+
 import { setTimeout as delay } from 'node:timers/promises';
 import Redis from 'ioredis';
-// The engine alone, not the package's index: the Nest parts would add about half a second to each start.
-import { LockService } from '../../lib/lock.service';
+import { LockService } from '../../lib/core';
 import { onMessage, ready, send, workerArgs } from '../support/worker-runtime';
 
 interface Args {

@@ -2,10 +2,10 @@
 // taking a permit `rounds` times. A holder counts itself into a counter in Redis (INCR) as it starts and
 // out (DECR) as it ends: the value INCR returns is how many hold a permit at that moment, by their own
 // account, which is what `permits` bounds.
+
 import { setTimeout as delay } from 'node:timers/promises';
 import Redis from 'ioredis';
-// The engine alone, not the package's index: the Nest parts would add about half a second to each start.
-import { LockService } from '../../lib/lock.service';
+import { LockService } from '../../lib/core';
 import { onMessage, ready, send, workerArgs } from '../support/worker-runtime';
 
 interface Args {

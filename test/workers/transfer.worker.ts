@@ -2,10 +2,9 @@
 // between two of `accounts` accounts under using([from, to]). The transfer is a deliberately non-atomic
 // read-modify-write of both balances, so any overlap of two holders on an account loses money. Each
 // holder also counts itself in and out of a per-account Redis counter: a count above 1 is two holders.
+
 import Redis from 'ioredis';
-// The engine alone, not the package's index: the Nest parts would add about half a second to each start.
-import { LockError } from '../../lib/errors';
-import { LockService } from '../../lib/lock.service';
+import { LockError, LockService } from '../../lib/core';
 import { ready, send, workerArgs } from '../support/worker-runtime';
 
 interface Args {
