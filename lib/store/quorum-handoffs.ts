@@ -6,17 +6,15 @@
  * process' clock by an upper bound of the offset between the two clocks, plus the claim window. The
  * waiter may then start at once and confirm later by a renewal: a grant wake-up, as from one server.
  * If the nodes disagree, or a node's clock is not bounded yet, the waiter is only told to try again
- * (a commit of what it was handed, else a vote) after HANDED_WAIT_MS.
+ * (a commit of what it was handed, else a vote) after `handedWait`: the nodeTimeout, the time a node is
+ * given to answer a call, since the nodes' messages are its answers to the release. A few ms would do
+ * on an idle machine, but on a busy one a descheduled node or process spreads agreeing messages over
+ * tens of ms, and each premature try costs a command on every node that handed the lock.
  */
 import { performance } from 'node:perf_hooks';
 import type { WakeMessage } from './lock-store';
 import { claimWindowOf } from './token';
 
-/**
- * How long a waiter that some nodes handed the lock to waits for a majority of them (with one fence)
- * before trying anyway, ms. Nodes that agree send their hand-offs within a fraction of this.
- */
-const HANDED_WAIT_MS = 20;
 /** How long a hand-off no waiter asked about is remembered, ms (late messages of one already served). */
 const HANDED_KEEP_MS = 1_000;
 
@@ -50,6 +48,8 @@ export class QuorumHandoffs {
     /** The drift a validity of `ttl` allows for (the store's validityDrift). */
     private readonly drift: (ttl: number) => number,
     private readonly wake: (message: WakeMessage) => void,
+    /** How long a waiter some nodes handed the lock to waits for a majority of them, ms. */
+    private readonly handedWait: number,
   ) {
     this.offsets = Array.from({ length: nodes }, () => undefined);
   }
@@ -117,12 +117,15 @@ export class QuorumHandoffs {
     const forget = (): void => {
       if (this.entries.get(token) === entry) this.entries.delete(token);
     };
-    entry.timer = setTimeout(() => {
+    const giveUp = (): void => {
       if (!entry.granted) this.wake({ kind: 'head', token, holdMs: 0 });
       // Late messages of a hand-off already served land here too: forget them after a while.
       entry.timer = setTimeout(forget, HANDED_KEEP_MS);
       entry.timer.unref();
-    }, HANDED_WAIT_MS);
+    };
+    // After the timer, messages already received but not yet read (a late timer runs before the poll
+    // phase) still count.
+    entry.timer = setTimeout(() => setImmediate(giveUp), this.handedWait);
     entry.timer.unref();
     this.entries.set(token, entry);
     return entry;

@@ -97,6 +97,7 @@ export class QuorumLockStore implements LockStore {
       this.majority,
       (ttl) => this.validityDrift(ttl),
       (m) => handlers.onWake(m),
+      options.nodeTimeout,
     );
     this.channelPrefix = wakeChannelPrefix(options.prefix);
     this.channel = this.channelPrefix + this.instanceId;

@@ -1,0 +1,84 @@
+// The hand-offs a quorum's nodes announce, as the waiter's service reads them: a majority with one fence
+// is a grant, however far apart a busy machine spreads their messages within the time a node is given
+// to answer; fewer than a majority by then is a try.
+
+import { performance } from 'node:perf_hooks';
+import { describe, expect, it } from '@jest/globals';
+import type { WakeMessage } from '../../lib/store/lock-store';
+import { QuorumHandoffs } from '../../lib/store/quorum-handoffs';
+import { lockToken } from '../../lib/store/token';
+
+const NODES = 5;
+const MAJORITY = 3;
+// Far above the spacing below, so that a busy machine's late timers cannot close it.
+const HANDED_WAIT = 1_000;
+const CLAIM = 2_000;
+
+const handoffs = () => {
+  const wakes: WakeMessage[] = [];
+  const h = new QuorumHandoffs(
+    NODES,
+    MAJORITY,
+    () => 2,
+    (m) => wakes.push(m),
+    HANDED_WAIT,
+  );
+  // Each node's clock, bounded from a reply: the same as this one's here.
+  for (let node = 0; node < NODES; node += 1)
+    h.observeClock(node, performance.now() * 1000, performance.now());
+  return { h, wakes };
+};
+
+const handOff = (h: QuorumHandoffs, node: number, token: string, fence: number) =>
+  h.onMessage(node, `${token} ${fence} ${Math.round(performance.now() * 1000)}`);
+
+const until = (predicate: () => boolean): Promise<void> =>
+  new Promise((resolve) => {
+    const poll = (): void => (predicate() ? resolve() : void setTimeout(poll, 5));
+    poll();
+  });
+
+const settle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('quorum hand-offs', () => {
+  it('a majority whose messages arrive tens of ms apart is one grant, and no try', async () => {
+    const { h, wakes } = handoffs();
+    const token = lockToken('svc', 1, CLAIM);
+    handOff(h, 0, token, 8);
+    await settle(40);
+    handOff(h, 1, token, 8);
+    await settle(40);
+    expect(wakes).toEqual([]);
+    handOff(h, 2, token, 8);
+    expect(wakes).toEqual([expect.objectContaining({ kind: 'grant', token, fence: 8 })]);
+    // The timer that would have sent the waiter to try again finds it granted.
+    await settle(HANDED_WAIT + 50);
+    expect(wakes.map((w) => w.kind)).toEqual(['grant']);
+    h.clear();
+  });
+
+  it('fewer than a majority by the time a node is given to answer: the waiter is told to try, once', async () => {
+    const { h, wakes } = handoffs();
+    const token = lockToken('svc', 2, CLAIM);
+    const first = performance.now();
+    handOff(h, 0, token, 8);
+    handOff(h, 1, token, 8);
+    await until(() => wakes.length > 0);
+    expect(performance.now() - first).toBeGreaterThanOrEqual(HANDED_WAIT - 1);
+    expect(wakes).toEqual([{ kind: 'head', token, holdMs: 0 }]);
+    expect(h.take(token)).toBe(8);
+    h.clear();
+  });
+
+  it('nodes that disagree on the fence are no grant', async () => {
+    const { h, wakes } = handoffs();
+    const token = lockToken('svc', 3, CLAIM);
+    handOff(h, 0, token, 8);
+    handOff(h, 1, token, 8);
+    handOff(h, 2, token, 9);
+    await until(() => wakes.length > 0);
+    expect(wakes).toEqual([{ kind: 'head', token, holdMs: 0 }]);
+    expect(h.take(token)).toBe(9);
+    h.clear();
+  });
+});
