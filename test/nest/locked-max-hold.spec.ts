@@ -47,6 +47,10 @@ describe('@Locked with maxHold', () => {
       providers: [Partner],
     });
     const locks = nest.get(LockService);
+    // Started before the hung call: a worker's start-up on a busy machine can outlast maxHold, and the
+    // waiter must be in line while the handler still holds the lock.
+    const waiter = spawnWorker<AgentMessage>(workerPath('lock-agent'), { url: server().url });
+    await waiter.next((m) => m.type === 'ready');
     const loop = watchEventLoop();
     // Taken before the call: the grant, from which maxHold counts, comes after it; the handler's own start
     // comes later still, by the interceptor's work, which a busy machine stretches.
@@ -58,8 +62,6 @@ describe('@Locked with maxHold', () => {
     );
     expect(lease.signal.aborted).toBe(false);
 
-    const waiter = spawnWorker<AgentMessage>(workerPath('lock-agent'), { url: server().url });
-    await waiter.next((m) => m.type === 'ready');
     waiter.send({ type: 'acquire', id: 'w', key: 'partner:dead', ttl: TTL, waitTimeout: 10_000 });
     await queued(locks, 'partner:dead', 1);
 
