@@ -46,7 +46,13 @@ suites=(
   test/testing
   test/hostile
 )
-if [ "$#" -gt 0 ]; then suites=(); fi
+# Suites named among the jest arguments replace these; options alone (--maxWorkers=1) keep them.
+for arg in "$@"; do
+  if [ "${arg#-}" = "$arg" ]; then
+    suites=()
+    break
+  fi
+done
 # Node first on PATH, so that everything the suites start (workers, tsx, npm scripts) runs on it too.
 PATH="$(cd "$(dirname "$node_bin")" && pwd):$PATH" NODE_OPTIONS=--experimental-vm-modules \
   "$node_bin" node_modules/jest/bin/jest.js "${suites[@]}" "$@" --selectProjects ioredis
