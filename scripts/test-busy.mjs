@@ -5,7 +5,7 @@
 //
 // Usage: npm run test:busy [-- [--whole] <jest arguments>]
 //   BUSY_PROCESSES=n  the load, in busy-loop processes (default: one per core)
-//   --whole           `npm test` itself, every suite, instead of the timing-sensitive ones below
+//   --whole           every suite, as `npm test` runs them, instead of the timing-sensitive ones below
 import { spawn } from 'node:child_process';
 import { availableParallelism, loadavg } from 'node:os';
 // The suites whose bounds are about time: the engine, the stores' conformance, several keys, short leases, quorum.
@@ -28,21 +28,19 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 
 const whole = process.argv.includes('--whole');
 const args = process.argv.slice(2).filter((arg) => arg !== '--whole');
-const suites = args.some((arg) => !arg.startsWith('-')) ? [] : SUITES;
+const suites = whole || args.some((arg) => !arg.startsWith('-')) ? [] : SUITES;
 console.log(
   `test:busy: ${count} busy-loop processes on ${availableParallelism()} cores; load ${loadavg()[0].toFixed(1)}`,
 );
-// The whole suite is the README's command itself; the timing-sensitive suites alone, jest as `npm test`
-// runs it (its workers, and the suites' own child processes, inherit NODE_OPTIONS).
-const jest = whole
-  ? spawn('npm', ['test', '--', ...args], { stdio: 'inherit' })
-  : spawn(process.execPath, ['node_modules/jest/bin/jest.js', ...suites, ...args], {
-      stdio: 'inherit',
-      env: { ...process.env, NODE_OPTIONS: '--experimental-vm-modules' },
-    });
+const jest = spawn(
+  process.execPath,
+  ['node_modules/jest/bin/jest.js', ...suites, ...args],
+  // As `npm test` runs jest (its workers, and the suites' own child processes, inherit it).
+  { stdio: 'inherit', env: { ...process.env, NODE_OPTIONS: '--experimental-vm-modules' } },
+);
 jest.on('exit', (code, signal) => {
   console.log(
-    `test:busy: ${whole ? 'npm test' : 'jest'} ${signal ? `killed by ${signal}` : `exited ${code}`}; load ${loadavg()[0].toFixed(1)}`,
+    `test:busy: jest ${signal ? `killed by ${signal}` : `exited ${code}`}; load ${loadavg()[0].toFixed(1)}`,
   );
   stopBusy();
   process.exit(code ?? 1);

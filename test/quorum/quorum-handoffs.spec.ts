@@ -7,6 +7,7 @@ import { describe, expect, it } from '@jest/globals';
 import type { WakeMessage } from '../../lib/store/lock-store';
 import { QuorumHandoffs } from '../../lib/store/quorum-handoffs';
 import { lockToken } from '../../lib/store/token';
+import { until } from '../support/lock-fixtures';
 
 const NODES = 5;
 const MAJORITY = 3;
@@ -31,12 +32,6 @@ const handoffs = () => {
 
 const handOff = (h: QuorumHandoffs, node: number, token: string, fence: number) =>
   h.onMessage(node, `${token} ${fence} ${Math.round(performance.now() * 1000)}`);
-
-const until = (predicate: () => boolean): Promise<void> =>
-  new Promise((resolve) => {
-    const poll = (): void => (predicate() ? resolve() : void setTimeout(poll, 5));
-    poll();
-  });
 
 const settle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -63,7 +58,10 @@ describe('quorum hand-offs', () => {
     const first = performance.now();
     handOff(h, 0, token, 8);
     handOff(h, 1, token, 8);
-    await until(() => wakes.length > 0);
+    await until(
+      async () => wakes.length,
+      (count) => count > 0,
+    );
     expect(performance.now() - first).toBeGreaterThanOrEqual(HANDED_WAIT - 1);
     expect(wakes).toEqual([{ kind: 'head', token, holdMs: 0 }]);
     expect(h.take(token)).toBe(8);
@@ -76,7 +74,10 @@ describe('quorum hand-offs', () => {
     handOff(h, 0, token, 8);
     handOff(h, 1, token, 8);
     handOff(h, 2, token, 9);
-    await until(() => wakes.length > 0);
+    await until(
+      async () => wakes.length,
+      (count) => count > 0,
+    );
     expect(wakes).toEqual([{ kind: 'head', token, holdMs: 0 }]);
     expect(h.take(token)).toBe(9);
     h.clear();
