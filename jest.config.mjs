@@ -101,6 +101,9 @@ const suites = (list) => list.map((suite) => `<rootDir>/${suite}`);
 
 export default {
   maxWorkers: external ? 1 : 2,
+  // Bundles test/workers once per run, for spawnWorker().
+  globalSetup: '<rootDir>/test/support/worker-bundles.mjs',
+  globalTeardown: '<rootDir>/test/support/worker-bundles.teardown.mjs',
   testTimeout: 60_000,
   projects: [
     {

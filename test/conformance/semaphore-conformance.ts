@@ -15,9 +15,9 @@ import {
   LockTimeoutError,
   MAX_PERMITS,
 } from '../../lib/core';
-import { watchEventLoop } from '../support/event-loop';
+import { watchEventLoop, watchStalls } from '../support/event-loop';
 import { abortedAt, elapsedSince, outcome, until } from '../support/lock-fixtures';
-import type { ServiceFactory } from './lock-conformance';
+import { RENEWED_TTL, type ServiceFactory } from './lock-conformance';
 
 /** Scheduling and a round trip or two on a loaded 2-core machine. */
 const slack = 150;
@@ -119,19 +119,28 @@ export function describeSemaphoreConformance(store: string, service: ServiceFact
 
     it('renewal keeps a permit through several ttls of work', async () => {
       const [locks, observer] = [service(), service()];
-      await locks.using(
-        'sem-renew',
-        async (lease) => {
-          const end = performance.now() + 1_000;
-          while (performance.now() < end) {
-            const info = await observer.inspect('sem-renew');
-            expect(info.holders.map((h) => h.token)).toEqual([lease.token]);
-            expect(lease.signal.aborted).toBe(false);
-            await new Promise((resolve) => setTimeout(resolve, 25));
-          }
-        },
-        { ttl: 200, permits: 4 },
+      const stalls = watchStalls();
+      const lost = await outcome(
+        locks.using(
+          'sem-renew',
+          async (lease) => {
+            const end = performance.now() + 3 * RENEWED_TTL;
+            while (performance.now() < end) {
+              const info = await stalls.timed(observer.inspect('sem-renew'));
+              if (lease.signal.aborted) return;
+              expect(info.holders.map((h) => h.token)).toEqual([lease.token]);
+              await new Promise((resolve) => setTimeout(resolve, 25));
+            }
+          },
+          { ttl: RENEWED_TTL, permits: 4 },
+        ),
       );
+      stalls.stop();
+      // As for the mutex (lock-conformance.ts): only a measured stall longer than ttl/3 may cost the permit.
+      if (lost.error) {
+        expect(lost.error).toBeInstanceOf(LockLostError);
+        expect(stalls.worst()).toBeGreaterThan(RENEWED_TTL / 3);
+      }
       expect((await observer.inspect('sem-renew')).held).toBe(false);
     });
 

@@ -18,3 +18,29 @@ export function watchEventLoop(): EventLoopWatch {
     stop: () => histogram.disable(),
   };
 }
+
+export interface StallWatch extends EventLoopWatch {
+  /** `call`, timed: a round trip to Redis that takes long says the server (or the way to it) stalled. */
+  timed<T>(call: Promise<T>): Promise<T>;
+}
+
+/**
+ * The event loop's delay and the longest round trip timed through it: together, the longest stall that
+ * could have kept a renewal from landing (this process late to send it, or the server late to answer).
+ */
+export function watchStalls(): StallWatch {
+  const loop = watchEventLoop();
+  let longestCall = 0;
+  return {
+    async timed(call) {
+      const sent = performance.now();
+      try {
+        return await call;
+      } finally {
+        longestCall = Math.max(longestCall, performance.now() - sent);
+      }
+    },
+    worst: () => Math.max(loop.worst(), longestCall),
+    stop: loop.stop,
+  };
+}

@@ -1,10 +1,10 @@
-// Runs workloads in separate Node processes (TypeScript via tsx) that talk to the test over IPC, for the
+// Runs workloads in separate Node processes (test/workers, bundled per run) that talk to the test over IPC, for the
 // properties that are about several processes. Also home of the process-wide bookkeeping shared by the
 // whole harness: every child process (workers and redis-servers) is killed when the test process ends,
 // however it ends.
 import { type ChildProcess, fork } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { runInThisContext } from 'node:vm';
 
 // ---------------------------------------------------------------------------------------------------------
@@ -15,7 +15,7 @@ import { runInThisContext } from 'node:vm';
 // registers on the copy, which the real process never emits on, so such hooks silently never run. Jest's
 // module registry is per test file too, so module-level state is not shared between files run by the same
 // worker. `vm.runInThisContext` evaluates in the main context of the process, which gives back the real
-// `process` and `globalThis`; outside jest (tsx workers, scripts) they are just the usual ones.
+// `process` and `globalThis`; outside jest (workers, scripts) they are just the usual ones.
 // ---------------------------------------------------------------------------------------------------------
 
 /** The real `process` of this Node process (not jest's per-file copy). */
@@ -168,12 +168,24 @@ export function workerPath(name: string): string {
 }
 
 /**
- * Runs `file` (an absolute path to a .ts file, see workerPath) in a child Node process with tsx. `args`
+ * The bundle of `file` (a test/workers .ts file) that jest's global set-up built for this run
+ * (test/support/worker-bundles.mjs).
+ */
+function bundleOf(file: string): string {
+  const dir = process.env.LOCK_TEST_WORKER_BUNDLES;
+  if (!dir) throw new Error('spawnWorker(): no worker bundles: run the tests through jest.config.mjs');
+  const bundle = join(dir, `${basename(file, '.ts')}.mjs`);
+  if (!existsSync(bundle)) throw new Error(`spawnWorker(): ${file} has no bundle (is it in test/workers?)`);
+  return bundle;
+}
+
+/**
+ * Runs `file` (an absolute path to a test/workers .ts file, see workerPath) in a child Node process. `args`
  * reach the child as workerArgs() (JSON). The child's stdout and stderr go to the test's.
  */
 export function spawnWorker<Msg = unknown>(file: string, args: Record<string, unknown> = {}): Worker<Msg> {
-  const child = fork(file, [], {
-    execArgv: ['--import', 'tsx'],
+  const child = fork(bundleOf(file), [], {
+    execArgv: ['--enable-source-maps'],
     env: { ...process.env, WORKER_ARGS: JSON.stringify(args) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });

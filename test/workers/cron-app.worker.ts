@@ -3,7 +3,7 @@
 // instance only: 'minHold' holds its lock for `minHold` ms, 'plain' does not. Each job does nothing but
 // report that it ran, with the wall-clock time, so the test can count runs per tick across instances.
 //
-// No constructor injection by type here: tsx (esbuild) does not emit decorator metadata.
+// No constructor injection by type here: esbuild (which bundles the workers) does not emit decorator metadata.
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Cron, ScheduleModule } from '@nestjs/schedule';

@@ -6,7 +6,7 @@
 // `finish`: 'within-grace' lets the running call finish once the queued call has been turned away (inside
 // the grace period); 'never' leaves it pending forever, so that the grace period runs out.
 //
-// No constructor injection by type here: tsx (esbuild) does not emit decorator metadata, so every
+// No constructor injection by type here: esbuild (which bundles the workers) does not emit decorator metadata, so every
 // injection names its token.
 import { Inject, Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';

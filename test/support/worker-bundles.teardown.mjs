@@ -1,0 +1,1 @@
+export { removeWorkerBundles as default } from './worker-bundles.mjs';
