@@ -62,11 +62,13 @@ describe('quorum store (Redlock over 5 masters)', () => {
     const loop = watchEventLoop();
     s0.pause();
     s1.pause();
-    const lease = await locks.acquire('q:stop', { ttl: 2_000 });
+    // A new service's first call waits half of its wait for connections still opening (here to the two
+    // stopped nodes) before it goes on with the majority: a short wait keeps that short.
+    const lease = await locks.acquire('q:stop', { ttl: 2_000, waitTimeout: 1_000 });
     await lease.release();
     // A call already waiting when a majority stops answering settles too, by its waitTimeout: with
     // LockTimeoutError if it had no reason to try again meanwhile (the holder's ttl had not run out).
-    const holder = await quorum().service().acquire('q:stop:held', { ttl: 10_000 });
+    const holder = await quorum().service().acquire('q:stop:held', { ttl: 10_000, waitTimeout: 1_000 });
     const queued = outcome(locks.acquire('q:stop:held', { waitTimeout: 800 }));
     await until(
       () => locks.inspect('q:stop:held'),

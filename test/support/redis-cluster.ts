@@ -53,6 +53,10 @@ export async function startCluster(shape: ClusterShape = {}): Promise<RedisClust
           ...['--cluster-config-file', join(dir, `nodes-${i}.conf`)],
           // A replica's initial sync writes an RDB file into the working directory: keep it in ours.
           ...['--dir', dir, '--dbfilename', `dump-${i}.rdb`],
+          // A node lists a replica in CLUSTER SLOTS (where clients find it, and settled() waits for it)
+          // only once the replica's offset is above 0; with no writes, the first thing to move it is the
+          // master's ping to its replicas, every 10 s by default.
+          ...['--repl-ping-replica-period', '1'],
         ],
       }).catch(() => undefined); // the bus port (port + 10000) was taken: try another port
       if (!node) continue;
