@@ -4,12 +4,9 @@
 import { Cluster, Redis } from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import type { RedisClient } from '../../lib/core';
+import { type ClientLibrary, lockLibrary } from './client-library';
 
-export type ClientLibrary = 'ioredis' | 'node-redis';
-
-export function lockLibrary(): ClientLibrary {
-  return process.env.LOCK_TEST_CLIENT === 'node-redis' ? 'node-redis' : 'ioredis';
-}
+export { type ClientLibrary, lockLibrary };
 
 /** A client the lock can use, and how the test closes it (the lock never does). */
 export interface LockClient {

@@ -6,6 +6,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { runInThisContext } from 'node:vm';
+import { lockLibrary } from './client-library';
 
 // ---------------------------------------------------------------------------------------------------------
 // The host process.
@@ -174,7 +175,7 @@ export function workerPath(name: string): string {
 function bundleOf(file: string): string {
   const dir = process.env.LOCK_TEST_WORKER_BUNDLES;
   if (!dir) throw new Error('spawnWorker(): no worker bundles: run the tests through jest.config.mjs');
-  const bundle = join(dir, `${basename(file, '.ts')}.mjs`);
+  const bundle = join(dir, lockLibrary(), `${basename(file, '.ts')}.mjs`);
   if (!existsSync(bundle)) throw new Error(`spawnWorker(): ${file} has no bundle (is it in test/workers?)`);
   return bundle;
 }
