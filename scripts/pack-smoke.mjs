@@ -13,7 +13,9 @@
 //      @Locked pair on RedisLockTestingModule (in memory, no connection), and a TypeScript file importing
 //      both entries, type-checked with the leg's module resolution (nodenext for ESM, node10 for CommonJS).
 // Needs `npm run build` first and redis-server on PATH. PACK_SMOKE_KEEP=1 keeps the temp dir;
-// `--pack-only` stops after step 1.
+// `--pack-only` stops after step 1. The apps' own dependencies need no build: `--prepare DIR` installs
+// them into DIR's apps (and then exits), and `--prepared DIR` runs the smoke on those apps, adding only the
+// tarball; CI prepares them beside its own `npm ci`, when the machine mostly waits on the network and disk.
 // Exits non-zero on any failure.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -26,6 +28,18 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const keep = process.env.PACK_SMOKE_KEEP === '1';
 /** `--pack-only`: the tarball's contents and links, without the consumer apps (seconds, not minutes). */
 const packOnly = process.argv.includes('--pack-only');
+const optionValue = (name) => {
+  const at = process.argv.indexOf(name);
+  if (at < 0) return undefined;
+  const value = process.argv[at + 1];
+  if (!value || value.startsWith('--')) {
+    console.error(`pack-smoke: ${name} needs a directory`);
+    process.exit(2);
+  }
+  return value;
+};
+const prepareInto = optionValue('--prepare');
+const prepared = optionValue('--prepared');
 const INSTALL_TIMEOUT = 180_000;
 const RUN_TIMEOUT = 60_000;
 /** After app.close() the process must be gone within this long. */
@@ -522,27 +536,49 @@ main().catch((error) => {
 `;
 }
 
-async function runLeg(leg, tarball, redisUrl) {
-  const dir = join(tmp, leg.name);
-  const out = { name: leg.name, ok: false, installMs: 0, runMs: 0, detail: '' };
+/** A leg's app with its dependencies and the tarball, in one npm install. */
+function prepareAndAdd(leg, tarball) {
+  return prepareLeg({ ...leg, deps: [...leg.deps, tarball] }, tmp);
+}
+
+/** Makes the leg's app in `base` and installs its dependencies (saved in its package.json): no tarball yet. */
+async function prepareLeg(leg, base) {
+  const dir = join(base, leg.name);
   mkdirSync(dir, { recursive: true });
   writeFileSync(
     join(dir, 'package.json'),
     `${JSON.stringify({ name: `pack-smoke-${leg.name}`, private: true, type: leg.esm ? 'module' : 'commonjs' }, null, 2)}\n`,
   );
-  writeFileSync(join(dir, 'main.js'), appSource(leg.esm, leg.name));
+  log(`${leg.name}: npm install ${leg.deps.join(' ')}`);
+  return npmInstall(dir, leg.deps);
+}
 
-  log(`${leg.name}: npm install ${leg.deps.join(' ')} + tarball`);
-  const install = await run(
+function npmInstall(dir, packages) {
+  return run(
     'npm',
-    ['install', '--no-audit', '--no-fund', '--prefer-offline', '--no-package-lock', ...leg.deps, tarball],
-    { cwd: dir, timeout: INSTALL_TIMEOUT },
+    ['install', '--no-audit', '--no-fund', '--prefer-offline', '--no-package-lock', ...packages],
+    {
+      cwd: dir,
+      timeout: INSTALL_TIMEOUT,
+    },
   );
+}
+
+const installFailure = (install) =>
+  install.timedOut
+    ? `npm install timed out after ${secs(INSTALL_TIMEOUT)}`
+    : `npm install failed (exit ${install.code}):\n${tail(install.stderr)}`;
+
+async function runLeg(leg, tarball, redisUrl) {
+  const dir = join(tmp, leg.name);
+  const out = { name: leg.name, ok: false, installMs: 0, runMs: 0, detail: '' };
+  // Prepared: its dependencies are in, the tarball goes on top. Otherwise all of it in one install.
+  if (prepared) log(`${leg.name}: npm install the tarball beside the prepared dependencies`);
+  const install = prepared ? await npmInstall(dir, [tarball]) : await prepareAndAdd(leg, tarball);
+  writeFileSync(join(dir, 'main.js'), appSource(leg.esm, leg.name));
   out.installMs = install.ms;
   if (install.code !== 0) {
-    out.detail = install.timedOut
-      ? `npm install timed out after ${secs(INSTALL_TIMEOUT)}`
-      : `npm install failed (exit ${install.code}):\n${tail(install.stderr)}`;
+    out.detail = installFailure(install);
     return out;
   }
   const version = (pkg) => {
@@ -648,12 +684,33 @@ async function typeCheck(dir, leg) {
 
 // --- main ----------------------------------------------------------------------------------------
 
+/** `--prepare DIR`: each leg's app in DIR with its dependencies, for a later `--prepared DIR`. */
+async function prepare(base) {
+  mkdirSync(base, { recursive: true });
+  const installs = await Promise.all(LEGS.map((leg) => prepareLeg(leg, base)));
+  let failed = false;
+  for (const [i, install] of installs.entries()) {
+    const ok = install.code === 0;
+    failed ||= !ok;
+    console.log(
+      `  ${ok ? 'PASS' : 'FAIL'}  ${LEGS[i].name.padEnd(17)} install ${secs(install.ms)}${ok ? '' : `\n${installFailure(install)}`}`,
+    );
+  }
+  console.log(`  prepared in ${secs(Date.now() - started)}: ${failed ? 'FAIL' : 'PASS'}`);
+  process.exitCode = failed ? 1 : 0;
+}
+
 async function main() {
+  if (prepareInto) return prepare(prepareInto);
+  if (prepared && !LEGS.every((leg) => existsSync(join(prepared, leg.name, 'node_modules')))) {
+    console.error(`pack-smoke: ${prepared} holds no prepared apps. Run with --prepare ${prepared} first.`);
+    process.exit(2);
+  }
   if (!existsSync(join(root, 'dist', 'index.js'))) {
     console.error('pack-smoke: dist/index.js not found. Run `npm run build` first.');
     process.exit(2);
   }
-  tmp = mkdtempSync(join(tmpdir(), 'nestjs-redis-lock-pack-smoke-'));
+  tmp = prepared ?? mkdtempSync(join(tmpdir(), 'nestjs-redis-lock-pack-smoke-'));
   const rows = [];
   let failed = false;
   try {
