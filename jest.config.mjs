@@ -103,8 +103,8 @@ export default {
   // Three workers on two cores: the suites spend much of their time waiting on Redis, on child processes
   // and on the timers of the properties they check, so a third worker fills the idle time. Measured on
   // 2 cores: the calm suites 116 s with 2 workers, 83 s with 3 or 4; the timing-sensitive suites beside
-  // two busy loops 201-219 s with 2, 144 s with 3 (and each test process then competes with more, not
-  // less). One against a REDIS_URL server, which the suites share.
+  // two busy loops 201-219 s with 2, 144 s with 3, but at load 7 (scripts/test-busy.mjs keeps 2 there).
+  // One against a REDIS_URL server, which the suites share.
   maxWorkers: external ? 1 : 3,
   // Bundles test/workers once per run, for spawnWorker().
   globalSetup: '<rootDir>/test/support/worker-bundles.mjs',
