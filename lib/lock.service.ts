@@ -506,7 +506,8 @@ export class LockService {
       return this.wait(ticket, started, options, 'join', onQueued, error);
     }
     if (reply.granted) {
-      return this.lease(ticket, reply.fence, started + validFor(this.store, options.ttl), options, true);
+      const from = reply.from ?? started;
+      return this.lease(ticket, reply.fence, from + validFor(this.store, options.ttl), options, true);
     }
     if (options.waitTimeout === 0) {
       if (busyIsTimeout) throw new LockTimeoutError(key, 0);

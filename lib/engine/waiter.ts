@@ -280,7 +280,7 @@ export class Waiter<T> {
     if (reply.granted) {
       this.win({
         fence: reply.fence,
-        validUntil: sent + validFor(this.host.store, this.ticket.ttl),
+        validUntil: (reply.from ?? sent) + validFor(this.host.store, this.ticket.ttl),
         confirmed: true,
       });
       return;

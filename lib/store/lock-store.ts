@@ -48,7 +48,17 @@ export type AcquireMode = 'try' | 'join' | 'wait' | 'late';
 
 /** The outcome of an acquire call. `serverMs` is the store's clock, comparable only with itself. */
 export type AcquireReply =
-  | { granted: true; fence: number; serverMs: number }
+  | {
+      granted: true;
+      fence: number;
+      serverMs: number;
+      /**
+       * When the lease's validity counts from (local monotonic ms, before the command that granted it was
+       * sent), for a store that may wait before sending it (a quorum's connections still opening). Absent:
+       * from before the call.
+       */
+      from?: number;
+    }
   | { granted: false; ownerTtl: number; serverMs: number; isHead: boolean };
 
 /**

@@ -219,7 +219,7 @@ export class QuorumLockStore implements LockStore {
     );
     const committed = commits.filter((r) => r?.ok && r.value).length;
     if (committed >= this.majority && ttl - (now() - started) - this.validityDrift(ttl) > 0) {
-      return { granted: true, fence, serverMs: now() };
+      return { granted: true, fence, serverMs: now(), from: started };
     }
     return undefined;
   }

@@ -55,6 +55,31 @@ describe('quorum store (Redlock over 5 masters)', () => {
     },
   );
 
+  // tryAcquire waits at most 1 s for connections, acquire half its waitTimeout: each is kept stopped for
+  // longer than its ttl and less than that wait.
+  it.each([
+    ['acquire', 1_300, (locks: LockService) => locks.acquire('q:late-open', { ttl: 1_000, renew: false })],
+    ['tryAcquire', 700, (locks: LockService) => locks.tryAcquire('q:late-try', { ttl: 500, renew: false })],
+  ])(
+    '%s on a new service whose connections open after longer than the ttl: the lease counts from the vote, alive',
+    async (_name, stoppedMs, call) => {
+      const servers = quorum().servers;
+      for (const server of servers) server.pause();
+      const locks = quorum().service({ nodeTimeout: 100 });
+      const first = outcome(call(locks));
+      try {
+        // Longer than the ttl the call asks for: validity counted from the call would be over at the grant.
+        await new Promise((resolve) => setTimeout(resolve, stoppedMs));
+      } finally {
+        for (const server of servers) server.resume();
+      }
+      const { value: lease, error } = await first;
+      expect(error).toBeUndefined();
+      expect(lease?.signal.aborted).toBe(false);
+      await lease?.release();
+    },
+  );
+
   it('two of five nodes stopped: grants go on; three stopped: every call fails with the nodes named', async () => {
     const locks = quorum().service({ nodeTimeout: 50 });
     const [s0, s1, s2] = quorum().servers;
