@@ -11,6 +11,7 @@ import { spawnSync } from 'node:child_process';
 export const SINGLE_SERVER_SUITES = [
   'test/engine/dead-waiter.spec.ts',
   'test/engine/fifo.spec.ts',
+  'test/engine/first-wait.spec.ts',
   'test/engine/holder-crash.spec.ts',
   'test/engine/mutual-exclusion.spec.ts',
   'test/fencing/fenced-writes.spec.ts',
@@ -57,6 +58,7 @@ export const NODE_REDIS_SUITES = [
   'test/conformance/redis.conformance.spec.ts',
   'test/engine/mutual-exclusion.spec.ts',
   'test/engine/fifo.spec.ts',
+  'test/engine/first-wait.spec.ts',
   'test/engine/holder-crash.spec.ts',
   'test/engine/dead-waiter.spec.ts',
   'test/engine/renewal.spec.ts',

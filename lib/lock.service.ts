@@ -19,7 +19,6 @@ import { MultiLease } from './engine/multi-lease';
 import { ReentrantLease } from './engine/reentrant-lease';
 import { handOnLocally, queueLifetime, Waiter, type WaiterHost } from './engine/waiter';
 import { LockAbortedError } from './errors/lock-aborted.error';
-import { LockNotReplicatedError } from './errors/lock-not-replicated.error';
 import { LockOptionsError } from './errors/lock-options.error';
 import { LockServiceClosedError } from './errors/lock-service-closed.error';
 import { LockTimeoutError } from './errors/lock-timeout.error';
@@ -95,11 +94,10 @@ export class LockService {
   private readonly telemetry: LockTelemetry;
 
   /**
-   * @param client an ioredis `Redis` or `Cluster`, or a node-redis client or Cluster, connected (the
-   *   Redis store: used for commands and duplicated once for the wake channel; the service never closes
-   *   it); or an array of 3, 5 or 7 such clients
-   *   of independent masters (a quorum, Redlock: a lock is held on a majority of them); or a backend
-   *   several services share, such as `new MemoryLockBackend()` for one process.
+   * @param client an ioredis `Redis` or `Cluster`, or a node-redis client or Cluster, connected (used for
+   *   commands and duplicated once for the wake channel; never closed by the service); or an array of 3,
+   *   5 or 7 such clients of independent masters (a quorum, Redlock: a lock is held on a majority of
+   *   them); or a backend several services share, such as `new MemoryLockBackend()` for one process.
    */
   constructor(client: RedisClient | readonly RedisClient[] | LockBackend, options?: LockServiceOptions) {
     const source = storeSource(client);
@@ -470,10 +468,13 @@ export class LockService {
     if (options.signal?.aborted) throw new LockAbortedError(key, options.signal.reason);
     const started = now();
     if (claim) return this.claim(ticket, started, options, onQueued);
-    if (options.waitTimeout === 0 || !this.store.wakeReady) {
+    const { wakeReady, joinsUnheard } = this.store;
+    if (options.waitTimeout === 0 || !(wakeReady || joinsUnheard)) {
       return this.tryFirst(ticket, started, options, busyIsTimeout, onQueued);
     }
-    return this.wait(ticket, started, options, 'join', onQueued);
+    // Joins at once, subscribed or not, so the line keeps the order calls came in (docs/protocol.md,
+    // "The first wait"); one that finds itself in line opens the subscription if nobody has yet.
+    return this.wait(ticket, started, options, 'join', onQueued, !wakeReady);
   }
 
   /** A ticket for one key: it carries this call's claim window (how long a grant to it stays reserved). */
@@ -492,19 +493,11 @@ export class LockService {
     onQueued?: () => void,
   ): Promise<HeldLease | null> {
     const { key } = ticket;
-    let reply: AcquireReply;
-    try {
-      // A try never queues; a waiting call's wait is passed on all the same (a quorum store bounds its
-      // wait for connections still opening by it).
-      const waitFor = options.waitTimeout === 0 ? 0 : queueLifetime(options.waitTimeout, ticket.claimWindow);
-      reply = await this.store.acquire(ticket, 'try', waitFor);
-    } catch (error) {
-      // A grant the replicas did not acknowledge was given back; with onTimeout 'wait', get in line.
-      if (!(error instanceof LockNotReplicatedError && this.waiterHost.waitsOnUnreplicated)) throw error;
-      if (options.waitTimeout === 0) throw error;
-      await this.subscribe(key);
-      return this.wait(ticket, started, options, 'join', onQueued, error);
-    }
+    // A try never queues; a waiting call's wait is passed on all the same (a quorum store bounds its
+    // wait for connections still opening by it). Replicas, whose refused grant puts a waiting call in
+    // line, are only on a store whose waiters join at once (take).
+    const waitFor = options.waitTimeout === 0 ? 0 : queueLifetime(options.waitTimeout, ticket.claimWindow);
+    const reply: AcquireReply = await this.store.acquire(ticket, 'try', waitFor);
     if (reply.granted) {
       const from = reply.from ?? started;
       return this.lease(ticket, reply.fence, from + validFor(this.store, options.ttl), options, true);
@@ -513,7 +506,7 @@ export class LockService {
       if (busyIsTimeout) throw new LockTimeoutError(key, 0);
       return null;
     }
-    // First contention in this process: pushes must flow before we queue, or a grant could be missed.
+    // A store whose waiters cannot join unheard: pushes must flow before this one queues.
     await this.subscribe(key);
     return this.wait(ticket, started, options, 'join', onQueued);
   }
@@ -537,18 +530,24 @@ export class LockService {
     this.assertOpen(key);
   }
 
+  /** `listen`: the waiter joins before wake-ups flow, and subscribes once its reply says it is in line. */
   private wait(
     ticket: LockTicket,
     started: number,
     options: ResolvedAcquireOptions,
     first: 'join' | 'wait',
     onQueued?: () => void,
-    refused?: LockNotReplicatedError,
+    listen = false,
   ): Promise<HeldLease> {
     const { waitTimeout, signal } = options;
-    (options.observer as CallRecord | undefined)?.queued(ticket.token);
     const waiter = new Waiter(this.waiterHost, ticket, started, waitTimeout, signal, options);
-    return waiter.run(first, onQueued, refused);
+    const queued = () => {
+      (options.observer as CallRecord | undefined)?.queued(ticket.token);
+      // The subscription the waiter needs (the store retries it; the waiter's re-checks serve it meanwhile).
+      if (listen) this.subscribe(ticket.key).catch((error: unknown) => waiter.onUnheard(error));
+      onQueued?.();
+    };
+    return waiter.run(first, queued);
   }
 
   private lease(

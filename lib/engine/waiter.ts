@@ -225,6 +225,14 @@ export class Waiter<T> {
     );
   }
 
+  /**
+   * It joined before wake-ups flowed, and they could not be made to (`error` says why; the store keeps
+   * trying): it waits on, served by its re-checks, and gives `error` as the reason if its time runs out.
+   */
+  onUnheard(error: unknown): void {
+    if (!this.settled) this.lastError = error;
+  }
+
   /** The service is closing; resolves once Redis has been told this waiter left. */
   close(): Promise<void> {
     this.fail(new LockServiceClosedError(this.key));

@@ -182,9 +182,22 @@ export class LockScripts {
     return ctx.kind ? SEMAPHORE[name] : name;
   }
 
-  async acquire(ctx: ScriptContext, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
-    // The reservation only when there is one: an argument less for every other call.
-    const args = ctx.reserved ? this.argv(ctx, mode, queueTtl, ctx.reserved) : this.argv(ctx, mode, queueTtl);
+  /**
+   * `listenLater`: a join from a service whose wake subscription is not live yet keeps its place this
+   * long (ms) though pushes reach nobody (prelude.lua, listening_later).
+   */
+  async acquire(
+    ctx: ScriptContext,
+    mode: AcquireMode,
+    queueTtl: number,
+    listenLater?: number,
+  ): Promise<AcquireReply> {
+    // The optional arguments only when given: an argument less for every other call.
+    const later = listenLater === undefined ? [] : [listenLater];
+    const args =
+      ctx.reserved || later.length > 0
+        ? this.argv(ctx, mode, queueTtl, ...(ctx.kind ? [] : [ctx.reserved ?? '']), ...later)
+        : this.argv(ctx, mode, queueTtl);
     const name = this.named('acquire', ctx);
     if (!this.ack) return acquireReply((await this.run(name, ctx.keys.lock, args)) as number[]);
     // A waiter's re-check is acknowledged too: it is how a hand-off is confirmed (the PEXPIRE it writes

@@ -2,6 +2,11 @@
  * One subscriber connection per LockService, on one channel named after the service's instance id.
  * Every waiter of the process is woken through it, whatever its key: the number of connections does
  * not grow with waiters or keys. Opened lazily, on the first call that has to wait.
+ *
+ * Waiters do not wait for it to open: a call joins its line at once, and its join marks this channel as
+ * one that will listen (prelude.lua, listening_later), so a push that reaches nobody meanwhile keeps its
+ * place instead of skipping it. Once the subscription is live, the mark is read and removed: if a push
+ * was missed, every waiter re-checks.
  */
 import type { WakeMessage } from '../store/lock-store';
 import type { RedisConnection, Subscriber } from './connection';
@@ -36,16 +41,66 @@ export class WakeListener {
   private subscribed: Promise<void> | undefined;
   private live = false;
   private closed = false;
+  /** A waiter joined while the subscription was not live: pushes may have been missed. */
+  private early = false;
+  /** While early waiters wait for the subscription: keeps their mark alive, and retries a failed one. */
+  private keeping: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly connection: RedisConnection,
     private readonly channel: string,
     private readonly onMessage: (message: WakeMessage) => void,
-    /** Called when the subscription comes back after a disconnect: pushes may have been missed. */
+    /** Called when pushes may have been missed (after a disconnect, or while it opened): waiters re-check. */
     private readonly onResubscribed: () => void,
+    /** How long a mark keeps the places of waiters that joined before the subscription was live, ms. */
+    private readonly markFor: number,
   ) {}
 
-  /** True once the subscription is live; a waiter may only join a queue after that. */
+  /**
+   * For a waiter joining now: how long its join should mark this channel as listening later (ms), or
+   * undefined when no mark is needed (the subscription is live; or a Cluster, where receiver counts are
+   * not trusted and nobody is skipped for having none).
+   */
+  listenLater(): number | undefined {
+    return this.ready || this.connection.cluster ? undefined : this.markFor;
+  }
+
+  /** A waiter joined the line before the subscription was live: open it, and keep the waiter's place. */
+  joinedEarly(): void {
+    if (this.ready || this.closed) return;
+    this.early = true;
+    // A mark outlives its service's last early join by one claim window: a service that died then holds
+    // the line no longer than that. One that is alive keeps it alive until it listens.
+    this.keeping ??= setInterval(() => this.keepWaiting(), Math.max(1, this.markFor / 2)).unref();
+    this.ensureSubscribed().catch(() => {});
+  }
+
+  /** Renews the early waiters' mark (or sets it again if it expired) and retries a failed subscription. */
+  private keepWaiting(): void {
+    if (!this.early || this.closed || this.ready) {
+      this.stopKeeping();
+      return;
+    }
+    if (!this.subscribed) this.ensureSubscribed().catch(() => {});
+    if (this.connection.cluster) return;
+    const { channel, markFor } = this;
+    this.connection
+      .command(['PEXPIRE', channel, markFor], channel)
+      .then((renewed) => {
+        // Expired: pushes may have been missed since, which "1" says.
+        if (Number(renewed) === 0 && this.early) {
+          return this.connection.command(['SET', channel, '1', 'PX', markFor, 'NX'], channel);
+        }
+      })
+      .catch(() => {});
+  }
+
+  private stopKeeping(): void {
+    clearInterval(this.keeping);
+    this.keeping = undefined;
+  }
+
+  /** True once the subscription is live: a push to this instance is delivered. */
   get ready(): boolean {
     return this.live && this.subscriber?.ready === true;
   }
@@ -92,7 +147,32 @@ export class WakeListener {
     }
     if (this.subscriber !== subscriber) throw new Error('wake subscription dropped');
     this.live = true;
-    if (again) this.onResubscribed();
+    this.listening(again);
+  }
+
+  /**
+   * The subscription is live (`again`: after a disconnect, when waiters re-check anyway). If waiters
+   * joined meanwhile, reads and removes their mark: the pushes that reached nobody (none: nothing to
+   * re-check; gone: it expired, so something may have been missed). A Cluster keeps no count: its
+   * waiters re-check.
+   */
+  private listening(again: boolean): void {
+    if (!this.early) {
+      if (again) this.onResubscribed();
+      return;
+    }
+    this.early = false;
+    this.stopKeeping();
+    if (this.connection.cluster) {
+      this.onResubscribed();
+      return;
+    }
+    this.connection.command(['GETDEL', this.channel], this.channel).then(
+      (missed) => {
+        if (again || String(missed) !== '0') this.onResubscribed();
+      },
+      () => this.onResubscribed(),
+    );
   }
 
   private forget(): void {
@@ -113,7 +193,7 @@ export class WakeListener {
     }
     // The client subscribes again on reconnect; then waiters re-check, pushes having been missed.
     subscriber.onResubscribed(() => {
-      if (this.subscriber === subscriber) this.onResubscribed();
+      if (this.subscriber === subscriber) this.listening(true);
     });
   }
 
@@ -147,10 +227,18 @@ export class WakeListener {
     const subscriber = this.subscriber;
     this.forget();
     this.live = false;
+    this.early = false;
+    this.stopKeeping();
     subscriber?.drop();
   }
 
   async close(): Promise<void> {
+    // Waiters that joined before it was live leave with the service: nothing will listen for them.
+    if (this.early && !this.connection.cluster) {
+      this.connection.command(['DEL', this.channel], this.channel).catch(() => {});
+    }
+    this.early = false;
+    this.stopKeeping();
     this.closed = true;
     this.live = false;
     const subscriber = this.subscriber;

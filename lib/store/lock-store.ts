@@ -212,8 +212,15 @@ export interface LockStore {
   list?(limit: number, filter?: string): Promise<KeyList>;
   /** The service's id in its tokens (`<instance>:...`). */
   readonly instance?: string;
-  /** True once wake-ups for this service's waiters will be delivered: a waiter may only queue then. */
+  /** True once wake-ups for this service's waiters will be delivered. */
   readonly wakeReady: boolean;
+  /**
+   * Optional. True when a waiter may join before wake-ups are delivered (wakeReady false): the store
+   * keeps its place though its pushes reach nobody, and calls `onResubscribed` once they flow if any was
+   * missed. The caller joins at once and starts the subscription once it is in line. Otherwise a
+   * waiting call tries first, subscribes, and only then joins.
+   */
+  readonly joinsUnheard?: boolean;
   /** Starts delivering wake-ups (once); rejects when that is not possible now. */
   subscribeWakes(): Promise<void>;
   /**

@@ -34,7 +34,8 @@ export function openStore(
   options: ResolvedServiceOptions,
   handlers: WakeHandlers,
 ): LockStore {
-  const { prefix, instanceName, fenceRetention, commandTimeout, nodeTimeout, replicas } = options;
+  const { prefix, instanceName, claimWindow, fenceRetention, commandTimeout, nodeTimeout, replicas } =
+    options;
   if (replicas && source.kind !== 'redis') {
     throw new LockOptionsError(
       `replicas applies to one Redis server or a Sentinel-managed master, not to ${source.kind === 'quorum' ? 'a quorum of independent masters (each node is its own master: run them without replicas)' : 'a lock backend'}. Leave it unset.`,
@@ -50,7 +51,7 @@ export function openStore(
     case 'redis':
       return new RedisLockStore(
         source.redis,
-        { prefix, instanceName, fenceRetention, commandTimeout, replicas },
+        { prefix, instanceName, claimWindow, fenceRetention, commandTimeout, replicas },
         handlers,
       );
     default:

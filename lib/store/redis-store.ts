@@ -36,6 +36,8 @@ export interface RedisStoreOptions {
   prefix: string;
   /** Put before the random id in tokens (LockServiceOptions.instanceName). */
   instanceName?: string;
+  /** How long a grant to a waiter stays reserved until it confirms, ms (the service's claim window). */
+  claimWindow: number;
   /** How long a lock's fencing counter outlives its last grant, ms. */
   fenceRetention: number;
   /** Longest wait for one reply, ms. */
@@ -110,6 +112,7 @@ export class RedisLockStore implements LockStore {
       this.channelPrefix + this.instanceId,
       (message) => handlers.onWake(message),
       () => handlers.onResubscribed(),
+      options.claimWindow,
     );
     this.detachEnd = connection.on('end', this.onClientEnd);
     this.stopFollowing = connection.followFailovers?.() ?? (() => {});
@@ -137,8 +140,20 @@ export class RedisLockStore implements LockStore {
   }
 
   acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
-    return this.scripts.acquire(ticket as RedisTicket, mode, queueTtl);
+    if (mode !== 'join' || this.wake.ready)
+      return this.scripts.acquire(ticket as RedisTicket, mode, queueTtl);
+    // A join before the subscription is live: Redis keeps its place (WakeListener), and the subscription
+    // it awaits opens as soon as it is in line, whether its caller still waits or not, so the mark that
+    // keeps its place is read and removed.
+    const reply = this.scripts.acquire(ticket as RedisTicket, mode, queueTtl, this.wake.listenLater());
+    return reply.then((joined) => {
+      if (!joined.granted) this.wake.joinedEarly();
+      return joined;
+    });
   }
+
+  /** A waiter may join before the wake subscription is live: its place is kept (WakeListener). */
+  readonly joinsUnheard = true;
 
   async reserve(ticket: LockTicket, queueTtl: number): Promise<void> {
     const redisTicket = ticket as RedisTicket;

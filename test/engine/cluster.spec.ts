@@ -4,7 +4,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { Lease } from '../../lib/core';
 import { useCluster } from '../support/cluster-fixtures';
-import { commandsIn, until } from '../support/lock-fixtures';
+import { commandsIn, until, waitOnce } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
 
 const { cluster: current, service } = useCluster();
@@ -90,6 +90,9 @@ describe('on a Redis Cluster', () => {
 
   it('waiters from two services are granted in arrival order, woken by pushes, with no commands while waiting', async () => {
     const [first, second] = [service(), service()];
+    // Each has waited before: a first wait re-checks once its wake connection listens (not waiting).
+    await waitOnce(first, second);
+    await waitOnce(second, first);
     const key = 'queue';
     const holder = await first.acquire(key, { ttl: 30_000 });
     const order: number[] = [];

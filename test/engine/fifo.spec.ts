@@ -39,6 +39,13 @@ describe('FIFO', () => {
       () => locks.inspect('barge'),
       (info) => info.queueLength === 1,
     );
+    // Frozen while it listens (the only wake channel here, its early join's mark gone): a process
+    // frozen before then looks gone once the mark expires (docs/protocol.md, "The first wait").
+    const admin = server().client();
+    await until(
+      async () => [await admin.pubsub('CHANNELS', 'lock:wake:*'), await server().keys('lock:wake:*')],
+      ([channels, marks]) => (channels as string[]).length === 1 && (marks as string[]).length === 0,
+    );
     agent.pause();
     try {
       const newcomer = lockService(server(), { claimWindow: 200 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { lockService, until } from '../support/lock-fixtures';
+import { listening, lockService, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 
 const server = useRedis();
@@ -17,6 +17,7 @@ async function queuedBehindHolder(key: string) {
     () => admin.llen(`lock:{${key}}:q`),
     (length) => length === 1,
   );
+  await listening(server(), waiters);
   return { holders, holder, waiting, admin };
 }
 

@@ -4,7 +4,7 @@
 // every hand-off; the proof that no round trip is needed is a hand-off made while Redis is stopped.
 import { describe, expect, it } from '@jest/globals';
 import { LockLostError, type LockServiceOptions } from '../../lib/core';
-import { commandsIn, lockService, outcome, until } from '../support/lock-fixtures';
+import { commandsIn, listening, lockService, outcome, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 
 const server = useRedis();
@@ -27,6 +27,7 @@ async function queueBehind(key: string, names: string[], options?: LockServiceOp
       (length) => length === i + 1,
     );
   }
+  await listening(server(), service);
   return { others, service, admin, holder, waiting };
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { FencedStore, RedisUnavailableError } from '../../lib/core';
 import { watchEventLoop } from '../support/event-loop';
-import { lockService, outcome, until } from '../support/lock-fixtures';
+import { listening, lockService, outcome, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 
 const server = useRedis();
@@ -100,6 +100,9 @@ describe('Redis unreachable', () => {
     const locks = lockService(server(), { claimWindow });
     const waiting = outcome(locks.acquire('left', { waitTimeout: 20_000 }));
     await queueReaches('left', 1);
+    // Listening (its early join's mark gone): a service that ends before then leaves the mark behind, and
+    // Redis keeps its tokens' places for the mark's life (docs/protocol.md, "The first wait").
+    await listening(server(), locks);
     locks.client.disconnect();
     expect((await waiting).error).toBeInstanceOf(RedisUnavailableError);
     await until(
@@ -137,8 +140,12 @@ describe('Redis unreachable', () => {
   const timeout = 400;
 
   /** Sends calls to a frozen server, the later ones once the first is well under way. */
-  async function failuresOnAFrozenServer(call: (key: string) => Promise<unknown>): Promise<number[]> {
+  /** How long each of three calls took to fail, and the worst event-loop delay meanwhile (ms). */
+  async function failuresOnAFrozenServer(
+    call: (key: string) => Promise<unknown>,
+  ): Promise<{ waits: number[]; late: number }> {
     server().pause();
+    const loop = watchEventLoop();
     try {
       const failedAfter = async (key: string): Promise<number> => {
         const started = performance.now();
@@ -150,8 +157,10 @@ describe('Redis unreachable', () => {
       const first = failedAfter('hung-1');
       // The later calls start once the first is well under way (a timer, not a measurement).
       await new Promise((resolve) => setTimeout(resolve, timeout / 2));
-      return await Promise.all([first, failedAfter('hung-2'), failedAfter('hung-3')]);
+      const waits = await Promise.all([first, failedAfter('hung-2'), failedAfter('hung-3')]);
+      return { waits, late: loop.worst() };
     } finally {
+      loop.stop();
       server().resume();
     }
   }
@@ -159,18 +168,21 @@ describe('Redis unreachable', () => {
   it('calls in flight to a frozen server each fail after their own commandTimeout, never before', async () => {
     const locks = lockService(server(), { commandTimeout: timeout });
     await (await locks.acquire('warm')).release();
-    for (const waited of await failuresOnAFrozenServer((key) => locks.tryAcquire(key))) {
+    const { waits, late } = await failuresOnAFrozenServer((key) => locks.tryAcquire(key));
+    for (const waited of waits) {
       expect(waited).toBeGreaterThanOrEqual(timeout - 1);
-      expect(waited).toBeLessThan(timeout + 1_000);
+      // A round trip's scheduling, and however late this process's timers ran (a busy machine).
+      expect(waited).toBeLessThan(timeout + 1_000 + late);
     }
   });
 
   it('FencedStore calls in flight to a frozen server each fail after their own commandTimeout too', async () => {
     const store = new FencedStore(server().client(), { commandTimeout: timeout });
     await store.set('warm', 1, 'v');
-    for (const waited of await failuresOnAFrozenServer((key) => store.set(key, 1, 'v'))) {
+    const { waits, late } = await failuresOnAFrozenServer((key) => store.set(key, 1, 'v'));
+    for (const waited of waits) {
       expect(waited).toBeGreaterThanOrEqual(timeout - 1);
-      expect(waited).toBeLessThan(timeout + 1_000);
+      expect(waited).toBeLessThan(timeout + 1_000 + late);
     }
   });
 });

@@ -16,7 +16,7 @@ import {
   LockServiceClosedError,
   type LockServiceOptions,
 } from '../../lib';
-import { until } from '../support/lock-fixtures';
+import { listening, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 import {
   type Base,
@@ -38,8 +38,8 @@ interface Engine extends Base {
   service(options?: LockServiceOptions): LockService;
   /** Takes `key` on another service; released after the row's checks. */
   hold(key: string): Promise<Lease>;
-  /** Resolves once `key` has `n` waiters queued. */
-  queued(key: string, n: number): Promise<void>;
+  /** Resolves once `key` has `n` waiters queued (and `listener`'s wake connection listens, if given). */
+  queued(key: string, n: number, listener?: LockService): Promise<void>;
 }
 
 function setup(base: Base): Engine {
@@ -65,12 +65,14 @@ function setup(base: Base): Engine {
       base.defer(() => lease.release().catch(() => {}));
       return lease;
     },
-    queued: async (key, n) => {
+    queued: async (key, n, listener) => {
       await until(
         () => locks.inspect(key),
         (info) => info.queueLength === n,
         2_000,
       );
+      // In line and reachable by a push: its service's wake connection listens.
+      if (listener) await listening(base.server, listener);
     },
   };
 }
@@ -353,7 +355,7 @@ const signalRows: Row<Engine>[] = [
       await ctx.hold('busy');
       const abort = new AbortController();
       const waiting = ctx.locks.acquire('busy', { signal: abort.signal, waitTimeout: 10_000 });
-      await ctx.queued('busy', 1);
+      await ctx.queued('busy', 1, ctx.locks);
       abort.abort(throwingToString);
       return waiting;
     },

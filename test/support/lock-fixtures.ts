@@ -51,6 +51,40 @@ export async function until<T>(
   }
 }
 
+/**
+ * Resolves once `service`'s wake connection listens and the mark its waiters' early joins left is gone
+ * (docs/protocol.md, "The first wait"): from then on a push to its waiters reaches them, and Redis skips
+ * them at once if it stops listening. Its calls join the line before that.
+ */
+export async function listening(server: RedisServer, service: LockService, prefix = 'lock:'): Promise<void> {
+  const channel = `${prefix}wake:${service.instance}`;
+  const admin = server.client();
+  try {
+    await until(
+      async () => [await admin.pubsub('NUMSUB', channel), await admin.exists(channel)] as const,
+      ([subscribers, marked]) => Number((subscribers as unknown[])[1]) > 0 && marked === 0,
+    );
+  } finally {
+    admin.disconnect();
+  }
+}
+
+/**
+ * `service` waits once, behind `other`, on a key of its own: it then listens on its wake connection, and
+ * any re-check its first wait caused is done (on a Cluster too, where no mark tells listening apart).
+ */
+export async function waitOnce(service: LockService, other: LockService): Promise<void> {
+  const key = `wait-once:${service.instance}`;
+  const held = await other.acquire(key, { ttl: 30_000 });
+  const waited = service.acquire(key, { waitTimeout: 30_000 });
+  await until(
+    () => other.inspect(key),
+    (info) => info.queueLength === 1,
+  );
+  await held.release();
+  await (await waited).release();
+}
+
 /** Settles a promise into a value or the error it rejected with, for assertions. */
 export async function outcome<T>(promise: Promise<T>): Promise<{ value?: T; error?: unknown }> {
   try {

@@ -12,6 +12,8 @@ interface Args {
   urls?: string[];
   claimWindow?: number;
   ttl?: number;
+  /** Put before the random part of its tokens, so a test can tell them in `inspect`. */
+  instanceName?: string;
 }
 
 type Command =
@@ -39,6 +41,7 @@ const redis = args.urls
     : connect(args.url ?? '');
 const locks = new LockService(redis, {
   claimWindow: args.claimWindow,
+  instanceName: args.instanceName,
   defaults: args.ttl === undefined ? undefined : { ttl: args.ttl },
 });
 const leases = new Map<string, Lease>();

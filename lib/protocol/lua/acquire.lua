@@ -9,6 +9,8 @@
 --   ARGV[8] queue ttl  the queue outlives its newest waiter by this much, ms
 --   ARGV[9] reserved   the caller's reservation on this key (reserve.lua), or "": a "wait" call that
 --                      finds it claims it, taking its place in line instead of joining at the back
+--   ARGV[10] listening later  for a "join" from a service whose wake subscription is not live yet: how
+--                      long its place is kept though pushes reach nobody, ms (prelude.lua, listening_later)
 -- Returns {1, fence, server_us}                          the caller holds the lock for ttl
 --         {0, owner_pttl, server_us, is_head}           the caller waits (or, for "try", gave up)
 
@@ -61,6 +63,7 @@ if mode ~= 'wait' then
     -- its fallback re-check a claim window after the hold; reading the line to tell would cost every
     -- join a command).
     local length = push_entry(token, queue_ttl)
+    if ARGV[10] then listening_later(tonumber(ARGV[10])) end
     return {0, owner_ttl, now_us, length == 1 and 1 or 0}
   end
 end
@@ -118,7 +121,10 @@ if mode ~= 'wait' then
   if mode == 'join' then join_queue(true) end
   local fence, other = hand_off(token)
   if fence then return {1, fence, now_us} end
-  if other then return waiting(mode == 'join') end
+  if other then
+    if mode == 'join' and ARGV[10] then listening_later(tonumber(ARGV[10])) end
+    return waiting(mode == 'join')
+  end
   return take()
 end
 

@@ -13,7 +13,7 @@ end
 local function reservation_gone(entry, now_us)
   local expires, owner = string.match(entry, '^%^(%d+)%^(.*)$')
   if not expires or tonumber(expires) * 1000 <= now_us then return true end
-  return trust_receivers and redis.call('PUBSUB', 'NUMSUB', channel_of(owner))[2] == 0
+  return not listens(owner)
 end
 
 -- The first waiter in line that can take the lock (reservations passed over) and its index, or nil.
@@ -55,7 +55,7 @@ local function notify_head(hold_ms, head, at)
   if at == nil then head, at = first_active() end
   while head do
     local receivers = redis.call('PUBLISH', channel_of(head), 'h ' .. head .. ' ' .. hold_ms)
-    if receivers > 0 or not trust_receivers then return end
+    if heard(head, receivers) then return end
     remove_at(head, at)
     head, at = first_active()
   end
@@ -130,7 +130,7 @@ local function hand_off(caller, head, in_reply)
     local grant = 'g ' .. head .. ' ' .. string.format('%.0f', fence) .. ' ' .. string.format('%.0f', now_us)
     if after then grant = grant .. ' ' .. after end
     local receivers = redis.call('PUBLISH', channel_of(head), grant)
-    if receivers > 0 or not trust_receivers then
+    if heard(head, receivers) then
       redis.call('SET', owner_key, head, 'PX', window)
       if not after then notify_head(window, next_head, next_at) end
       return false, true

@@ -54,6 +54,33 @@ local function channel_of(waiter)
   return channel_prefix .. instance_of(waiter)
 end
 
+-- A service may queue a waiter before its wake subscription is live, so that the line keeps the order
+-- its calls came in (docs/protocol.md, "The first wait"). Its join then sets a key named after its wake
+-- channel, for `ms` (a claim window): while that key exists, a push that reached nobody does not mean
+-- the service is gone. The key counts such pushes; the service reads it once it listens and has its
+-- waiters re-check if any was missed.
+local function listening_later(ms)
+  local mark = channel_of(token)
+  if not redis.call('SET', mark, 0, 'PX', ms, 'NX') then redis.call('PEXPIRE', mark, ms) end
+end
+
+-- Whether `waiter` heard (or will hear) a push that reached `receivers` subscribers. Only one server's
+-- count is trusted: on a Cluster, PUBLISH counts the receivers of the node that ran the script.
+local function heard(waiter, receivers)
+  if receivers > 0 or not trust_receivers then return true end
+  local mark = channel_of(waiter)
+  if redis.call('EXISTS', mark) == 0 then return false end
+  redis.call('INCR', mark)
+  return true
+end
+
+-- Whether `waiter`'s service listens on its wake channel, or will (see listening_later).
+local function listens(waiter)
+  if not trust_receivers then return true end
+  local channel = channel_of(waiter)
+  return redis.call('PUBSUB', 'NUMSUB', channel)[2] > 0 or redis.call('EXISTS', channel) == 1
+end
+
 -- How long a grant to `waiter` stays reserved until it confirms. A waiter's token ends in "~<ms>": the
 -- smaller of its service's claim window and its own ttl, the figure its validity is counted from, so
 -- a short lease never leaves the queue stalled for longer than the lease itself. A token without one

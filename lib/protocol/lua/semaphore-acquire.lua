@@ -3,6 +3,7 @@
 -- KEYS/ARGV[1..7]: see semaphore.lua
 --   ARGV[8] mode       "try", "join", "wait" or "late" (acquire.lua)
 --   ARGV[9] queue ttl  the line outlives its newest waiter by this much, ms
+--   ARGV[10] listening later  as acquire.lua's: a "join" from a service not subscribed yet, ms
 -- Returns {1, fence, server_us}                       the caller holds a permit for ttl
 --         {0, first hold left, server_us, is_head}   the caller waits (or, for "try", gave up)
 
@@ -48,5 +49,6 @@ end
 local fence, count = serve(token)
 if count > 0 then notify_head() end
 if fence then return {1, fence, now_us} end
+if mode == 'join' and ARGV[10] then listening_later(tonumber(ARGV[10])) end
 local is_head = length == 1 or (length == 0 and redis.call('LINDEX', queue_key, 0) == token)
 return {0, first_hold_left(), now_us, is_head and 1 or 0}

@@ -175,8 +175,7 @@ local function serve(caller)
       add_holder(head, ttl, fence)
       mine = fence
       granted = granted + 1
-    elseif redis.call('PUBLISH', channel_of(head), 'g ' .. head .. ' ' .. ms(fence) .. ' ' .. ms(now_us)) > 0
-      or not trust_receivers then
+    elseif heard(head, redis.call('PUBLISH', channel_of(head), 'g ' .. head .. ' ' .. ms(fence) .. ' ' .. ms(now_us))) then
       add_holder(head, claim_of(head), fence)
       granted = granted + 1
     end
@@ -192,9 +191,7 @@ local function notify_head()
   while true do
     local head = redis.call('LINDEX', queue_key, 0)
     if not head then return end
-    if redis.call('PUBLISH', channel_of(head), 'h ' .. head .. ' ' .. hold) > 0 or not trust_receivers then
-      return
-    end
+    if heard(head, redis.call('PUBLISH', channel_of(head), 'h ' .. head .. ' ' .. hold)) then return end
     redis.call('LPOP', queue_key)
   end
 end
