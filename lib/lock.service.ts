@@ -7,6 +7,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { now, settledWithin, validFor } from './engine/clock';
 import {
+  alive,
   type GrantLinks,
   HeldLease,
   type LeaseHost,
@@ -238,11 +239,6 @@ export class LockService {
     const lease = (await this.obtainKeys(key, resolved, true, skips)) as Lease;
     if (lease instanceof ReentrantLease) return fn(lease);
     const held = lease as OwnedLease;
-    if (!held.isHeld) {
-      // Its validity ran out before `fn` could start (the process was frozen after the grant).
-      await held.release().catch(() => {});
-      throw held.lossReason;
-    }
     const outer = this.scope.getStore();
     const byKey = new Map(outer?.byKey);
     for (const part of held.parts) byKey.set(part.key, part);
@@ -381,9 +377,11 @@ export class LockService {
     }
     const record = this.telemetry.begin(options.name, keys, skips);
     if (record) options.observer = record;
-    const obtained = Array.isArray(input)
-      ? this.obtainAll(keys, options, busyIsTimeout)
-      : this.obtain(keys[0], options, busyIsTimeout);
+    const obtained = (
+      Array.isArray(input)
+        ? this.obtainAll(keys, options, busyIsTimeout)
+        : this.obtain(keys[0], options, busyIsTimeout)
+    ).then(alive);
     return record ? record.report(obtained) : obtained;
   }
 

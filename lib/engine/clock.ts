@@ -6,10 +6,7 @@ import { performance } from 'node:perf_hooks';
 
 export const now = (): number => performance.now();
 
-/** Time before a lease's validity ends at which it is declared lost: ttl/10, at most 250 ms. */
-export function safetyMargin(ttl: number): number {
-  return Math.min(Math.ceil(ttl / 10), 250);
-}
+export { safetyMargin } from '../store/lock-store';
 
 /** How long a lease of `ttl` taken through `store` is valid, from before the call: ttl less the store's drift. */
 export function validFor(store: { validityDrift?(ttl: number): number }, ttl: number): number {

@@ -433,3 +433,15 @@ export class HeldLease implements OwnedLease {
     );
   }
 }
+
+/**
+ * No call returns a lease that is lost already: one whose validity ran out before it could be returned
+ * (the process stalled after the grant) is given back, and the call rejects with its LockLostError.
+ * A reentrant lease (`Lease` but not owned) was checked held by its caller.
+ */
+export async function alive(lease: Lease | null): Promise<Lease | null> {
+  const owned = lease as OwnedLease | null;
+  if (owned === null || !('isHeld' in owned) || owned.isHeld) return lease;
+  await owned.release().catch(() => {});
+  throw owned.lossReason;
+}

@@ -9,6 +9,15 @@
  * cost latency: every ownership change is recorded in the store first, and a waiter re-checks it.
  */
 
+/**
+ * Time before a lease's validity ends at which the engine declares it lost: ttl/10, at most 250 ms. A
+ * store whose grants can come back with little validity left (a quorum's, after two rounds) grants
+ * only with more than this left, so no call returns a lease that is lost already.
+ */
+export function safetyMargin(ttl: number): number {
+  return Math.min(Math.ceil(ttl / 10), 250);
+}
+
 /** One caller's claim on one lock: issued by the store, passed back with each call about it. */
 export interface LockTicket {
   /** The lock key, as the caller gave it. */

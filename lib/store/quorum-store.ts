@@ -7,8 +7,9 @@
  *   1. vote: each node takes the lock for the caller if it is free there, and names a fence floor;
  *   2. commit: the fence, the highest floor of the voters, is recorded on the voters that still hold.
  * The caller holds the lock when a majority committed and the validity left (ttl - elapsed - drift,
- * drift = 1 % of ttl + 2 ms, see validityDrift) is positive; otherwise its votes are released at once
- * and it waits. Fences strictly increase across grants as long as a majority of nodes keep their state
+ * drift = 1 % of ttl + 2 ms, see validityDrift) is more than the engine's safety margin (safetyMargin):
+ * a grant never comes back lost already. Otherwise its votes are released at once and it waits.
+ * Fences strictly increase across grants as long as a majority of nodes keep their state
  * (quorum-commit.lua says why).
  *
  * Waiting: a caller that finds the lock busy joins a line on each node, ordered by its arrival time,
@@ -29,16 +30,17 @@ import { lockKeys, wakeChannelPrefix } from '../protocol/keys';
 import { scanLockKeys } from '../protocol/lock-scan';
 import { QuorumNode, type Vote } from '../protocol/quorum-node';
 import { CONNECTING } from '../protocol/script-runner';
-import type {
-  AcquireMode,
-  AcquireReply,
-  ExtendOutcome,
-  KeyList,
-  LockSnapshot,
-  LockStore,
-  LockTicket,
-  TicketMember,
-  WakeHandlers,
+import {
+  type AcquireMode,
+  type AcquireReply,
+  type ExtendOutcome,
+  type KeyList,
+  type LockSnapshot,
+  type LockStore,
+  type LockTicket,
+  safetyMargin,
+  type TicketMember,
+  type WakeHandlers,
 } from './lock-store';
 import { QuorumHandoffs } from './quorum-handoffs';
 import { lockToken, memberToken, storeInstanceId } from './token';
@@ -218,7 +220,7 @@ export class QuorumLockStore implements LockStore {
       holders,
     );
     const committed = commits.filter((r) => r?.ok && r.value).length;
-    if (committed >= this.majority && ttl - (now() - started) - this.validityDrift(ttl) > 0) {
+    if (committed >= this.majority && ttl - (now() - started) - this.validityDrift(ttl) > safetyMargin(ttl)) {
       return { granted: true, fence, serverMs: now(), from: started };
     }
     return undefined;

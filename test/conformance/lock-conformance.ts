@@ -119,6 +119,35 @@ export function describeConformance(
       expect(await b.tryAcquire('try')).not.toBeNull();
     });
 
+    it.each([
+      [
+        'acquire',
+        (locks: LockService) => locks.acquire('stalled', { ttl: 200, renew: false, waitTimeout: 5_000 }),
+      ],
+      ['tryAcquire', (locks: LockService) => locks.tryAcquire('stalled', { ttl: 200, renew: false })],
+    ])(
+      '%s never returns a lease that is lost already: a process stalled past its validity holds nothing',
+      async (_, call) => {
+        const [a, b] = [service(), service()];
+        const pending = outcome(call(a));
+        // The process stalls right after the call (as under a GC pause): the grant's validity, counted from
+        // before the call, runs out before the reply is read.
+        const stalledUntil = performance.now() + 400;
+        while (performance.now() < stalledUntil) {}
+        const { value: lease, error } = await pending;
+        // Rejected with why, or (a store that saw it before granting: a quorum's waiting call) served anew.
+        if (error !== undefined) expect(error).toBeInstanceOf(LockLostError);
+        if (lease) {
+          expect(lease.signal.aborted).toBe(false);
+          await lease.release();
+        }
+        // Nothing is left held.
+        const next = await b.tryAcquire('stalled');
+        expect(next).not.toBeNull();
+        await next?.release();
+      },
+    );
+
     it('reentrancy: a nested call in the same chain reuses the lease; another chain waits', async () => {
       const locks = service();
       const fences = await locks.using('re', async (outer) => {

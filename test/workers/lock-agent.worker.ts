@@ -59,7 +59,7 @@ onMessage(async (message: Command) => {
       });
       leases.set(message.id, lease);
       send({ type: 'granted', id: message.id, fence: lease.fence, fences: lease.fences, at: Date.now() });
-      // A lease may come back lost already (its ttl ran out on a busy machine): report that too.
+      // A short lease may be lost by the time this runs (its ttl ran out on a busy machine): report that too.
       if (lease.signal.aborted) send({ type: 'lost', id: message.id });
       else lease.signal.addEventListener('abort', () => send({ type: 'lost', id: message.id }));
     } catch (error) {
