@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { elapsedSince, lockService, outcome, until } from '../support/lock-fixtures';
+import { channelsListening, elapsedSince, lockService, outcome, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
 
@@ -43,6 +43,9 @@ describe('a waiter that dies or gives up after being granted', () => {
       (i) => i.queueLength === 2,
     );
 
+    // Both waiters' services listen (no early join's mark left): the frozen one is then frozen while
+    // subscribed, as the property is about (docs/protocol.md, "The first wait").
+    await channelsListening(server(), 2);
     agent.pause(); // its connection stays open, so the grant is delivered to a process that never runs
     const releasedAt = performance.now();
     await holder.release();
@@ -123,6 +126,9 @@ describe('a waiter that dies or gives up after being granted', () => {
       () => locks.inspect('dead-4'),
       (i) => i.queueLength === 2,
     );
+    // Both waiters' services listen (no early join's mark left): the frozen one is then frozen while
+    // subscribed, as the property is about (docs/protocol.md, "The first wait").
+    await channelsListening(server(), 2);
 
     agent.pause();
     const releasedAt = performance.now();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { arrivalAndGrants } from '../support/fifo-order';
-import { lockService, until } from '../support/lock-fixtures';
+import { channelsListening, lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
 
@@ -41,11 +41,7 @@ describe('FIFO', () => {
     );
     // Frozen while it listens (the only wake channel here, its early join's mark gone): a process
     // frozen before then looks gone once the mark expires (docs/protocol.md, "The first wait").
-    const admin = server().client();
-    await until(
-      async () => [await admin.pubsub('CHANNELS', 'lock:wake:*'), await server().keys('lock:wake:*')],
-      ([channels, marks]) => (channels as string[]).length === 1 && (marks as string[]).length === 0,
-    );
+    await channelsListening(server(), 1);
     agent.pause();
     try {
       const newcomer = lockService(server(), { claimWindow: 200 });

@@ -5,7 +5,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { watchEventLoop } from '../support/event-loop';
 import { arrivalAndGrants } from '../support/fifo-order';
-import { commandsIn, lockService, until } from '../support/lock-fixtures';
+import { channelsListening, commandsIn, lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
 
@@ -130,6 +130,9 @@ describe('semaphore across processes', () => {
       () => locks.inspect('sem-frozen'),
       (info) => info.queueLength === 2,
     );
+    // Both waiters' services listen (no early join's mark left): the frozen one is then frozen while
+    // subscribed, as the property is about (docs/protocol.md, "The first wait").
+    await channelsListening(server(), 2);
     agent.pause();
     try {
       const loop = watchEventLoop();

@@ -3,7 +3,14 @@
 // claim window. SHORT_LEASE_REPORT=1 prints the measured delays.
 import { describe, expect, it } from '@jest/globals';
 import { LockLostError } from '../../lib/core';
-import { abortedAt, elapsedSince, lockService, outcome, until } from '../support/lock-fixtures';
+import {
+  abortedAt,
+  channelsListening,
+  elapsedSince,
+  lockService,
+  outcome,
+  until,
+} from '../support/lock-fixtures';
 import { spawnWorker, type Worker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
 
@@ -106,6 +113,9 @@ describe.each([300, 500])('with ttl %i and the default claim window (2 000 ms)',
       (info) => info.queueLength === 2,
     );
 
+    // Both waiters' services listen (no early join's mark left): the frozen one is then frozen while
+    // subscribed, as the property is about (docs/protocol.md, "The first wait").
+    await channelsListening(server(), 2);
     agent.pause(); // its connection stays open, so the grant is delivered to a process that never runs
     try {
       const releasedAt = performance.now();

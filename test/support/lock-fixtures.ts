@@ -70,6 +70,22 @@ export async function listening(server: RedisServer, service: LockService, prefi
 }
 
 /**
+ * As `listening`, for services of other processes, whose instances the test does not know: resolves once
+ * `count` services listen on a wake channel under `prefix` and none has an early join's mark left.
+ */
+export async function channelsListening(server: RedisServer, count: number, prefix = 'lock:'): Promise<void> {
+  const admin = server.client();
+  try {
+    await until(
+      async () => [await admin.pubsub('CHANNELS', `${prefix}wake:*`), await server.keys(`${prefix}wake:*`)],
+      ([channels, marks]) => (channels as string[]).length === count && (marks as string[]).length === 0,
+    );
+  } finally {
+    admin.disconnect();
+  }
+}
+
+/**
  * `service` waits once, behind `other`, on a key of its own: it then listens on its wake connection, and
  * any re-check its first wait caused is done (on a Cluster too, where no mark tells listening apart).
  */
