@@ -33,7 +33,9 @@ describe('key hygiene', () => {
       const ttl = await server().ttlOf(key);
       expect({ key, expires: ttl !== -1 }).toEqual({ key, expires: true });
     }
-    // Nothing but owners, queues and fence counters, all under the prefix with the {key} hash tag.
-    for (const key of all) expect(key).toMatch(/^lock:\{hyg:\d+\}(:q|:fence)?$/);
+    // Nothing but owners, queues and fence counters, all under the prefix with the {key} hash tag; and,
+    // while a service's wake connection opens, the mark of its waiters that joined before (a claim
+    // window's TTL: docs/protocol.md, "The first wait").
+    for (const key of all) expect(key).toMatch(/^lock:(\{hyg:\d+\}(:q|:fence)?|wake:[^:{}]+)$/);
   });
 });
