@@ -1,5 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
-import { channelsListening, elapsedSince, lockService, outcome, until } from '../support/lock-fixtures';
+import {
+  agentInstance,
+  elapsedSince,
+  listening,
+  lockService,
+  outcome,
+  until,
+} from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
 
@@ -45,7 +52,8 @@ describe('a waiter that dies or gives up after being granted', () => {
 
     // Both waiters' services listen (no early join's mark left): the frozen one is then frozen while
     // subscribed, as the property is about (docs/protocol.md, "The first wait").
-    await channelsListening(server(), 2);
+    await listening(server(), agentInstance(agent));
+    await listening(server(), next);
     agent.pause(); // its connection stays open, so the grant is delivered to a process that never runs
     const releasedAt = performance.now();
     await holder.release();
@@ -128,7 +136,8 @@ describe('a waiter that dies or gives up after being granted', () => {
     );
     // Both waiters' services listen (no early join's mark left): the frozen one is then frozen while
     // subscribed, as the property is about (docs/protocol.md, "The first wait").
-    await channelsListening(server(), 2);
+    await listening(server(), agentInstance(agent));
+    await listening(server(), next);
 
     agent.pause();
     const releasedAt = performance.now();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { arrivalAndGrants } from '../support/fifo-order';
-import { channelsListening, lockService, until } from '../support/lock-fixtures';
+import { agentInstance, listening, lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
 
@@ -39,9 +39,9 @@ describe('FIFO', () => {
       () => locks.inspect('barge'),
       (info) => info.queueLength === 1,
     );
-    // Frozen while it listens (the only wake channel here, its early join's mark gone): a process
+    // Frozen while it listens (its early join's mark gone): a process
     // frozen before then looks gone once the mark expires (docs/protocol.md, "The first wait").
-    await channelsListening(server(), 1);
+    await listening(server(), agentInstance(agent));
     agent.pause();
     try {
       const newcomer = lockService(server(), { claimWindow: 200 });

@@ -2,7 +2,7 @@
 // the grant has moved on (its claim window ran out unconfirmed) and the process runs again, that waiter
 // goes back to the front of the line, ahead of everyone who arrived after it, and nothing overlaps.
 import { describe, expect, it } from '@jest/globals';
-import { channelsListening, lockService, until } from '../support/lock-fixtures';
+import { agentInstance, listening, lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, type Worker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
 
@@ -36,7 +36,7 @@ describe('a waiter stalled when it is granted the lock', () => {
       await queued(1);
       // Frozen below while it listens: a process frozen before its wake connection is up looks gone once
       // its early join's mark expires (docs/protocol.md, "The first wait").
-      await channelsListening(server(), 1);
+      await listening(server(), agentInstance(stalled));
       others.send({ type: 'acquire', id: 'x', key, ttl: 10_000, waitTimeout: 20_000 });
       await queued(2);
 

@@ -5,7 +5,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { watchEventLoop } from '../support/event-loop';
 import { arrivalAndGrants } from '../support/fifo-order';
-import { channelsListening, commandsIn, lockService, until } from '../support/lock-fixtures';
+import { agentInstance, commandsIn, listening, lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
 
@@ -132,7 +132,8 @@ describe('semaphore across processes', () => {
     );
     // Both waiters' services listen (no early join's mark left): the frozen one is then frozen while
     // subscribed, as the property is about (docs/protocol.md, "The first wait").
-    await channelsListening(server(), 2);
+    await listening(server(), agentInstance(agent));
+    await listening(server(), locks);
     agent.pause();
     try {
       const loop = watchEventLoop();

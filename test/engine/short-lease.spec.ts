@@ -5,8 +5,9 @@ import { describe, expect, it } from '@jest/globals';
 import { LockLostError } from '../../lib/core';
 import {
   abortedAt,
-  channelsListening,
+  agentInstance,
   elapsedSince,
+  listening,
   lockService,
   outcome,
   until,
@@ -115,7 +116,8 @@ describe.each([300, 500])('with ttl %i and the default claim window (2 000 ms)',
 
     // Both waiters' services listen (no early join's mark left): the frozen one is then frozen while
     // subscribed, as the property is about (docs/protocol.md, "The first wait").
-    await channelsListening(server(), 2);
+    await listening(server(), agentInstance(agent));
+    await listening(server(), next);
     agent.pause(); // its connection stays open, so the grant is delivered to a process that never runs
     try {
       const releasedAt = performance.now();

@@ -52,12 +52,16 @@ export async function until<T>(
 }
 
 /**
- * Resolves once `service`'s wake connection listens and the mark its waiters' early joins left is gone
+ * Resolves once `service`'s (or the instance's) wake connection listens and the mark its waiters' early joins left is gone
  * (docs/protocol.md, "The first wait"): from then on a push to its waiters reaches them, and Redis skips
  * them at once if it stops listening. Its calls join the line before that.
  */
-export async function listening(server: RedisServer, service: LockService, prefix = 'lock:'): Promise<void> {
-  const channel = `${prefix}wake:${service.instance}`;
+export async function listening(
+  server: RedisServer,
+  service: LockService | string,
+  prefix = 'lock:',
+): Promise<void> {
+  const channel = `${prefix}wake:${typeof service === 'string' ? service : service.instance}`;
   const admin = server.client();
   try {
     await until(
@@ -69,20 +73,11 @@ export async function listening(server: RedisServer, service: LockService, prefi
   }
 }
 
-/**
- * As `listening`, for services of other processes, whose instances the test does not know: resolves once
- * `count` services listen on a wake channel under `prefix` and none has an early join's mark left.
- */
-export async function channelsListening(server: RedisServer, count: number, prefix = 'lock:'): Promise<void> {
-  const admin = server.client();
-  try {
-    await until(
-      async () => [await admin.pubsub('CHANNELS', `${prefix}wake:*`), await server.keys(`${prefix}wake:*`)],
-      ([channels, marks]) => (channels as string[]).length === count && (marks as string[]).length === 0,
-    );
-  } finally {
-    admin.disconnect();
-  }
+/** The instance a lock-agent worker reported (test/workers/lock-agent.worker.ts), for `listening`. */
+export function agentInstance(agent: { readonly messages: readonly { type: string }[] }): string {
+  const reported = agent.messages.find((m) => m.type === 'instance') as { instance?: string } | undefined;
+  if (!reported?.instance) throw new Error('the agent has not reported its instance yet: await its ready');
+  return reported.instance;
 }
 
 /**

@@ -73,4 +73,6 @@ onMessage(async (message: Command) => {
   }
 });
 
+// Its service's id, so a test can tell its tokens and its wake channel.
+send({ type: 'instance', instance: locks.instance });
 ready();
