@@ -36,6 +36,9 @@ if queued == 0 then
       return redis.error_reply('WRONGTYPE the lock key ' .. owner_key .. ' holds a ' ..
         redis.call('TYPE', owner_key)['ok'] .. ', not a lock')
     end
+    -- The caller's own token: this first call ran before and its reply was lost, and the client sent it
+    -- again on a new connection (ioredis does, after a reconnect). It holds the lock: say so again.
+    if previous == token and mode ~= 'wait' then return {1, tonumber(redis.call('GET', fence_key) or '0'), now_us} end
     took = not previous
   else
     took = redis.call('SET', owner_key, token, 'NX', 'PX', ttl)
