@@ -2,7 +2,7 @@
 // holder, unrenewed) until minHold has passed; then the queue is served in order, woken by push.
 // MIN_HOLD_REPORT=1 prints the measured grant times.
 import { describe, expect, it } from '@jest/globals';
-import { elapsedSince, lockService, until } from '../support/lock-fixtures';
+import { elapsedSince, listening, lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
 
@@ -63,11 +63,14 @@ describe('minHold', () => {
   it('nobody polls during the hold: the waiter is woken once, by the hold note, when minHold ends', async () => {
     const holderSide = lockService(server());
     const lease = await holderSide.acquire('mh-push', { ttl: 5_000, minHold: 400 });
-    const waiting = lockService(server()).acquire('mh-push', { ttl: 5_000, waitTimeout: 5_000 });
+    const waitingSide = lockService(server());
+    const waiting = waitingSide.acquire('mh-push', { ttl: 5_000, waitTimeout: 5_000 });
     await until(
       () => holderSide.inspect('mh-push'),
       (info) => info.queueLength === 1,
     );
+    // Its service listens (a first wait's subscription, and its re-check if a push was missed, are done).
+    await listening(server(), waitingSide);
     await server().resetStats();
     await lease.release();
     const next = await waiting;

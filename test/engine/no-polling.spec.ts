@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { commandsIn, lockService, until } from '../support/lock-fixtures';
+import { commandsIn, listening, lockService, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 
 const server = useRedis();
@@ -24,6 +24,8 @@ describe('no polling', () => {
       () => admin.llen('lock:{busy}:q'),
       (length) => length === 50,
     );
+    // Its service listens (a first wait's subscription, and its re-check if a push was missed, are done).
+    await listening(server(), waiters);
     const joined = await server().commandStats();
 
     // Two seconds of pure waiting: nothing may reach Redis.

@@ -5,7 +5,7 @@
 // (Single-process properties: test/conformance/read-write-conformance.ts.)
 import { describe, expect, it } from '@jest/globals';
 import { watchEventLoop } from '../support/event-loop';
-import { commandsIn, lockService, until } from '../support/lock-fixtures';
+import { commandsIn, listening, lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
 
@@ -91,6 +91,8 @@ describe('read-write lock across processes', () => {
       () => admin.llen('lock:{rw-idle}:sq'),
       (length) => length === 20,
     );
+    // Its service listens (a first wait's subscription, and its re-check if a push was missed, are done).
+    await listening(server(), queued);
     await server().resetStats();
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     expect(commandsIn(await server().commandStats())).toBe(0);

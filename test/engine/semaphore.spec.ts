@@ -79,6 +79,8 @@ describe('semaphore across processes', () => {
       () => admin.llen('lock:{sem-idle}:sq'),
       (length) => length === 30,
     );
+    // Its service listens (a first wait's subscription, and its re-check if a push was missed, are done).
+    await listening(server(), waiting);
     await server().resetStats();
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     expect(commandsIn(await server().commandStats())).toBe(0);

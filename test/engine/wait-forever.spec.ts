@@ -2,7 +2,7 @@
 // fallback re-check when the holder crashed, stopped by its AbortSignal, and never a timer beyond what
 // Node can hold (which would fire at once, with a TimeoutOverflowWarning).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { commandsIn, elapsedSince, lockService, outcome, until } from '../support/lock-fixtures';
+import { commandsIn, elapsedSince, listening, lockService, outcome, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 
 const server = useRedis();
@@ -23,13 +23,16 @@ describe('waitTimeout: Infinity', () => {
   it('waits without polling and is woken by push when the holder releases', async () => {
     const holderSide = lockService(server());
     const holder = await holderSide.acquire('forever', { ttl: 30_000 });
-    const waiting = lockService(server()).acquire('forever', { waitTimeout: Number.POSITIVE_INFINITY });
+    const waitingSide = lockService(server());
+    const waiting = waitingSide.acquire('forever', { waitTimeout: Number.POSITIVE_INFINITY });
     await until(
       () => holderSide.inspect('forever'),
       (info) => info.queueLength === 1,
     );
     // The queue key still expires, however long the wait.
     expect(await server().client().pttl('lock:{forever}:q')).toBeGreaterThan(0);
+    // Its service listens (a first wait's subscription, and its re-check if a push was missed, are done).
+    await listening(server(), waitingSide);
     await server().resetStats();
     // Time passing while it waits is the scenario: nothing may reach Redis meanwhile.
     await new Promise((resolve) => setTimeout(resolve, 500));
