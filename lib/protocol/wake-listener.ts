@@ -41,8 +41,6 @@ export class WakeListener {
   private subscribed: Promise<void> | undefined;
   private live = false;
   private closed = false;
-  /** A waiter joined while the subscription was not live: pushes may have been missed. */
-  private early = false;
   /** While early waiters wait for the subscription: keeps their mark alive, and retries a failed one. */
   private keeping: NodeJS.Timeout | undefined;
 
@@ -68,16 +66,20 @@ export class WakeListener {
   /** A waiter joined the line before the subscription was live: open it, and keep the waiter's place. */
   joinedEarly(): void {
     if (this.ready || this.closed) return;
-    this.early = true;
     // A mark outlives its service's last early join by one claim window: a service that died then holds
     // the line no longer than that. One that is alive keeps it alive until it listens.
     this.keeping ??= setInterval(() => this.keepWaiting(), Math.max(1, this.markFor / 2)).unref();
     this.ensureSubscribed().catch(() => {});
   }
 
+  /** A waiter joined while the subscription was not live (and it is not yet): pushes may have been missed. */
+  private get early(): boolean {
+    return this.keeping !== undefined;
+  }
+
   /** Renews the early waiters' mark (or sets it again if it expired) and retries a failed subscription. */
   private keepWaiting(): void {
-    if (!this.early || this.closed || this.ready) {
+    if (this.closed || this.ready) {
       this.stopKeeping();
       return;
     }
@@ -161,7 +163,6 @@ export class WakeListener {
       if (again) this.onResubscribed();
       return;
     }
-    this.early = false;
     this.stopKeeping();
     if (this.connection.cluster) {
       this.onResubscribed();
@@ -227,7 +228,6 @@ export class WakeListener {
     const subscriber = this.subscriber;
     this.forget();
     this.live = false;
-    this.early = false;
     this.stopKeeping();
     subscriber?.drop();
   }
@@ -237,7 +237,6 @@ export class WakeListener {
     if (this.early && !this.connection.cluster) {
       this.connection.command(['DEL', this.channel], this.channel).catch(() => {});
     }
-    this.early = false;
     this.stopKeeping();
     this.closed = true;
     this.live = false;

@@ -50,10 +50,9 @@ describe('a waiter that dies or gives up after being granted', () => {
       (i) => i.queueLength === 2,
     );
 
-    // Both waiters' services listen (no early join's mark left): the frozen one is then frozen while
-    // subscribed, as the property is about (docs/protocol.md, "The first wait").
-    await listening(server(), agentInstance(agent));
-    await listening(server(), next);
+    // Both waiters' services listen: the frozen one is frozen while subscribed (docs/protocol.md,
+    // "The first wait").
+    await listening(server(), agentInstance(agent), next);
     agent.pause(); // its connection stays open, so the grant is delivered to a process that never runs
     const releasedAt = performance.now();
     await holder.release();
@@ -134,10 +133,9 @@ describe('a waiter that dies or gives up after being granted', () => {
       () => locks.inspect('dead-4'),
       (i) => i.queueLength === 2,
     );
-    // Both waiters' services listen (no early join's mark left): the frozen one is then frozen while
-    // subscribed, as the property is about (docs/protocol.md, "The first wait").
-    await listening(server(), agentInstance(agent));
-    await listening(server(), next);
+    // Both waiters' services listen: the frozen one is frozen while subscribed (docs/protocol.md,
+    // "The first wait").
+    await listening(server(), agentInstance(agent), next);
 
     agent.pause();
     const releasedAt = performance.now();

@@ -132,10 +132,9 @@ describe('semaphore across processes', () => {
       () => locks.inspect('sem-frozen'),
       (info) => info.queueLength === 2,
     );
-    // Both waiters' services listen (no early join's mark left): the frozen one is then frozen while
-    // subscribed, as the property is about (docs/protocol.md, "The first wait").
-    await listening(server(), agentInstance(agent));
-    await listening(server(), locks);
+    // Both waiters' services listen: the frozen one is frozen while subscribed (docs/protocol.md,
+    // "The first wait").
+    await listening(server(), agentInstance(agent), locks);
     agent.pause();
     try {
       const loop = watchEventLoop();

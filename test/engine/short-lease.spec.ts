@@ -114,10 +114,9 @@ describe.each([300, 500])('with ttl %i and the default claim window (2 000 ms)',
       (info) => info.queueLength === 2,
     );
 
-    // Both waiters' services listen (no early join's mark left): the frozen one is then frozen while
-    // subscribed, as the property is about (docs/protocol.md, "The first wait").
-    await listening(server(), agentInstance(agent));
-    await listening(server(), next);
+    // Both waiters' services listen: the frozen one is frozen while subscribed (docs/protocol.md,
+    // "The first wait").
+    await listening(server(), agentInstance(agent), next);
     agent.pause(); // its connection stays open, so the grant is delivered to a process that never runs
     try {
       const releasedAt = performance.now();

@@ -52,22 +52,20 @@ export async function until<T>(
 }
 
 /**
- * Resolves once `service`'s (or the instance's) wake connection listens and the mark its waiters' early joins left is gone
- * (docs/protocol.md, "The first wait"): from then on a push to its waiters reaches them, and Redis skips
- * them at once if it stops listening. Its calls join the line before that.
+ * Resolves once each service's (or instance's) wake connection listens and the mark its waiters' early
+ * joins left is gone (docs/protocol.md, "The first wait"): from then on a push to its waiters reaches
+ * them, and Redis skips them at once if it stops listening. Its calls join the line before that.
  */
-export async function listening(
-  server: RedisServer,
-  service: LockService | string,
-  prefix = 'lock:',
-): Promise<void> {
-  const channel = `${prefix}wake:${typeof service === 'string' ? service : service.instance}`;
+export async function listening(server: RedisServer, ...services: (LockService | string)[]): Promise<void> {
   const admin = server.client();
   try {
-    await until(
-      async () => [await admin.pubsub('NUMSUB', channel), await admin.exists(channel)] as const,
-      ([subscribers, marked]) => Number((subscribers as unknown[])[1]) > 0 && marked === 0,
-    );
+    for (const service of services) {
+      const channel = `lock:wake:${typeof service === 'string' ? service : service.instance}`;
+      await until(
+        async () => [await admin.pubsub('NUMSUB', channel), await admin.exists(channel)] as const,
+        ([subscribers, marked]) => Number((subscribers as unknown[])[1]) > 0 && marked === 0,
+      );
+    }
   } finally {
     admin.disconnect();
   }

@@ -18,6 +18,7 @@ local mode = ARGV[7]
 local late = mode == 'late'
 if late then mode = 'wait' end
 local queue_ttl = tonumber(ARGV[8])
+local listen_later = tonumber(ARGV[10])
 local now_us = server_time_us()
 
 -- The usual case: nobody queued and the key free. SET NX checks and takes it in one call. On Redis 7 it
@@ -66,7 +67,7 @@ if mode ~= 'wait' then
     -- its fallback re-check a claim window after the hold; reading the line to tell would cost every
     -- join a command).
     local length = push_entry(token, queue_ttl)
-    if ARGV[10] then listening_later(tonumber(ARGV[10])) end
+    if listen_later then listening_later(listen_later) end
     return {0, owner_ttl, now_us, length == 1 and 1 or 0}
   end
 end
@@ -125,7 +126,7 @@ if mode ~= 'wait' then
   local fence, other = hand_off(token)
   if fence then return {1, fence, now_us} end
   if other then
-    if mode == 'join' and ARGV[10] then listening_later(tonumber(ARGV[10])) end
+    if mode == 'join' and listen_later then listening_later(listen_later) end
     return waiting(mode == 'join')
   end
   return take()
