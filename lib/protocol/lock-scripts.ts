@@ -4,6 +4,7 @@
  * connection attempt). This class is the whole single-server Redis protocol seen from Node.
  */
 import { LockNotReplicatedError, type ReplicatedWrite } from '../errors/lock-not-replicated.error';
+import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import type {
   AcquireMode,
   AcquireReply,
@@ -153,6 +154,8 @@ function released(reply: unknown): Released {
 
 export class LockScripts {
   private readonly runner: ScriptRunner<ScriptName>;
+  /** Take-backs waiting for the connection to come back (takeBack). */
+  private readonly pendingTakeBacks = new Set<() => void>();
 
   /**
    * @param ack replicas that must acknowledge every grant and renewal (the `replicas` option): each
@@ -168,8 +171,10 @@ export class LockScripts {
     this.runner = new ScriptRunner(connection, commandTimeout, SOURCES);
   }
 
-  /** Stops following the connection (see ScriptRunner.close). */
+  /** Stops following the connection (see ScriptRunner.close); take-backs not sent yet are dropped. */
   close(): void {
+    for (const dispose of this.pendingTakeBacks) dispose();
+    this.pendingTakeBacks.clear();
     this.runner.close();
   }
 
@@ -199,18 +204,24 @@ export class LockScripts {
         ? this.argv(ctx, mode, queueTtl, ...(ctx.kind ? [] : [ctx.reserved ?? '']), ...later)
         : this.argv(ctx, mode, queueTtl);
     const name = this.named('acquire', ctx);
-    if (!this.ack) return acquireReply((await this.run(name, ctx.keys.lock, args)) as number[]);
     // A waiter's re-check is acknowledged too: it is how a hand-off is confirmed (the PEXPIRE it writes
     // comes after the hand-off in the replication stream, so acknowledging it covers both).
     let acked: Acknowledged;
     try {
+      if (!this.ack) return acquireReply((await this.run(name, ctx.keys.lock, args)) as number[]);
       acked = await this.runner.runAcknowledged(name, ctx.keys.lock, args, this.ack);
     } catch (error) {
-      // The script may have granted before the wait failed (WAITAOF refused, no reply in time): give it
-      // back, or it would stay held by a caller that was told it failed. Harmless if it was not granted.
-      // Not awaited: on a connection that stopped answering it would double the caller's wait, and on
-      // one that answers it still runs before anything the caller sends next.
-      this.release(ctx).catch(() => {});
+      const first = mode === 'try' || mode === 'join';
+      // Refused by Redis, a script did nothing; a wait refused (WAITAOF) came after the script ran.
+      if (first && (this.ack || error instanceof RedisUnavailableError)) {
+        this.takeBack(ctx, Math.max(ctx.ttl, queueTtl));
+      } else if (this.ack) {
+        // A waiter's re-check may have been granted before its wait failed (WAITAOF refused, no reply
+        // in time): given back, or it would stay held by a caller that was told it failed. Not awaited:
+        // on a connection that stopped answering it would double the caller's wait, and on one that
+        // answers it still runs before the waiter's next re-check.
+        this.release(ctx).catch(() => {});
+      }
       throw error;
     }
     const reply = acquireReply(acked.value as number[]);
@@ -219,6 +230,20 @@ export class LockScripts {
     // it goes to the next in line as any release would.
     await this.release(ctx).catch(() => {});
     throw this.refusal(ctx.keys.lock, 'grant', acked);
+  }
+
+  /**
+   * Takes back what a failed first call may have done: it may have run with its reply lost (the
+   * connection dropped, no reply in time) or its wait failed, and the caller, told it failed, will never
+   * use or cancel it. Cancelled (a grant passed on, a place in line left) now or, if the connection is
+   * down, once it is back, for as long as the grant or the place could last (`within`, ms).
+   */
+  private takeBack(ctx: ScriptContext, within: number): void {
+    const dispose = this.runner.whenReady(within, () => {
+      this.pendingTakeBacks.delete(dispose);
+      this.cancel(ctx).catch(() => {});
+    });
+    this.pendingTakeBacks.add(dispose);
   }
 
   /** Keeps a place in line that the caller claims later; returns the reservation. */

@@ -1,10 +1,9 @@
 // A TCP proxy in front of one redis-server that can hold back the connections it accepts (their bytes
 // are kept until release(), as a slow network or a server slow to accept would) and drop one of them
 // (as a connection reset does): for the moments a client opens or loses a connection of its own.
-import { once } from 'node:events';
-import { createConnection, createServer, type Server, type Socket } from 'node:net';
-import { afterEach } from '@jest/globals';
+import { createConnection, type Socket } from 'node:net';
 import { deferred } from './deferred';
+import { TestProxy } from './test-proxy';
 
 interface Link {
   client: Socket;
@@ -13,38 +12,16 @@ interface Link {
   pending: Buffer[];
 }
 
-export class HoldProxy {
+export class HoldProxy extends TestProxy {
   /** Every connection accepted, in order. */
   readonly accepted: Link[] = [];
   private holding = false;
   private held: Link[] = [];
   private whenHeldNext = deferred<void>();
 
-  private constructor(
-    private readonly server: Server,
-    private readonly target: number,
-  ) {
-    server.on('connection', (client) => this.accept(client));
-  }
-
   /** A proxy on a free port in front of 127.0.0.1:`target`; closed after the test. */
   static async start(target: number): Promise<HoldProxy> {
-    const server = createServer();
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    const proxy = new HoldProxy(server, target);
-    opened.push(proxy);
-    return proxy;
-  }
-
-  get port(): number {
-    const address = this.server.address();
-    if (typeof address !== 'object' || address === null) throw new Error('proxy not listening');
-    return address.port;
-  }
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
+    return new HoldProxy(await TestProxy.listening(), target);
   }
 
   /** Connections accepted from now on are held (accepted, but nothing reaches Redis) until release(). */
@@ -70,15 +47,14 @@ export class HoldProxy {
     link.upstream?.destroy();
   }
 
-  async close(): Promise<void> {
+  protected closeLinks(): void {
     for (const link of this.accepted) {
       link.client.destroy();
       link.upstream?.destroy();
     }
-    this.server.close();
   }
 
-  private accept(client: Socket): void {
+  protected accept(client: Socket): void {
     const link: Link = { client, pending: [] };
     this.accepted.push(link);
     client.on('error', () => {});
@@ -108,9 +84,3 @@ export class HoldProxy {
     upstream.pipe(client);
   }
 }
-
-const opened: HoldProxy[] = [];
-
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((proxy) => proxy.close()));
-});

@@ -58,10 +58,16 @@ const ADMIN_TIMEOUT_MS = 5_000;
 /** Servers not yet disposed, in this process (shared by the test files a jest worker runs). */
 const servers = processWide('redis-servers', () => new Set<RedisServer>());
 
+/**
+ * The redis-server binary: the one on PATH, or LOCK_TEST_REDIS_SERVER's (scripts/redis-check.sh runs
+ * suites on a recent Redis built apart).
+ */
+const REDIS_SERVER = process.env.LOCK_TEST_REDIS_SERVER || 'redis-server';
+
 let installed = false;
 function assertRedisInstalled(): void {
   if (installed) return;
-  const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
+  const probe = spawnSync(REDIS_SERVER, ['--version'], { encoding: 'utf8' });
   if (probe.error || probe.status !== 0) {
     throw new Error(
       'redis-server was not found on PATH; the tests start their own Redis servers on free ports. Install ' +
@@ -120,7 +126,7 @@ export interface LaunchMode {
 export function launch(port: number, args: readonly string[], mode: LaunchMode = {}): Promise<ChildProcess> {
   const readyLine = mode.readyLine ?? READY_LINE;
   const child = spawn(
-    'redis-server',
+    REDIS_SERVER,
     [
       ...(mode.configFile === undefined ? [] : [mode.configFile]),
       ...['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],

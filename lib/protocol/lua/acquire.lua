@@ -38,8 +38,13 @@ if queued == 0 then
         redis.call('TYPE', owner_key)['ok'] .. ', not a lock')
     end
     -- The caller's own token: this first call ran before and its reply was lost, and the client sent it
-    -- again on a new connection (ioredis does, after a reconnect). It holds the lock: say so again.
-    if previous == token and mode ~= 'wait' then return {1, tonumber(redis.call('GET', fence_key) or '0'), now_us} end
+    -- again on a new connection (ioredis does, after a reconnect). It holds the lock: say so again, with
+    -- its full ttl. That write is also what makes a WAIT behind this call cover the grant: from Redis
+    -- 7.2 a WAIT counts only the writes of its own connection, and this one wrote nothing else.
+    if previous == token and mode ~= 'wait' then
+      redis.call('PEXPIRE', owner_key, ttl)
+      return {1, tonumber(redis.call('GET', fence_key) or '0'), now_us}
+    end
     took = not previous
   else
     took = redis.call('SET', owner_key, token, 'NX', 'PX', ttl)

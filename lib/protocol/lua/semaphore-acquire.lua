@@ -15,14 +15,14 @@ if late then mode = 'wait' end
 local queue_ttl = tonumber(ARGV[9])
 
 live_holders()
-if mode == 'wait' then
-  -- A grant reached us (or we already hold a permit): confirm it with the full ttl.
-  local fence = redis.call('HGET', owner_key, token)
-  if fence then
-    hold_for(token, ttl)
-    outlive(now_ms + ttl, false)
-    return {1, tonumber(fence), now_us}
-  end
+-- A grant reached us (or we already hold a permit): confirm it with the full ttl. A first call finds its
+-- token here only when it ran before, its reply was lost and the client sent it again (acquire.lua): it
+-- holds its permit, and the write lets a WAIT behind it on the new connection cover the grant.
+local held = redis.call('HGET', owner_key, token)
+if held then
+  hold_for(token, ttl)
+  outlive(now_ms + ttl, false)
+  return {1, tonumber(held), now_us}
 end
 
 -- Nobody in line and a permit free: take it. Otherwise nobody barges: the line is served first.
