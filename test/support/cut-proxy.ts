@@ -6,8 +6,10 @@ import { createConnection, type Socket } from 'node:net';
 import { deferred } from './deferred';
 import { TestProxy } from './test-proxy';
 
-/** Where to drop the next connection that sends `command` (lower case). */
-type Cut = { at: 'before' | 'pending'; command: string; done: (sent: string[]) => void };
+/** Where to drop the next connection that sends a command `command` matches (names in lower case). */
+type Cut = { at: 'before' | 'pending'; command: RegExp; done: (sent: string[]) => void };
+/** A command's name, or a pattern of names (`/^eval(sha)?$/`). */
+type Command = string | RegExp;
 
 interface Link {
   client: Socket;
@@ -36,7 +38,7 @@ export class CutProxy extends TestProxy {
    * Redis (which runs it, its replies lost), it and what follows do not. Resolves once dropped, with
    * the names of the commands that went up on that connection.
    */
-  cutBefore(command: string): Promise<string[]> {
+  cutBefore(command: Command): Promise<string[]> {
     return this.arm('before', command);
   }
 
@@ -44,17 +46,21 @@ export class CutProxy extends TestProxy {
    * The next connection to send `command` is dropped once every command before it has been answered
    * and it has not: Redis is working on it (a WAIT blocked on its replicas). Resolves as cutBefore.
    */
-  cutWhilePending(command: string): Promise<string[]> {
+  cutWhilePending(command: Command): Promise<string[]> {
     return this.arm('pending', command);
   }
 
   protected closeLinks(): void {
-    for (const link of this.links) this.drop(link);
+    for (const link of this.links) {
+      this.drop(link);
+      link.upstream.destroy();
+    }
   }
 
-  private arm(at: Cut['at'], command: string): Promise<string[]> {
+  private arm(at: Cut['at'], command: Command): Promise<string[]> {
     const dropped = deferred<string[]>();
-    this.cut = { at, command: command.toLowerCase(), done: (sent) => dropped.resolve(sent) };
+    const pattern = typeof command === 'string' ? new RegExp(`^${command.toLowerCase()}$`) : command;
+    this.cut = { at, command: pattern, done: (sent) => dropped.resolve(sent) };
     return dropped.promise;
   }
 
@@ -83,10 +89,7 @@ export class CutProxy extends TestProxy {
     for (const { end, value } of link.up.feed(chunk)) {
       const name = String((value as unknown[])[0] ?? '').toLowerCase();
       const cut = this.cut;
-      if (cut?.at === 'before' && name === cut.command) {
-        // The commands before this one went up already; the half-close lets Redis run them before it
-        // sees the end of the stream.
-        link.upstream.end();
+      if (cut?.at === 'before' && cut.command.test(name)) {
         this.fire(link);
         return;
       }
@@ -109,18 +112,17 @@ export class CutProxy extends TestProxy {
   private checkPending(link: Link): void {
     const cut = this.cut;
     if (cut?.at !== 'pending' || link.closed) return;
-    if (link.sent[link.answered] === cut.command) {
-      link.upstream.destroy();
-      this.fire(link);
-    }
+    if (cut.command.test(link.sent[link.answered] ?? '')) this.fire(link);
   }
 
   private fire(link: Link): void {
     const cut = this.cut as Cut;
     this.cut = undefined;
-    // A reset, as a failing network or a restarted proxy gives: the client learns of it at once.
+    link.closed = true;
+    // A reset, as a failing network or a restarted proxy gives: the client learns of it at once. Redis
+    // is sent the end of the stream instead, so it runs every command that went up before it closes.
     link.client.resetAndDestroy();
-    this.drop(link);
+    link.upstream.end();
     cut.done(link.sent);
   }
 

@@ -21,6 +21,15 @@ local queue_ttl = tonumber(ARGV[8])
 local listen_later = tonumber(ARGV[10])
 local now_us = server_time_us()
 
+-- A first call that ran before, its reply lost on a connection that dropped, which the client sent again
+-- on a new one (ioredis does after a reconnect), finds the lock held under its own token. It holds it:
+-- it says so again, with its full ttl. That write is also what makes a WAIT behind this call cover the
+-- grant: from Redis 7.2 a WAIT counts only the writes of its own connection, and this one wrote nothing.
+local function granted_again()
+  redis.call('PEXPIRE', owner_key, ttl)
+  return {1, tonumber(redis.call('GET', fence_key) or '0'), now_us}
+end
+
 -- The usual case: nobody queued and the key free. SET NX checks and takes it in one call. On Redis 7 it
 -- also GETs, at no extra cost: a semaphore's hash at this key (semaphore.lua) then answers with an error
 -- instead of being queued behind, so one key is never used as both kinds of lock.
@@ -37,14 +46,7 @@ if queued == 0 then
       return redis.error_reply('WRONGTYPE the lock key ' .. owner_key .. ' holds a ' ..
         redis.call('TYPE', owner_key)['ok'] .. ', not a lock')
     end
-    -- The caller's own token: this first call ran before and its reply was lost, and the client sent it
-    -- again on a new connection (ioredis does, after a reconnect). It holds the lock: say so again, with
-    -- its full ttl. That write is also what makes a WAIT behind this call cover the grant: from Redis
-    -- 7.2 a WAIT counts only the writes of its own connection, and this one wrote nothing else.
-    if previous == token and mode ~= 'wait' then
-      redis.call('PEXPIRE', owner_key, ttl)
-      return {1, tonumber(redis.call('GET', fence_key) or '0'), now_us}
-    end
+    if previous == token and mode ~= 'wait' then return granted_again() end
     took = not previous
   else
     took = redis.call('SET', owner_key, token, 'NX', 'PX', ttl)
@@ -53,8 +55,8 @@ if queued == 0 then
 end
 
 if mode ~= 'wait' then
-  -- A first call ("try" or "join") brings a token Redis has never seen: it is neither the owner nor
-  -- queued. SET NX failing on an empty queue already says somebody holds the lock; otherwise PTTL both
+  -- A first call ("try" or "join") brings a token Redis has never seen (unless sent again, below): it is
+  -- neither the owner nor queued. SET NX failing on an empty queue already says somebody holds the lock; otherwise PTTL both
   -- says whether somebody does (-2: no key) and is what the reply carries.
   local owner_ttl = redis.call('PTTL', owner_key)
   -- A lock key always expires; one without an expiry that is not a string was written by something
@@ -66,6 +68,13 @@ if mode ~= 'wait' then
     end
   end
   if queued == 0 or owner_ttl ~= -2 then
+    -- Sent again (see granted_again) after it took the lock (where SET NX GET did not say so: a hand-off,
+    -- Redis 6.2), or after it joined the line.
+    if (queued > 0 or not redis_7) and owner_ttl > 0 and redis.call('GET', owner_key) == token then
+      return granted_again()
+    end
+    local at = queued > 0 and mode == 'join' and queued_before(token)
+    if at then return {0, owner_ttl, now_us, at == 0 and 1 or 0} end
     if mode == 'try' then return {0, owner_ttl, now_us, 0} end
     -- The reply of RPUSH says whether anyone is ahead: 1, nobody; more, others are, so the caller is not
     -- first (unless only reservations are: it then learns it from the next hand-off's head note, or at

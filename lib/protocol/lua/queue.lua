@@ -19,3 +19,11 @@ local function push_entry(entry, queue_ttl, front)
   end
   return length
 end
+
+-- A first call the client sent again after a reconnect (its reply lost; ioredis resends) finds itself in
+-- line already, put there by its first run: it must not queue twice. Looked for near the back only
+-- (`LPOS … RANK -1 MAXLEN`), where it is: few can join behind it while its client reconnects, and a join
+-- pays no scan of a long line. Returns the entry's index, or nil.
+local function queued_before(entry)
+  return redis.call('LPOS', queue_key, entry, 'RANK', -1, 'MAXLEN', 64)
+end

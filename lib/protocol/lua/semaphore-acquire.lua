@@ -36,7 +36,8 @@ if mode == 'try' then return {0, first_hold_left(), now_us, 0} end
 
 local length = 0
 if mode == 'join' then
-  length = push_entry(token, queue_ttl)
+  -- Unless it is a join sent again after a reconnect, in line already (queue.lua).
+  if queued == 0 or not queued_before(token) then length = push_entry(token, queue_ttl) end
 elseif not redis.call('LPOS', queue_key, token) then
   -- A late waiter goes back to the front, where it was granted from (acquire.lua).
   length = push_entry(token, queue_ttl, late)
