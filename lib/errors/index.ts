@@ -1,6 +1,7 @@
 export * from './lock.error';
 export * from './lock-aborted.error';
 export * from './lock-key.error';
+export * from './lock-key-function.error';
 export * from './lock-lost.error';
 export * from './lock-mode.error';
 export * from './lock-not-held.error';

@@ -5,6 +5,7 @@
  * LockKeyError that names the method and the template.
  */
 import { LockKeyError } from '../errors/lock-key.error';
+import { LockKeyFunctionError } from '../errors/lock-key-function.error';
 import { describeValue, hasLoneSurrogate, MAX_KEY_LENGTH, validateKey } from '../lock-options';
 
 /**
@@ -113,7 +114,8 @@ function resolve(parts: readonly Part[], args: readonly unknown[], template: str
       continue;
     }
     const fail = (why: string): never => {
-      throw new LockKeyError(`@Locked('${template}') on ${where}: <${part.source}> ${why}`);
+      const detail = `<${part.source}> ${why}`;
+      throw new LockKeyError(`@Locked('${template}') on ${where}: ${detail}`, undefined, undefined, detail);
     };
     if (part.index >= args.length) fail(`refers to argument ${part.index}, but the call had ${args.length}.`);
     let value = args[part.index];
@@ -127,6 +129,7 @@ function resolve(parts: readonly Part[], args: readonly unknown[], template: str
           `@Locked('${template}') on ${where}: reading ${at}.${segment} threw.`,
           undefined,
           error,
+          `<${part.source}>: reading ${at}.${segment} failed.`,
         );
       }
       at += `.${segment}`;
@@ -166,23 +169,29 @@ function functionResolver(fn: LockKeyFunction, where: string): KeyResolver {
     try {
       key = (fn as (...args: unknown[]) => unknown)(...args);
     } catch (error) {
-      // The cause's own words lead the way to the fix (a missing body, a wrong argument): say them.
+      // A refusal the function means (an HttpException: 400, 404…) answers the request as it says.
+      if (isHttpException(error)) throw error;
+      // Anything else is a fault of the application's code, a 500 with its stack in the log. The cause's
+      // own words lead the way to the fix: say them.
       const why = error instanceof Error ? error.message : describeValue(error);
-      throw new LockKeyError(
+      throw new LockKeyFunctionError(
         `@Locked(fn) on ${where}: the key function threw: ${why.length > 200 ? `${why.slice(0, 200)}…` : why}`,
-        undefined,
         error,
       );
     }
     if (Array.isArray(key)) {
       if (key.length === 0) {
-        throw new LockKeyError(`@Locked(fn) on ${where}: the key function returned an empty array of keys.`);
+        const detail = 'the key function returned an empty array of keys.';
+        throw new LockKeyError(`@Locked(fn) on ${where}: ${detail}`, undefined, undefined, detail);
       }
       return key.map((element: unknown, i) => {
         if (typeof element !== 'string') {
           throw new LockKeyError(
             `@Locked(fn) on ${where}: the key function returned an array whose element [${i}] is ` +
               `${describeValue(element)}, not a string.`,
+            undefined,
+            undefined,
+            `the key function returned an array whose element [${i}] is ${kindOf(element)}, not a string.`,
           );
         }
         return checked(element, where, 'fn');
@@ -191,6 +200,9 @@ function functionResolver(fn: LockKeyFunction, where: string): KeyResolver {
     if (typeof key !== 'string') {
       throw new LockKeyError(
         `@Locked(fn) on ${where}: the key function returned ${typeof key}, not a string or an array of strings.`,
+        undefined,
+        undefined,
+        `the key function returned ${kindOf(key)}, not a string or an array of strings.`,
       );
     }
     return checked(key, where, 'fn');
@@ -215,4 +227,21 @@ export function templateIndexes(template: LockKeyTemplate): number[] {
   if (Array.isArray(template)) return template.flatMap((element) => templateIndexes(element as string));
   if (typeof template !== 'string') return [];
   return [...template.matchAll(PLACEHOLDER)].map((match) => Number(match[1].trim().split('.')[0]));
+}
+
+/** An HttpException of any copy of @nestjs/common: told by its shape. */
+function isHttpException(error: unknown): boolean {
+  const candidate = error as { getStatus?: unknown; getResponse?: unknown } | null;
+  return (
+    typeof candidate === 'object' &&
+    candidate !== null &&
+    typeof candidate.getStatus === 'function' &&
+    typeof candidate.getResponse === 'function'
+  );
+}
+
+/** A value's kind for a message the caller reads: `undefined`, `null`, a type, never the value. */
+function kindOf(value: unknown): string {
+  if (value === null || value === undefined) return String(value);
+  return Array.isArray(value) ? 'an array' : `a ${typeof value}`;
 }

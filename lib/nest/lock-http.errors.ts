@@ -48,14 +48,15 @@ export function httpExceptionFor(error: unknown): HttpException | undefined {
   }
   if (error instanceof LockKeyError) {
     // The typed error names the class, method and template: for the server's log (via `cause`), not
-    // for the client, who learns what kind of value was missing.
+    // for the client, who learns which placeholder was missing or invalid, and why (its `detail`).
     return new BadRequestException(
       {
         statusCode: 400,
         error: 'Bad Request',
         code: error.code,
-        message:
-          'The lock key could not be built from this request: a value it is made of is missing or invalid.',
+        message: `The lock key could not be built from this request: ${
+          error.detail ?? 'a value it is made of is missing or invalid.'
+        }`,
       },
       { cause: error },
     );

@@ -52,7 +52,7 @@ export class LockInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const spec = Reflect.getMetadata(LOCKED_ROUTE_METADATA, context.getHandler()) as LockedSpec | undefined;
     if (!spec) return next.handle();
-    return this.observe(spec, context.getArgs(), () => next.handle());
+    return this.observe(spec, context.getArgs(), () => next.handle(), true);
   }
 
   /** The lock key(s) of one call: the spec's, resolved from the arguments, with its scope in front. */
@@ -82,7 +82,17 @@ export class LockInterceptor implements NestInterceptor {
     }
   }
 
-  private observe(spec: LockedSpec, args: unknown[], invoke: () => unknown): Observable<unknown> {
+  /**
+   * `answers`: the Observable is a route's, which Nest reads for the one value it answers with (the
+   * last, and an Observable that completes with none is an error there): a skip then emits undefined,
+   * which answers the request with no body.
+   */
+  private observe(
+    spec: LockedSpec,
+    args: unknown[],
+    invoke: () => unknown,
+    answers = false,
+  ): Observable<unknown> {
     return new Observable<unknown>((subscriber) => {
       // Unsubscribing while still waiting aborts the wait; while holding, it ends the hold.
       const abort = new AbortController();
@@ -121,8 +131,9 @@ export class LockInterceptor implements NestInterceptor {
           () => subscriber.complete(),
           (error: unknown) => {
             if (subscriber.closed) return;
-            if (skipped(spec, error, started)) subscriber.complete();
-            else subscriber.error(error);
+            if (!skipped(spec, error, started)) return subscriber.error(error);
+            if (answers) subscriber.next(undefined);
+            subscriber.complete();
           },
         );
       return () => {

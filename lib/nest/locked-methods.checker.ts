@@ -12,7 +12,12 @@ import { LockOptionsError } from '../errors/lock-options.error';
 import type { LockService } from '../lock.service';
 import { declaredOptions } from '../lock-options';
 import { templateIndexes } from './key-template';
-import { keyWarnings, type LockedKeyWarning } from './key-warnings';
+import {
+  keyWarnings,
+  type LockedDeclaration,
+  type LockedKeyWarning,
+  sharedKeyWarnings,
+} from './key-warnings';
 import { parameterCapacity } from './method-parameters';
 import { LOCKED_METADATA } from './redis-lock.constants';
 import type { LockedSpec } from './redis-lock-options.interface';
@@ -24,18 +29,23 @@ export class LockedMethodsChecker implements OnModuleInit {
     private readonly name: string | undefined,
     /** Where doubtful keys are reported (they run, so they warn rather than stop the application). */
     private readonly warn: (warning: LockedKeyWarning) => void,
+    /** The module's `scope`, which prefixes keys (the shared-key check compares keys as prefixed). */
+    private readonly scope = false,
   ) {}
 
   onModuleInit(): void {
     const scanner = new MetadataScanner();
-    const classes = new Set<object>();
-    for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
+    /** Each class, and whether it is a controller. */
+    const classes = new Map<object, boolean>();
+    const controllers = this.discovery.getControllers();
+    for (const wrapper of [...this.discovery.getProviders(), ...controllers]) {
       // Class providers of any scope; factories and values have no methods of their own to check.
       if (typeof wrapper.metatype === 'function' && !wrapper.inject && wrapper.metatype.prototype) {
-        classes.add(wrapper.metatype.prototype);
+        classes.set(wrapper.metatype.prototype, controllers.includes(wrapper));
       }
     }
-    for (const prototype of classes) {
+    const declarations: LockedDeclaration[] = [];
+    for (const [prototype, controller] of classes) {
       for (const method of scanner.getAllMethodNames(prototype)) {
         const fn = (prototype as Record<string, unknown>)[method];
         const spec =
@@ -50,8 +60,10 @@ export class LockedMethodsChecker implements OnModuleInit {
         }
         checkTemplateFits(spec);
         for (const warning of keyWarnings(spec)) this.warn(warning);
+        declarations.push({ spec, controller });
       }
     }
+    for (const warning of sharedKeyWarnings(declarations, this.scope)) this.warn(warning);
   }
 }
 

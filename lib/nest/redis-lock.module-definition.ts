@@ -178,7 +178,7 @@ function addProviders(
       provide: LockedMethodsChecker,
       inject: [DiscoveryService, RedisLockContext],
       useFactory: (discovery: DiscoveryService, c: RedisLockContext) =>
-        new LockedMethodsChecker(discovery, c.service, name, c.warn),
+        new LockedMethodsChecker(discovery, c.service, name, c.warn, c.scope),
     },
   ];
   if (extras.httpErrors !== false) {

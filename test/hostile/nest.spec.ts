@@ -8,6 +8,7 @@ import { lastValueFrom, Observable, of } from 'rxjs';
 import {
   Locked,
   LockKeyError,
+  LockKeyFunctionError,
   LockOptionsError,
   LockService,
   RedisLockHealthIndicator,
@@ -683,9 +684,10 @@ const callRows: Row<Calls>[] = [
     }),
   ),
   {
-    name: '@Locked(fn) whose function throws',
+    name: '@Locked(fn) whose function throws (a fault of the application, not of the call)',
     run: ({ orders }) => orders.byThrowingFunction(),
-    ...KEY,
+    error: LockKeyFunctionError,
+    code: 'LOCK_KEY_FUNCTION_FAILED',
     message: /@Locked\(fn\) on Orders\.byThrowingFunction: the key function threw: template exploded$/,
     after: (ctx, { error }) => {
       neverRan(ctx);

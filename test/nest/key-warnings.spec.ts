@@ -15,7 +15,8 @@ import {
   type LockWarning,
   RedisLockModule,
 } from '../../lib';
-import { keyWarnings } from '../../lib/nest/key-warnings';
+import { compileKeyTemplate } from '../../lib/nest/key-template';
+import { keyWarnings, type LockedDeclaration, sharedKeyWarnings } from '../../lib/nest/key-warnings';
 import type { LockedSpec } from '../../lib/nest/redis-lock-options.interface';
 import { useRedis } from '../support/redis-server';
 import { connection } from './locked-fixtures';
@@ -35,8 +36,29 @@ const redlockTransfer: any = (_target: unknown, from: unknown, to: unknown) => [
   `account:${String(to)}`,
 ];
 
+// biome-ignore lint/suspicious/noExplicitAny: as above; same parameter count as the method it decorates.
+const redlockComment: any = (_target: unknown, projectId: unknown) => `project:${String(projectId)}`;
+
+/** A call of each ported method, and the key the template its warning suggests gives that call. */
+const SUGGESTED_KEY: Record<string, [unknown[], string]> = {
+  'Ported.rename': [[{ id: 'u7' }, 'Ada'], 'user:u7'],
+  'Ported.pay': [['o1'], 'orderId:o1'],
+  'Ported.restock': [['sku-1'], 'sku:sku-1'],
+  'Ported.block': [[{ userId: 'u7' }], 'u7'],
+  'Ported.ship': [[{ orderId: 'o1' }], 'o1'],
+};
+
 @Injectable()
 class Ported {
+  @Locked('0.userId')
+  async block(_dto: { userId: string }): Promise<void> {}
+
+  @Locked('orderId')
+  async ship(_dto: { orderId: string }): Promise<void> {}
+
+  @Locked(redlockComment)
+  async addComment(_projectId: string, _comment: string): Promise<void> {}
+
   @Locked('user.id', { ttl: 5_000 })
   async rename(_user: { id: string }, _name: string): Promise<void> {}
 
@@ -81,6 +103,38 @@ class Correct {
   async transfer(_from: string, _to: string): Promise<void> {}
 }
 
+/** murlock prefixed each key with its Class.method: ported as is, these two share a lock. */
+@Injectable()
+class UsersRenamer {
+  @Locked('rename:<0>')
+  async rename(_userId: string): Promise<void> {}
+}
+
+@Injectable()
+class TeamsRenamer {
+  @Locked('rename:<0>')
+  async rename(_teamId: string): Promise<void> {}
+}
+
+/** Sharing on purpose: two methods guard one order. And one method name, scoped apart. */
+@Injectable()
+class Payments {
+  @Locked('order:<0>')
+  async pay(_orderId: string): Promise<void> {}
+
+  @Locked('invoice:<0>', { scope: true })
+  async issue(_id: string): Promise<void> {}
+}
+
+@Injectable()
+class Refunds {
+  @Locked('order:<0>')
+  async refund(_orderId: string): Promise<void> {}
+
+  @Locked('invoice:<0>')
+  async issue(_id: string): Promise<void> {}
+}
+
 /** What the Nest logger got, at warn level. */
 class WarnLog implements LoggerService {
   readonly warnings: string[] = [];
@@ -112,11 +166,14 @@ describe('start-up warnings for doubtful @Locked keys', () => {
     const { keyWarnings, logged } = await start([Ported]);
     const by = (method: string) => keyWarnings.filter((w) => w.method === method);
     expect(keyWarnings.map((w) => `${w.method} ${w.code}`).sort()).toEqual([
+      'Ported.addComment key-function-parameters',
+      'Ported.block constant-key',
       'Ported.pay constant-key',
       'Ported.post constant-key',
       'Ported.refund key-function-parameters',
       'Ported.rename constant-key',
       'Ported.restock constant-key',
+      'Ported.ship constant-key',
       'Ported.transfer key-function-parameters',
     ]);
     // The message says what happens and what to write instead.
@@ -128,6 +185,16 @@ describe('start-up warnings for doubtful @Locked keys', () => {
     expect(by('Ported.post')[0].message).toContain('"ledger.entry"');
     expect(by('Ported.refund')[0].message).toMatch(/declares 2 parameters, but the method receives 1/);
     expect(by('Ported.transfer')[0].message).toMatch(/declares 3 parameters, but the method receives 2/);
+    expect(by('Ported.block')[0].message).toContain("'<0.userId>'");
+    expect(by('Ported.ship')[0].message).toContain("'<0.orderId>'");
+    expect(by('Ported.addComment')[0].message).toMatch(
+      /first parameter is named _target, .* receives the method's first argument \(_projectId\)/,
+    );
+    // Each suggestion, written as the template, locks per argument: it resolves against a real call.
+    for (const [method, [args, key]] of Object.entries(SUGGESTED_KEY)) {
+      const suggested = /say which: '([^']+)'/.exec(by(method)[0].message)?.[1] as string;
+      expect([method, compileKeyTemplate(suggested, method)(args)]).toEqual([method, key]);
+    }
     // Each one also reached the application's log, once.
     for (const warning of keyWarnings) {
       expect(logged.filter((line) => line === warning.message)).toHaveLength(1);
@@ -138,6 +205,21 @@ describe('start-up warnings for doubtful @Locked keys', () => {
     const { keyWarnings, logged } = await start([Correct]);
     expect(keyWarnings).toEqual([]);
     expect(logged.filter((line) => line.includes('@Locked'))).toEqual([]);
+  });
+
+  it('warns of one method name on two classes with one key, not of keys shared on purpose', async () => {
+    const { keyWarnings, logged } = await start([UsersRenamer, TeamsRenamer, Payments, Refunds]);
+    expect(keyWarnings.map((w) => `${w.method} ${w.code}`).sort()).toEqual([
+      'TeamsRenamer.rename shared-key',
+      'UsersRenamer.rename shared-key',
+    ]);
+    const [users] = keyWarnings.filter((w) => w.method === 'UsersRenamer.rename');
+    expect(users.message).toMatch(
+      /^@Locked\('rename:<0>'\) on UsersRenamer\.rename: TeamsRenamer\.rename locks the same keys/,
+    );
+    expect(users.message).toContain("'UsersRenamer:rename:<0>'");
+    expect(users.message).toContain('{ scope: true }');
+    expect(logged.filter((line) => line.includes('locks the same keys'))).toHaveLength(2);
   });
 
   it('refuses constantKey on a key resolved from the arguments, and a bad value', () => {
@@ -180,6 +262,9 @@ describe('every @Locked template written in the README, docs, sample and tests',
       .filter((m) => !shownAsWrong(m.index ?? 0))
       .map((m) => ({
         file,
+        // The class it is in, and (in Markdown) the code block: one example application each.
+        className: [...text.slice(0, m.index).matchAll(/\bclass\s+(\w+)/g)].at(-1)?.[1] ?? 'Anonymous',
+        block: file.endsWith('.md') ? text.slice(0, m.index).split('```').length >> 1 : 0,
         template: m[1],
         options: m[2] ?? '',
         method: m[3],
@@ -229,5 +314,22 @@ describe('every @Locked template written in the README, docs, sample and tests',
 
   it('none of them is warned about', () => {
     expect(warned(declarations)).toEqual([]);
+  });
+
+  it('none in the README, docs or sample is warned about as a shared key (a code block: one application)', () => {
+    const apps = new Map<string, LockedDeclaration[]>();
+    for (const d of declarations.filter((d) => !d.file.startsWith('test'))) {
+      const spec = {
+        where: `${d.className}.${d.method}`,
+        template: d.template,
+        options: /scope:\s*true/.test(d.options) ? { scope: true } : {},
+      } as unknown as LockedSpec;
+      const app = `${d.file} #${d.block}`;
+      apps.set(app, [...(apps.get(app) ?? []), { spec, controller: /Controller$/.test(d.className) }]);
+    }
+    const warnings = [...apps].flatMap(([app, list]) =>
+      sharedKeyWarnings(list, false).map((w) => `${app}: ${w.method}`),
+    );
+    expect(warnings).toEqual([]);
   });
 });
