@@ -75,6 +75,17 @@ export const NODE_REDIS_SUITES = [
 ];
 
 /**
+ * The suites that run a third time on node-redis 4, which murlock 4 uses (the `node-redis-4` project,
+ * `redis` mapped to the `redis-4` package): the store's conformance, the first wait and the Nest module.
+ * Their clients are made in this process; a worker they start loads the `redis` package itself.
+ */
+export const NODE_REDIS_4_SUITES = [
+  'test/conformance/redis.conformance.spec.ts',
+  'test/engine/first-wait.spec.ts',
+  'test/nest/node-redis-module.spec.ts',
+];
+
+/**
  * The suites whose bounds are about time (the engine, the stores' conformance, the quorum): `npm run
  * test:busy` runs them beside one busy loop per core. CI runs every suite once, these there and the rest
  * through `npm test` with LOCK_TEST_SKIP_BUSY=1, which leaves them out.
@@ -133,6 +144,14 @@ export default {
           ? NODE_REDIS_SUITES.filter((suite) => SINGLE_SERVER_SUITES.includes(suite))
           : NODE_REDIS_SUITES,
       ),
+    },
+    {
+      ...common,
+      displayName: 'node-redis-4',
+      globals: { LOCK_TEST_CLIENT: 'node-redis', LOCK_TEST_NODE_REDIS: '4' },
+      moduleNameMapper: { ...common.moduleNameMapper, '^redis$': '<rootDir>/node_modules/redis-4' },
+      testPathIgnorePatterns: ['/node_modules/', ...busyIgnored],
+      testMatch: external ? [] : suites(NODE_REDIS_4_SUITES),
     },
   ],
 };
