@@ -63,4 +63,46 @@ describe('README and docs/', () => {
       .map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
     expect(diagnostics).toEqual([]);
   });
+
+  // The snippets that import a client library compile on each version of it the docs name, not only on
+  // the one installed (ioredis 5, redis 6): the others come from npm aliases (package.json).
+  it.each([
+    ['ioredis', 'ioredis 6', 'ioredis-6'],
+    ['redis', 'node-redis 5', 'redis-5'],
+    ['redis', 'node-redis 4', 'redis-4'],
+  ])(
+    "every snippet that imports '%s' compiles on %s, unless it names other versions",
+    (library, _, alias) => {
+      const imports = new RegExp(`from '${library}'`);
+      // A snippet for some versions only says so on its first line: `// node-redis 6: …`.
+      const major = alias.split('-')[1];
+      const forVersions = (code: string) =>
+        /^\/\/ (?:ioredis|node-redis) ([\d, and]+)/.exec(code)?.[1].match(/\d+/g) ?? [major];
+      const uses = (code: string) => imports.test(code) && forVersions(code).includes(major);
+      const chosen = files.filter((_, i) => uses(snippets[i]));
+      expect(chosen.length).toBeGreaterThan(0);
+      const options = userCompilerOptions(root);
+      const variant = ts.createProgram(chosen, {
+        ...options,
+        moduleDetection: ts.ModuleDetectionKind.Force,
+        // The alias's own dependencies (node-redis is @redis/client underneath) before the installed ones,
+        // which '*' would map its imports to.
+        paths: {
+          ...options.paths,
+          [library]: [`node_modules/${alias}`],
+          '@redis/*': [`node_modules/${alias}/node_modules/@redis/*`, 'node_modules/@redis/*'],
+          '@ioredis/*': [`node_modules/${alias}/node_modules/@ioredis/*`, 'node_modules/@ioredis/*'],
+        },
+      });
+      const failures = chosen.flatMap((file) =>
+        ts
+          .getPreEmitDiagnostics(variant, variant.getSourceFile(file))
+          .map(
+            (d) =>
+              `snippet ${files.indexOf(file) + 1}: ${ts.flattenDiagnosticMessageText(d.messageText, ' ')}`,
+          ),
+      );
+      expect(failures).toEqual([]);
+    },
+  );
 });
