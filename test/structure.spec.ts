@@ -1,6 +1,6 @@
 // Bounds the code keeps to, checked so that they stay kept: small files named by role (the library's at
-// most 600 lines, the fault suite's at most 350), and an engine that reaches the protocol (Lua scripts and
-// the class that runs them) only through the stores.
+// most 600 lines, the fault suite's at most 350), an engine that reaches the protocol (Lua scripts and
+// the class that runs them) only through the stores, and a protocol that depends on nothing above it.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
@@ -39,5 +39,20 @@ describe('the code stays within its bounds', () => {
     );
     expect(engine.length).toBeGreaterThan(5);
     expect(reaching).toEqual([]);
+  });
+
+  it('lib/protocol/ depends on nothing above it: only on itself and lib/errors/', () => {
+    const protocol = files('lib/protocol');
+    const above = protocol.flatMap((file) =>
+      [...readFileSync(join(root, file), 'utf8').matchAll(/from '(\.[^']+)'/g)]
+        .map((m) => relative(root, join(root, file, '..', m[1])))
+        .filter(
+          (target) =>
+            !target.startsWith(join('lib', 'protocol')) && !target.startsWith(join('lib', 'errors')),
+        )
+        .map((target) => `${file} → ${target}`),
+    );
+    expect(protocol.length).toBeGreaterThan(10);
+    expect(above).toEqual([]);
   });
 });

@@ -3,8 +3,9 @@
  * LockService.list). SCAN, never KEYS: each step reads a bounded number of keys, so a large keyspace
  * never blocks the server, and the whole walk stops at a bound of its own.
  */
-import type { KeyList } from '../store/lock-store';
+
 import type { RedisConnection } from './connection';
+import type { KeyList } from './replies';
 
 /** Keys a SCAN step asks for (a hint to the server, not a limit). */
 const STEP = 250;

@@ -4,17 +4,6 @@
  * connection attempt). This class is the whole single-server Redis protocol seen from Node.
  */
 import { LockNotReplicatedError, type ReplicatedWrite } from '../errors/lock-not-replicated.error';
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
-import type {
-  AcquireMode,
-  AcquireReply,
-  ExtendOutcome,
-  HandedOn,
-  LockSnapshot,
-  Successor,
-  TransferReply,
-  WakeMessage,
-} from '../store/lock-store';
 import type { RedisConnection } from './connection';
 import type { LockKeys } from './keys';
 import {
@@ -36,6 +25,15 @@ import {
   semaphoreReleaseLua,
   transferLua,
 } from './lua/scripts.generated';
+import type {
+  AcquireMode,
+  AcquireReply,
+  ExtendOutcome,
+  LockSnapshot,
+  Successor,
+  TransferReply,
+  WakeMessage,
+} from './replies';
 import { type Acknowledged, type ReplicaAck, ScriptRunner, type ScriptSource } from './script-runner';
 
 /** extend.lua's reply (1 held, -1 owner key gone, 0 another owner) as an outcome. */
@@ -58,7 +56,7 @@ export interface ScriptContext {
   kind?: string;
 }
 
-export type { AcquireMode, AcquireReply, LockSnapshot } from '../store/lock-store';
+export type { AcquireMode, AcquireReply, LockSnapshot } from './replies';
 
 type ScriptName =
   | 'acquire'
@@ -152,10 +150,17 @@ function released(reply: unknown): Released {
   };
 }
 
+/**
+ * A lease handed on locally that Redis has not recorded yet (the store's HandedOn): the lock is held
+ * there under `from`'s token, and `handed` are the followers that took it since, still in line.
+ */
+export interface HandedOn {
+  readonly from: { readonly token: string };
+  readonly handed: readonly string[];
+}
+
 export class LockScripts {
   private readonly runner: ScriptRunner<ScriptName>;
-  /** Take-backs waiting for the connection to come back (takeBack). */
-  private readonly pendingTakeBacks = new Set<() => void>();
 
   /**
    * @param ack replicas that must acknowledge every grant and renewal (the `replicas` option): each
@@ -171,10 +176,8 @@ export class LockScripts {
     this.runner = new ScriptRunner(connection, commandTimeout, SOURCES);
   }
 
-  /** Stops following the connection (see ScriptRunner.close); take-backs not sent yet are dropped. */
+  /** Stops following the connection (see ScriptRunner.close). */
   close(): void {
-    for (const dispose of this.pendingTakeBacks) dispose();
-    this.pendingTakeBacks.clear();
     this.runner.close();
   }
 
@@ -204,24 +207,18 @@ export class LockScripts {
         ? this.argv(ctx, mode, queueTtl, ...(ctx.kind ? [] : [ctx.reserved ?? '']), ...later)
         : this.argv(ctx, mode, queueTtl);
     const name = this.named('acquire', ctx);
+    if (!this.ack) return acquireReply((await this.run(name, ctx.keys.lock, args)) as number[]);
     // A waiter's re-check is acknowledged too: it is how a hand-off is confirmed (the PEXPIRE it writes
     // comes after the hand-off in the replication stream, so acknowledging it covers both).
     let acked: Acknowledged;
     try {
-      if (!this.ack) return acquireReply((await this.run(name, ctx.keys.lock, args)) as number[]);
       acked = await this.runner.runAcknowledged(name, ctx.keys.lock, args, this.ack);
     } catch (error) {
-      const first = mode === 'try' || mode === 'join';
-      // Refused by Redis, a script did nothing; a wait refused (WAITAOF) came after the script ran.
-      if (first && (this.ack || error instanceof RedisUnavailableError)) {
-        this.takeBack(ctx, Math.max(ctx.ttl, queueTtl));
-      } else if (this.ack) {
-        // A waiter's re-check may have been granted before its wait failed (WAITAOF refused, no reply
-        // in time): given back, or it would stay held by a caller that was told it failed. Not awaited:
-        // on a connection that stopped answering it would double the caller's wait, and on one that
-        // answers it still runs before the waiter's next re-check.
-        this.release(ctx).catch(() => {});
-      }
+      // The script may have granted before the wait failed (WAITAOF refused, no reply in time): give it
+      // back, or it would stay held by a caller that was told it failed. Harmless if it was not granted.
+      // Not awaited: on a connection that stopped answering it would double the caller's wait, and on
+      // one that answers it still runs before anything the caller sends next.
+      this.release(ctx).catch(() => {});
       throw error;
     }
     const reply = acquireReply(acked.value as number[]);
@@ -230,20 +227,6 @@ export class LockScripts {
     // it goes to the next in line as any release would.
     await this.release(ctx).catch(() => {});
     throw this.refusal(ctx.keys.lock, 'grant', acked);
-  }
-
-  /**
-   * Takes back what a failed first call may have done: it may have run with its reply lost (the
-   * connection dropped, no reply in time) or its wait failed, and the caller, told it failed, will never
-   * use or cancel it. Cancelled (a grant passed on, a place in line left) now or, if the connection is
-   * down, once it is back, for as long as the grant or the place could last (`within`, ms).
-   */
-  private takeBack(ctx: ScriptContext, within: number): void {
-    const dispose = this.runner.whenReady(within, () => {
-      this.pendingTakeBacks.delete(dispose);
-      this.cancel(ctx).catch(() => {});
-    });
-    this.pendingTakeBacks.add(dispose);
   }
 
   /** Keeps a place in line that the caller claims later; returns the reservation. */

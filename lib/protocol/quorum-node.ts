@@ -4,7 +4,7 @@
  * Each node keeps a line of waiters, ordered by the arrival time each caller sends to every node alike,
  * and hands the lock to the first of them on release (lib/store/quorum-store.ts).
  */
-import type { ExtendOutcome, LockSnapshot } from '../store/lock-store';
+
 import type { RedisConnection } from './connection';
 import type { LockKeys } from './keys';
 import { extendOutcome } from './lock-scripts';
@@ -16,6 +16,7 @@ import {
   quorumRestoreLua,
   quorumVoteLua,
 } from './lua/scripts.generated';
+import type { ExtendOutcome, LockSnapshot } from './replies';
 import { CONNECTING, ScriptRunner, type ScriptSource } from './script-runner';
 
 type QuorumScript = 'vote' | 'commit' | 'release' | 'extend' | 'restore' | 'inspect';

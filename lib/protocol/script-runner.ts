@@ -209,34 +209,6 @@ export class ScriptRunner<N extends string> {
     });
   }
 
-  /**
-   * Runs `then` once the connection is ready: at once if it is, else when it is again, unless `within`
-   * ms pass or it ends first. Deferred past the client's own work on reconnecting, which sends again
-   * the commands the dropped connection left unanswered (ioredis): what `then` sends goes after them.
-   * Returns a disposer that drops it if it has not run.
-   */
-  whenReady(within: number, then: () => void): () => void {
-    let timer: NodeJS.Timeout | undefined;
-    let detach: (() => void)[] = [];
-    const dispose = (): void => {
-      clearTimeout(timer);
-      for (const off of detach) off();
-      detach = [];
-    };
-    const run = (): void => {
-      dispose();
-      setImmediate(then);
-    };
-    if (this.connection.state === 'ready') {
-      run();
-      return () => {};
-    }
-    detach = [this.connection.on('ready', run), this.connection.on('end', dispose)];
-    timer = setTimeout(dispose, within);
-    timer.unref();
-    return dispose;
-  }
-
   /** Settles on the outcome of the connection attempt under way (RedisConnection.attempt). */
   whenConnected(): Promise<void> {
     return this.connection.attempt();

@@ -8,9 +8,10 @@
  * place instead of skipping it. Once the subscription is live, the mark is read and removed: if a push
  * was missed, every waiter re-checks.
  */
-import type { WakeMessage } from '../store/lock-store';
+
 import type { RedisConnection, Subscriber } from './connection';
 import { successors } from './lock-scripts';
+import type { WakeMessage } from './replies';
 
 /**
  * Decodes a push from the scripts: a grant ('g' token fence server-us, then its followers' tokens, whose

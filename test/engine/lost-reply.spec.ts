@@ -1,13 +1,10 @@
-// A first call (a try, a waiter's join) whose script ran but whose reply was lost on a connection that
-// dropped: ioredis sends it again on its new connection, node-redis gives it up. Either way the lock and
-// its line end as if it had run once: a join sent again keeps its one place, and a call the client gave
-// up leaves nothing behind once the connection is back (a grant passed on, a place left), not for the
-// grant's ttl or the line's lifetime. The connection runs through a proxy that reads the commands and
-// drops it while the script is the one left unanswered.
+// A waiter's join whose script ran but whose reply was lost on a connection that dropped, which ioredis
+// sends again on its new connection: the line ends as if it had run once, the join keeping its one
+// place. The connection runs through a proxy that reads the commands and drops it while the script is
+// the one left unanswered.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { createClient } from 'redis';
-import { type Lease, LockService, RedisUnavailableError } from '../../lib';
+import { type Lease, LockService } from '../../lib';
 import type { RedisClient } from '../../lib/core';
 import { CutProxy } from '../support/cut-proxy';
 import { lockService, outcome, until } from '../support/lock-fixtures';
@@ -26,13 +23,6 @@ async function ioredis(port: number): Promise<Made> {
   const client = new Redis({ port, retryStrategy: () => 10 });
   client.on('error', () => {});
   return { client, close: () => client.disconnect() };
-}
-
-async function nodeRedis(port: number): Promise<Made> {
-  const client = createClient({ socket: { port, reconnectStrategy: () => 10 } });
-  client.on('error', () => {});
-  await client.connect();
-  return { client, close: () => client.destroy() };
 }
 
 const opened: { service: LockService; made: Made }[] = [];
@@ -86,52 +76,4 @@ describe.each(KINDS)('$kind', ({ permits }) => {
     await (lease as Lease).release();
     expect(await admin().llen(line(key))).toBe(0);
   });
-
-  it('node-redis: a join the client gave up leaves the line once the connection is back', async () => {
-    const key = fresh('lost-join');
-    const holder = await lockService(server()).acquire(key, { permits, ttl: 60_000 });
-    const [service, proxy] = await throughProxy(nodeRedis);
-    const dropped = proxy.cutWhilePending(SCRIPT);
-    const waiting = outcome(service.acquire(key, { permits, waitTimeout: 20_000 }));
-    expect((await dropped).at(-1)).toMatch(SCRIPT);
-    expect((await waiting).error).toBeInstanceOf(RedisUnavailableError);
-    // Long before the holder lets go (60 s) or the waiter's place would expire (20 s and more).
-    await until(
-      () => admin().llen(line(key)),
-      (length) => length === 0,
-    );
-    await holder.release();
-  });
-});
-
-/** Holders of `key` on the server: a mutex's owner key, or a semaphore's holders. */
-const holders = (key: string, permits: number | undefined) =>
-  permits ? admin().zcard(`lock:{${key}}:s`) : admin().exists(`lock:{${key}}`);
-
-describe('node-redis: a first call the client gave up', () => {
-  it.each([
-    { call: 'tryAcquire', permits: undefined },
-    { call: 'acquire', permits: undefined },
-    { call: 'acquire', permits: 2 },
-  ] as const)(
-    '$call (permits: $permits) that took the lock gives it back once the connection is back',
-    async ({ call, permits }) => {
-      const key = fresh('lost-grant');
-      const [service, proxy] = await throughProxy(nodeRedis);
-      const dropped = proxy.cutWhilePending(SCRIPT);
-      const attempt = outcome(service[call](key, { ttl: 60_000, permits }));
-      expect((await dropped).at(-1)).toMatch(SCRIPT);
-      expect((await attempt).error).toBeInstanceOf(RedisUnavailableError);
-      // The script ran (it drew the key's fence): the grant it made is passed on as soon as the
-      // connection is back, not left to its 60 s ttl.
-      await until(
-        () => admin().exists(`lock:{${key}}:fence`),
-        (drawn) => drawn === 1,
-      );
-      await until(
-        () => holders(key, permits),
-        (count) => count === 0,
-      );
-    },
-  );
 });
