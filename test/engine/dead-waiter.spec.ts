@@ -81,6 +81,9 @@ describe('a waiter that dies or gives up after being granted', () => {
       () => locks.inspect('dead-2'),
       (i) => i.queueLength === 2,
     );
+    // The agent listens before it dies: a process that dies before its first subscription is live keeps
+    // its waiters' places for a claim window (docs/protocol.md, "The first wait"), which is not this case.
+    await listening(server(), agentInstance(agent), next);
     await agent.kill();
     const releasedAt = performance.now();
     await holder.release();
