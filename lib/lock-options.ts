@@ -4,7 +4,6 @@
  */
 
 import { describeValue, hasLoneSurrogate } from './describe-value';
-import type { LeaseObserver } from './engine/held-lease';
 import { LockKeyError } from './errors/lock-key.error';
 import { LockOptionsError } from './errors/lock-options.error';
 import { checkMaxHold, checkMinHold, maxHoldMilliseconds } from './hold-options';
@@ -218,8 +217,6 @@ export interface ResolvedAcquireOptions {
   permits: number;
   /** A read-write lock's mode, or undefined for a mutex or semaphore. */
   mode: LockMode | undefined;
-  /** What reports on the call and its lease (set by the service when anything listens). */
-  observer?: LeaseObserver;
 }
 
 export { describeValue, hasLoneSurrogate } from './describe-value';

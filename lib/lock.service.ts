@@ -1,35 +1,23 @@
 /**
- * LockService: the public face of the lock engine, usable with or without Nest
- * (`new LockService(redis, options)`; the Nest module injects the same class). It validates input,
- * keeps reentrancy per async call chain, and wires together waiters, leases and the store the locks
- * live in (lib/store/lock-store.ts). Everything Redis-specific is behind the Redis store.
+ * LockService: the public face of the lock, usable with or without Nest (`new LockService(redis,
+ * options)`; the Nest module injects the same class). It checks each call's input, hands it to the call
+ * chain (reentrancy, lib/engine/call-chain.ts) and the engine (waiters and leases over the store,
+ * lib/engine/lock-engine.ts), reports it to telemetry, and shuts both down on close().
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
-import { now, settledWithin, validFor } from './engine/clock';
-import {
-  alive,
-  type GrantLinks,
-  HeldLease,
-  type LeaseHost,
-  type LeaseTerms,
-  type OwnedLease,
-} from './engine/held-lease';
-import { checkOrder, type KeyTaker, takeInOrder } from './engine/key-sequence';
+
+import { engineCall } from './engine/call';
+import { CallChain } from './engine/call-chain';
+import { alive, type OwnedLease } from './engine/held-lease';
+import { LockEngine } from './engine/lock-engine';
 import { lockInfo } from './engine/lock-info';
-import { MultiLease } from './engine/multi-lease';
 import { ReentrantLease } from './engine/reentrant-lease';
-import { handOnLocally, queueLifetime, Waiter, type WaiterHost } from './engine/waiter';
-import { LockAbortedError } from './errors/lock-aborted.error';
 import { LockOptionsError } from './errors/lock-options.error';
 import { LockServiceClosedError } from './errors/lock-service-closed.error';
-import { LockTimeoutError } from './errors/lock-timeout.error';
-import { RedisUnavailableError } from './errors/redis-unavailable.error';
 import type { Lease, LockInfo } from './lease';
 import { forceRelease, type ListLocksOptions, type LockList, listLocks, withWaits } from './lock-admin';
-import { checkKindCall, checkReentry } from './lock-kind';
+import { checkKindCall } from './lock-kind';
 import {
   type AcquireOptions,
-  claimWindowFor,
   type LockServiceOptions,
   type ResolvedAcquireOptions,
   type ResolvedServiceOptions,
@@ -41,50 +29,27 @@ import {
   validateKey,
   validateKeys,
 } from './lock-options';
-import {
-  type AcquireReply,
-  type LockBackend,
-  type LockStore,
-  type LockTicket,
-  type TicketMember,
-  type WakeHandlers,
-  type WakeMessage,
-} from './store/lock-store';
+import { type LockBackend } from './store/lock-store';
 import { MemoryLockBackend } from './store/memory-store';
-import { openStore, storeSource } from './store/open-store';
+import { storeSource } from './store/open-store';
 import type { RedisClient } from './store/redis-store';
 import { type ServerReport, ServerWatch } from './store/server-watch';
-import { claimWindowOf } from './store/token';
-import { type CallRecord, LockTelemetry, SKIPS_ON_TIMEOUT } from './telemetry/lock-telemetry';
-
-interface LeaseScope {
-  readonly byKey: ReadonlyMap<string, HeldLease>;
-  readonly innermost: OwnedLease;
-  /** Some lease of the chain holds several keys: new keys must then come in canonical order. */
-  readonly multi: boolean;
-}
+import { type CallRecord, LockTelemetry } from './telemetry/lock-telemetry';
 
 /** One key, or several to hold together (all or nothing). */
 export type LockKeys = string | readonly string[];
 
+/**
+ * The `@Locked` interceptor's `using`: the same call, whose timeouts telemetry reports as skips
+ * (`onTimeout: 'skip'`). A symbol, so it is no part of the public API.
+ */
+export const USING_SKIPPABLE: unique symbol = Symbol('nestjs-redis-lock: using, skipped on timeout');
+
 export class LockService {
   private readonly options: ResolvedServiceOptions;
-  private readonly store: LockStore;
-  private readonly waiters = new Map<string, Waiter<HeldLease>>();
-  private readonly leases = new Set<HeldLease>();
-  private readonly orphans = new Map<string, LockTicket>();
-  /** Leases held by the current async call chain, by lock key: the basis of reentrancy. */
-  private readonly scope = new AsyncLocalStorage<LeaseScope>();
-  /** Calls of `using` whose function is still running: close() lets them finish first. */
-  private readonly running = new Set<Promise<unknown>>();
-  private readonly waitingSince = (token: string) => this.waiters.get(token)?.started;
-  private closed = false;
+  private readonly engine: LockEngine;
+  private readonly chain: CallChain;
   private closing: Promise<void> | undefined;
-
-  private readonly leaseHost: LeaseHost;
-  private readonly waiterHost: WaiterHost<HeldLease>;
-  private readonly keyTaker: KeyTaker;
-
   /** The client, when the locks live in one Redis (single server or Cluster). */
   private readonly redis: RedisClient | undefined;
   /** The clients of a quorum's independent masters (Redlock), when the locks live there. */
@@ -104,58 +69,18 @@ export class LockService {
     const source = storeSource(client);
     this.options = resolveServiceOptions(options);
     this.telemetry = new LockTelemetry(this.options.telemetry);
-    const handlers: WakeHandlers = {
-      onWake: (message) => this.onWake(message),
-      onResubscribed: () => {
-        for (const waiter of this.waiters.values()) waiter.onReconnect();
-      },
-      // The store is gone for good: none of a waiter's grants could be confirmed, so fail them now.
-      onEnded: () => {
-        for (const waiter of [...this.waiters.values()]) waiter.onConnectionEnded();
-      },
-    };
-    this.store = openStore(source, this.options, handlers);
+    this.engine = new LockEngine(source, this.options);
+    this.chain = new CallChain(this.engine);
     this.redis = source.kind === 'redis' ? source.redis : undefined;
-    const quorum = source.kind === 'quorum' ? source.quorum : undefined;
-    this.quorum = quorum;
-    const { commandTimeout, replicas } = this.options;
+    this.quorum = source.kind === 'quorum' ? source.quorum : undefined;
+    const { commandTimeout, replicas, onWarning } = this.options;
     this.watch = new ServerWatch(
-      quorum ?? (this.redis ? [this.redis] : []),
-      quorum !== undefined,
+      this.quorum ?? (this.redis ? [this.redis] : []),
+      this.quorum !== undefined,
       commandTimeout,
-      this.options.onWarning,
+      onWarning,
       replicas?.count,
     );
-    const { store, leases, waiters } = this;
-    this.leaseHost = {
-      store,
-      forget: (lease) => leases.delete(lease),
-      validateTtl: (ttl) => resolveAcquireOptions(this.options, { ttl }, false).ttl,
-      // The local hand-off (a store without transfer, or with replicas, never names followers).
-      handOff: (handedOn, followers, validUntil) =>
-        !this.closed && handOnLocally(waiters, handedOn, followers, validUntil),
-      follow: (next, holdMs) => waiters.get(next.token)?.onHead(holdMs),
-      recheck: (key) => {
-        for (const waiter of waiters.values()) if (waiter.key === key) waiter.onReconnect();
-      },
-    };
-    this.keyTaker = {
-      store,
-      isClosed: () => this.closed,
-      take: (ticket, options, busyIsTimeout, claim, onQueued) =>
-        this.take(ticket, options, busyIsTimeout, claim, onQueued),
-    };
-    this.waiterHost = {
-      store,
-      // With replicas, a pushed grant is confirmed, and acknowledged, before the waiter starts on it.
-      startsOnPush: !replicas,
-      waitsOnUnreplicated: replicas?.onTimeout === 'wait',
-      register: (waiter) => waiters.set(waiter.token, waiter),
-      unregister: (waiter) => waiters.delete(waiter.token),
-      orphan: (ticket, lifetime) => this.adopt(ticket, lifetime),
-      granted: (waiter, grant) =>
-        this.lease(waiter.ticket, grant.fence, grant.validUntil, waiter.terms, grant.confirmed, grant),
-    };
   }
 
   /**
@@ -213,7 +138,7 @@ export class LockService {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.obtainKeys(key, resolved, true) as Promise<Lease>;
+    return this.call(key, resolved, true).obtained as Promise<Lease>;
   }
 
   /**
@@ -222,7 +147,7 @@ export class LockService {
    */
   async tryAcquire(key: LockKeys, options?: TryAcquireOptions): Promise<Lease | null> {
     const resolved = resolveAcquireOptions(this.options, options, false, true);
-    return this.obtainKeys(key, { ...resolved, waitTimeout: 0 }, false);
+    return this.call(key, { ...resolved, waitTimeout: 0 }, false).obtained;
   }
 
   /**
@@ -230,36 +155,107 @@ export class LockService {
    * Nested `using`/`acquire` of the same key inside `fn` reuse this lease. If the lease is lost while
    * `fn` runs, `lease.signal` aborts and the call rejects with LockLostError once `fn` settles.
    */
-  async using<T>(key: LockKeys, fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+  using<T>(key: LockKeys, fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+    return this.usingAs(key, fn, options, false);
+  }
+
+  [USING_SKIPPABLE]<T>(
+    key: LockKeys,
+    fn: (lease: Lease) => T | Promise<T>,
+    options?: AcquireOptions,
+  ): Promise<T> {
+    return this.usingAs(key, fn, options, true);
+  }
+
+  /**
+   * The lease the current async call chain holds through `using` (or `@Locked`): for `key` if given,
+   * else the innermost one. Undefined outside any. Releasing it is a no-op: its `using` releases it.
+   */
+  currentLease(key?: string): Lease | undefined {
+    // The key is checked even outside any scope, so a bad key fails the same way wherever it is asked.
+    if (key !== undefined) validateKey(key);
+    return this.chain.current(key);
+  }
+
+  /**
+   * Checks call options against this service (types, ranges) without sending anything; throws
+   * LockOptionsError. The Nest module runs it for every @Locked at start-up.
+   */
+  checkOptions(options: AcquireOptions | undefined): void {
+    const { permits, mode } = resolveAcquireOptions(this.options, options, true);
+    checkKindCall(permits, mode, 1, this.engine.store.semaphores !== false);
+  }
+
+  /**
+   * Reads the lock's state in one step: its holders (a semaphore's every one) with their ttl and fence,
+   * the permits, the waiters in line order, the last fence.
+   */
+  async inspect(key: string): Promise<LockInfo> {
+    validateKey(key);
+    this.engine.assertOpen(key);
+    const { store, waitingSince } = this.engine;
+    return withWaits(lockInfo(key, await store.inspect(key)), waitingSince);
+  }
+
+  /** The live locks (held or waited for) as `inspect` reports them, by key: a bounded SCAN, for dashboards. */
+  list(options?: ListLocksOptions): Promise<LockList> {
+    if (this.engine.isClosed()) return Promise.reject(new LockServiceClosedError());
+    return listLocks(this.engine.store, options, this.engine.waitingSince);
+  }
+
+  /** An operator ends `token`'s hold on `key` as its release would (lib/lock-admin.ts); false if not held. */
+  async forceRelease(key: string, token: string): Promise<boolean> {
+    validateKey(key);
+    this.engine.assertOpen(key);
+    return forceRelease(this.engine.store, key, token);
+  }
+
+  /** This service's id: what its tokens start with (before the first `:`), in `inspect` and `list`. */
+  get instance(): string {
+    return this.engine.store.instance ?? '';
+  }
+
+  /**
+   * Stops the service: new calls and waiters reject with LockServiceClosedError (waiters leave their
+   * queues), running `using` functions get up to `gracePeriod` ms (default 0) to finish, then every
+   * lease still held is lost (its signal aborts with LockLostError) and released, renewals stop and
+   * the wake connection closes. The client passed in stays open. Calling it again waits for the same
+   * shutdown.
+   */
+  close(options?: { gracePeriod?: number }): Promise<void> {
+    let grace: number;
+    try {
+      grace = resolveGracePeriod(options);
+    } catch (error) {
+      // A promise-returning method never throws synchronously, even for hostile options.
+      return Promise.reject(error);
+    }
+    this.closing ??= (async () => {
+      this.watch.close();
+      await this.engine.close(() => this.chain.settle(grace));
+    })();
+    return this.closing;
+  }
+
+  private async usingAs<T>(
+    key: LockKeys,
+    fn: (lease: Lease) => T | Promise<T>,
+    options: AcquireOptions | undefined,
+    skips: boolean,
+  ): Promise<T> {
     if (typeof fn !== 'function')
       throw new LockOptionsError('using() needs a function to run under the lock.');
     const resolved = resolveAcquireOptions(this.options, options, true);
-    // The @Locked interceptor's mark: its timeouts are skips (onTimeout: 'skip'), as telemetry reports them.
-    const skips = (options as { [SKIPS_ON_TIMEOUT]?: boolean } | undefined)?.[SKIPS_ON_TIMEOUT] === true;
-    const lease = (await this.obtainKeys(key, resolved, true, skips)) as Lease;
+    const { obtained, record } = this.call(key, resolved, true, skips);
+    const lease = (await obtained) as Lease;
     if (lease instanceof ReentrantLease) return fn(lease);
     const held = lease as OwnedLease;
-    const outer = this.scope.getStore();
-    const byKey = new Map(outer?.byKey);
-    for (const part of held.parts) byKey.set(part.key, part);
-    const multi = outer?.multi === true || held.parts.length > 1;
     let result: T;
-    const record = resolved.observer as CallRecord | undefined;
-    const run = this.scope.run({ byKey, innermost: held, multi }, async () =>
-      record ? record.runHeld(held, () => fn(held)) : fn(held),
-    );
-    this.running.add(run);
     try {
-      result = await run;
+      result = await this.chain.run(held, () => (record ? record.runHeld(held, () => fn(held)) : fn(held)));
     } catch (error) {
       await held.release().catch(() => {});
       throw error;
-    } finally {
-      this.running.delete(run);
-      // While enabled, an AsyncLocalStorage makes Node 20 run a hook for every promise the process
-      // creates, locked or not (tens of µs per HTTP request). With no `using` running there is no
-      // scope to carry: turn it off until the next `using` turns it back on (run() does that).
-      if (this.running.size === 0) this.scope.disable();
     }
     const lost = held.lossReason;
     if (lost) {
@@ -271,327 +267,28 @@ export class LockService {
   }
 
   /**
-   * The lease the current async call chain holds through `using` (or `@Locked`): for `key` if given,
-   * else the innermost one. Undefined outside any. Releasing it is a no-op: its `using` releases it.
+   * One call on one key or several: validated, then reentry, order, and the keys not held yet taken;
+   * reported to telemetry (when anything listens) from the call to its outcome, and through the lease's
+   * observer on. The record is returned too: `using` reports the hold through it.
    */
-  currentLease(key?: string): Lease | undefined {
-    // The key is checked even outside any scope, so a bad key fails the same way wherever it is asked.
-    if (key !== undefined) validateKey(key);
-    const scope = this.scope.getStore();
-    if (!scope) return undefined;
-    const held = key === undefined ? scope.innermost : scope.byKey.get(key);
-    return held?.isHeld ? new ReentrantLease(held) : undefined;
-  }
-
-  /**
-   * Checks call options against this service (types, ranges) without sending anything; throws
-   * LockOptionsError. The Nest module runs it for every @Locked at start-up.
-   */
-  checkOptions(options: AcquireOptions | undefined): void {
-    const { permits, mode } = resolveAcquireOptions(this.options, options, true);
-    checkKindCall(permits, mode, 1, this.store.semaphores !== false);
-  }
-
-  /**
-   * Reads the lock's state in one step: its holders (a semaphore's every one) with their ttl and fence,
-   * the permits, the waiters in line order, the last fence.
-   */
-  async inspect(key: string): Promise<LockInfo> {
-    validateKey(key);
-    this.assertOpen(key);
-    return withWaits(lockInfo(key, await this.store.inspect(key)), this.waitingSince);
-  }
-
-  /** The live locks (held or waited for) as `inspect` reports them, by key: a bounded SCAN, for dashboards. */
-  list(options?: ListLocksOptions): Promise<LockList> {
-    if (this.closed) return Promise.reject(new LockServiceClosedError());
-    return listLocks(this.store, options, this.waitingSince);
-  }
-
-  /** An operator ends `token`'s hold on `key` as its release would (lib/lock-admin.ts); false if not held. */
-  async forceRelease(key: string, token: string): Promise<boolean> {
-    validateKey(key);
-    this.assertOpen(key);
-    return forceRelease(this.store, key, token);
-  }
-
-  /** This service's id: what its tokens start with (before the first `:`), in `inspect` and `list`. */
-  get instance(): string {
-    return this.store.instance ?? '';
-  }
-
-  /**
-   * Stops the service: new calls and waiters reject with LockServiceClosedError (waiters leave their
-   * queues), running `using` functions get up to `gracePeriod` ms (default 0) to finish, then every
-   * lease still held is lost (its signal aborts with LockLostError) and released, renewals stop and
-   * the wake connection closes. The client passed in
-   * stays open. Calling it again waits for the same shutdown.
-   */
-  close(options?: { gracePeriod?: number }): Promise<void> {
-    let grace: number;
-    try {
-      grace = resolveGracePeriod(options);
-    } catch (error) {
-      // A promise-returning method never throws synchronously, even for hostile options.
-      return Promise.reject(error);
-    }
-    this.closing ??= this.shutdown(grace);
-    return this.closing;
-  }
-
-  private async shutdown(grace: number): Promise<void> {
-    this.closed = true;
-    this.watch.close();
-    const cancels = [...this.waiters.values()].map((waiter) => waiter.close());
-    if (grace > 0 && this.running.size > 0) await settledWithin([...this.running], grace);
-    // Calls still running past the grace period lose their lease first, so their signal aborts and
-    // their `using` rejects with LockLostError instead of finishing as if it still held the lock.
-    const held = [...this.leases];
-    for (const lease of held) {
-      lease.lose(
-        'service-closed',
-        'the lock service was closed before the call finished (its grace period ran out)',
-      );
-    }
-    const releases = held.map((lease) => lease.release().catch(() => {}));
-    // Cancels and releases need no wake-ups, so the store's wake-up stream closes alongside.
-    await Promise.all([...cancels, ...releases, this.store.close()]);
-  }
-
-  /**
-   * One key or several: validated, then reentry, order, and the keys not held yet taken; reported to
-   * telemetry (when anything listens) from the call to its outcome, and through the lease's observer on.
-   */
-  private obtainKeys(
+  private call(
     input: unknown,
     options: ResolvedAcquireOptions,
     busyIsTimeout: boolean,
     skips = false,
-  ): Promise<Lease | null> {
+  ): { obtained: Promise<Lease | null>; record?: CallRecord } {
     let keys: string[];
     try {
       keys = validateKeys(input);
-      checkKindCall(options.permits, options.mode, keys.length, this.store.semaphores !== false);
+      checkKindCall(options.permits, options.mode, keys.length, this.engine.store.semaphores !== false);
     } catch (error) {
-      return Promise.reject(error);
+      return { obtained: Promise.reject(error) };
     }
     const record = this.telemetry.begin(options.name, keys, skips);
-    if (record) options.observer = record;
+    const call = engineCall(options, busyIsTimeout, record);
     const obtained = (
-      Array.isArray(input)
-        ? this.obtainAll(keys, options, busyIsTimeout)
-        : this.obtain(keys[0], options, busyIsTimeout)
+      Array.isArray(input) ? this.chain.obtainAll(keys, call) : this.chain.obtain(keys[0], call)
     ).then(alive);
-    return record ? record.report(obtained) : obtained;
-  }
-
-  /**
-   * Resolves with a lease; for a try-once call that found the lock taken, with null, or (when
-   * `busyIsTimeout`) rejects with LockTimeoutError. Not async: a waiting call holds no suspended frames,
-   * only its Waiter, so a thousand waiters stay small.
-   */
-  private obtain(
-    key: string,
-    options: ResolvedAcquireOptions,
-    busyIsTimeout: boolean,
-  ): Promise<Lease | null> {
-    try {
-      // Reentry is checked before closing: a call running out its grace period may nest another
-      // call on the lock it already holds.
-      const scope = this.scope.getStore();
-      const outer = scope?.byKey.get(key);
-      if (outer?.isHeld) {
-        // A nested call reuses the lease held, if it asks for the same kind of lock (no upgrade).
-        checkReentry(key, outer, options);
-        return Promise.resolve(new ReentrantLease(outer));
-      }
-      if (scope?.multi) checkOrder([key], scope.byKey);
-      return this.take(this.ticket(key, options), options, busyIsTimeout);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
-  /**
-   * Several keys, all or none: the keys the call chain already holds are reused, the others taken in
-   * canonical order under one token (takeInOrder), and the whole is one lease.
-   */
-  private async obtainAll(
-    keys: readonly string[],
-    options: ResolvedAcquireOptions,
-    busyIsTimeout: boolean,
-  ): Promise<Lease | null> {
-    const scope = this.scope.getStore();
-    const byKey = new Map<string, HeldLease>();
-    for (const key of keys) {
-      const outer = scope?.byKey.get(key);
-      if (outer?.isHeld) byKey.set(key, outer);
-    }
-    const fresh = keys.filter((key) => !byKey.has(key));
-    const together = (owned: HeldLease[]): OwnedLease =>
-      keys.length === 1
-        ? (byKey.get(keys[0]) as HeldLease)
-        : new MultiLease(
-            keys.map((key) => byKey.get(key) as HeldLease),
-            owned,
-          );
-    if (fresh.length === 0) return new ReentrantLease(together([]));
-    if (scope) checkOrder(fresh, scope.byKey);
-    const owned = await takeInOrder(this.keyTaker, this.tickets(fresh, options), options, busyIsTimeout);
-    if (owned === null) return null;
-    for (const lease of owned) byKey.set(lease.key, lease);
-    return together(owned);
-  }
-
-  /** One ticket per key of a multi-key call: the first key's token, and the later keys' derived from it. */
-  private tickets(keys: readonly string[], options: ResolvedAcquireOptions): LockTicket[] {
-    const first = this.ticket(keys[0], options);
-    const later = keys.slice(1).map((key, i) => this.ticket(key, options, { of: first.token, index: i + 1 }));
-    return [first, ...later];
-  }
-
-  /**
-   * Takes one key the call chain does not hold, with `ticket` (its own, or one of a multi-key call's);
-   * `claim`: the ticket holds a reservation on the key, to be served from.
-   */
-  private take(
-    ticket: LockTicket,
-    options: ResolvedAcquireOptions,
-    busyIsTimeout: boolean,
-    claim = false,
-    onQueued?: () => void,
-  ): Promise<HeldLease | null> {
-    const { key } = ticket;
-    this.assertOpen(key);
-    if (options.signal?.aborted) throw new LockAbortedError(key, options.signal.reason);
-    const started = now();
-    if (claim) return this.claim(ticket, started, options, onQueued);
-    const { wakeReady, joinsUnheard } = this.store;
-    if (options.waitTimeout === 0 || !(wakeReady || joinsUnheard)) {
-      return this.tryFirst(ticket, started, options, busyIsTimeout, onQueued);
-    }
-    // Joins at once, subscribed or not, so the line keeps the order calls came in (docs/protocol.md,
-    // "The first wait"); one that finds itself in line opens the subscription if nobody has yet.
-    return this.wait(ticket, started, options, 'join', onQueued, !wakeReady);
-  }
-
-  /** A ticket for one key: it carries this call's claim window (how long a grant to it stays reserved). */
-  private ticket(key: string, options: ResolvedAcquireOptions, member?: TicketMember): LockTicket {
-    const claimWindow = claimWindowFor(options.ttl, this.options.claimWindow);
-    const { permits, mode } = options;
-    return this.store.ticket(key, options.ttl, claimWindow, member, { permits, mode });
-  }
-
-  /** One attempt without queueing; then, for a waiting call, subscribe to pushes and queue. */
-  private async tryFirst(
-    ticket: LockTicket,
-    started: number,
-    options: ResolvedAcquireOptions,
-    busyIsTimeout: boolean,
-    onQueued?: () => void,
-  ): Promise<HeldLease | null> {
-    const { key } = ticket;
-    // A try never queues; a waiting call's wait is passed on all the same (a quorum store bounds its
-    // wait for connections still opening by it). Replicas, whose refused grant puts a waiting call in
-    // line, are only on a store whose waiters join at once (take).
-    const waitFor = options.waitTimeout === 0 ? 0 : queueLifetime(options.waitTimeout, ticket.claimWindow);
-    const reply: AcquireReply = await this.store.acquire(ticket, 'try', waitFor);
-    if (reply.granted) {
-      const from = reply.from ?? started;
-      return this.lease(ticket, reply.fence, from + validFor(this.store, options.ttl), options, true);
-    }
-    if (options.waitTimeout === 0) {
-      if (busyIsTimeout) throw new LockTimeoutError(key, 0);
-      return null;
-    }
-    // A store whose waiters cannot join unheard: pushes must flow before this one queues.
-    await this.subscribe(key);
-    return this.wait(ticket, started, options, 'join', onQueued);
-  }
-
-  /** A later key of a multi-key call, served from its reservation (never a plain try: it is in line). */
-  private async claim(
-    ticket: LockTicket,
-    started: number,
-    options: ResolvedAcquireOptions,
-    onQueued?: () => void,
-  ): Promise<HeldLease> {
-    if (!this.store.wakeReady) await this.subscribe(ticket.key);
-    return this.wait(ticket, started, options, 'wait', onQueued);
-  }
-
-  private async subscribe(key: string): Promise<void> {
-    await this.store.subscribeWakes().catch((error: unknown) => {
-      if (this.closed) throw new LockServiceClosedError(key);
-      throw new RedisUnavailableError('could not subscribe to the wake channel', key, error);
-    });
-    this.assertOpen(key);
-  }
-
-  /** `listen`: the waiter joins before wake-ups flow, and subscribes once its reply says it is in line. */
-  private wait(
-    ticket: LockTicket,
-    started: number,
-    options: ResolvedAcquireOptions,
-    first: 'join' | 'wait',
-    onQueued?: () => void,
-    listen = false,
-  ): Promise<HeldLease> {
-    const { waitTimeout, signal } = options;
-    const waiter = new Waiter(this.waiterHost, ticket, started, waitTimeout, signal, options);
-    const queued = () => {
-      (options.observer as CallRecord | undefined)?.queued(ticket.token);
-      // The subscription the waiter needs (the store retries it; the waiter's re-checks serve it meanwhile).
-      if (listen) this.subscribe(ticket.key).catch((error: unknown) => waiter.onUnheard(error));
-      onQueued?.();
-    };
-    return waiter.run(first, queued);
-  }
-
-  private lease(
-    ticket: LockTicket,
-    fence: number,
-    validUntil: number,
-    terms: LeaseTerms,
-    confirmed: boolean,
-    links?: GrantLinks,
-  ): HeldLease {
-    const lease = new HeldLease(this.leaseHost, ticket, fence, validUntil, terms, confirmed, links);
-    this.leases.add(lease);
-    if (this.closed) {
-      // close() ran while this grant was in flight: do not leave it held.
-      lease.release().catch(() => {});
-      throw new LockServiceClosedError(ticket.key);
-    }
-    return lease;
-  }
-
-  private onWake(message: WakeMessage): void {
-    // The waiter after the one granted is of this service, and was told nothing: relay the hold to it.
-    if (message.kind === 'grant' && message.next) {
-      this.waiters.get(message.next[0].token)?.onHead(claimWindowOf(message.token));
-    }
-    const waiter = this.waiters.get(message.token);
-    if (waiter) {
-      if (message.kind === 'grant') waiter.onGrant(message.fence, message.serverMs, message.next);
-      else waiter.onHead(message.holdMs);
-      return;
-    }
-    const orphan = this.orphans.get(message.token);
-    if (orphan && message.kind === 'grant') {
-      // Granted to a waiter that gave up while Redis was unreachable: pass the grant on now.
-      this.orphans.delete(message.token);
-      this.store.release(orphan).catch(() => {});
-    }
-  }
-
-  /** A waiter gave up but could not leave its queue; remember it until its queue entry expires. */
-  private adopt(ticket: LockTicket, lifetime: number): void {
-    this.orphans.set(ticket.token, ticket);
-    setTimeout(() => this.orphans.delete(ticket.token), lifetime).unref();
-  }
-
-  private assertOpen(key: string): void {
-    if (this.closed) throw new LockServiceClosedError(key);
+    return { obtained: record ? record.report(obtained) : obtained, record };
   }
 }

@@ -7,13 +7,13 @@
  */
 import { LockOrderError } from '../errors/lock-order.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
-import type { ResolvedAcquireOptions } from '../lock-options';
 import type { LockStore, LockTicket } from '../store/lock-store';
+import { type EngineCall, withWaitLeft } from './call';
 import { now } from './clock';
 import type { HeldLease } from './held-lease';
 import { queueLifetime } from './waiter';
 
-/** What taking keys in order needs of the service. */
+/** What taking keys in order needs of the engine. */
 export interface KeyTaker {
   readonly store: LockStore;
   /** The service is closing: no new reservations. */
@@ -24,8 +24,7 @@ export interface KeyTaker {
    */
   take(
     ticket: LockTicket,
-    options: ResolvedAcquireOptions,
-    busyIsTimeout: boolean,
+    call: EngineCall,
     claim: boolean,
     onQueued?: () => void,
   ): Promise<HeldLease | null>;
@@ -39,9 +38,9 @@ export interface KeyTaker {
 export async function takeInOrder(
   taker: KeyTaker,
   tickets: readonly LockTicket[],
-  options: ResolvedAcquireOptions,
-  busyIsTimeout: boolean,
+  call: EngineCall,
 ): Promise<HeldLease[] | null> {
+  const { options } = call;
   const started = now();
   // Reservations on the later keys, made once the call queues on some key (an uncontended call makes none).
   const reservations = new Map<LockTicket, Promise<unknown>>();
@@ -62,8 +61,7 @@ export async function takeInOrder(
       if (reserved) await reserved;
       const lease = await taker.take(
         ticket,
-        { ...options, waitTimeout: left() },
-        busyIsTimeout,
+        withWaitLeft(call, left()),
         reserved !== undefined,
         index < tickets.length - 1 ? reserveAfter(index) : undefined,
       );

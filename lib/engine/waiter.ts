@@ -18,8 +18,8 @@ import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { MAX_MS } from '../lock-options';
 import type { AcquireReply, HandedOn, LockStore, LockTicket, Successor } from '../store/lock-store';
+import type { EngineCall } from './call';
 import { now, safetyMargin, validFor } from './clock';
-import type { LeaseTerms } from './held-lease';
 
 export interface WaiterHost<T> {
   readonly store: LockStore;
@@ -106,18 +106,18 @@ export class Waiter<T> {
    */
   private late = false;
   private onQueued: (() => void) | undefined;
+  private readonly signal: AbortSignal | undefined;
 
   constructor(
     private readonly host: WaiterHost<T>,
     readonly ticket: LockTicket,
     readonly started: number,
-    waitTimeout: number,
-    private readonly signal: AbortSignal | undefined,
-    /** Passed through to the host when granted (renewal, minHold). */
-    readonly terms: LeaseTerms,
+    /** The call waiting (its waitTimeout and signal here; passed back to the host when granted). */
+    readonly call: EngineCall,
   ) {
-    this.deadline = started + waitTimeout;
-    if (signal) this.onAbort = () => this.fail(new LockAbortedError(this.key, this.signal?.reason));
+    this.deadline = started + call.options.waitTimeout;
+    this.signal = call.options.signal;
+    if (this.signal) this.onAbort = () => this.fail(new LockAbortedError(this.key, this.signal?.reason));
     this.done = new Promise<T>((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;

@@ -15,9 +15,8 @@ import {
 } from '@nestjs/common';
 import { isObservable, Observable, of } from 'rxjs';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
-import { type LockKeys, LockService } from '../lock.service';
-import { type AcquireOptions, declaredOptions } from '../lock-options';
-import { SKIPS_ON_TIMEOUT } from '../telemetry/lock-telemetry';
+import { type LockKeys, LockService, USING_SKIPPABLE } from '../lock.service';
+import { declaredOptions } from '../lock-options';
 import { prefixed, scopePrefix } from './key-scope';
 import { LOCKED_ROUTE_METADATA } from './redis-lock.constants';
 import type { LockedSpec } from './redis-lock-options.interface';
@@ -60,22 +59,30 @@ export class LockInterceptor implements NestInterceptor {
     return prefixed(spec.key(args), scopePrefix(spec, this.scope));
   }
 
+  /**
+   * `using` with the declaration's options; one that skips on timeout says so to telemetry. renew left
+   * unset falls back to the module defaults, then to true (as in `using`). The name in metrics and
+   * spans is the declaration's (its template), never the resolved key.
+   */
+  private hold<T>(spec: LockedSpec, key: LockKeys, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const options = { ...declaredOptions(spec.options), name: spec.name, signal };
+    return spec.options.onTimeout === 'skip'
+      ? this.locks[USING_SKIPPABLE](key, fn, options)
+      : this.locks.using(key, fn, options);
+  }
+
   private async call(spec: LockedSpec, args: unknown[], invoke: () => unknown): Promise<unknown> {
     const key = this.keyOf(spec, args);
     // 'skip' is about this lock only: a LockTimeoutError from a lock the method itself takes must reach
     // the caller, not pass for a skip after the method has (partly) run.
     let started = false;
     try {
-      return await this.locks.using(
-        key,
-        async () => {
-          started = true;
-          const result = invoke();
-          // An Observable the method did not declare: run it to completion under the lock.
-          return isObservable(result) ? lastValue(result) : result;
-        },
-        acquireOptions(spec),
-      );
+      return await this.hold(spec, key, async () => {
+        started = true;
+        const result = invoke();
+        // An Observable the method did not declare: run it to completion under the lock.
+        return isObservable(result) ? lastValue(result) : result;
+      });
     } catch (error) {
       if (skipped(spec, error, started)) return undefined;
       throw error;
@@ -106,36 +113,35 @@ export class LockInterceptor implements NestInterceptor {
         subscriber.error(error);
         return;
       }
-      this.locks
-        .using(
-          key,
-          () =>
-            new Promise<void>((resolve, reject) => {
-              finish = resolve;
-              if (subscriber.closed) return resolve();
-              started = true;
-              const result = invoke();
-              const source = isObservable(result) ? result : of(result);
-              inner = source.subscribe({
-                next: (value) => subscriber.next(value),
-                error: reject,
-                complete: resolve,
-              });
-              // The subscriber may have unsubscribed during that subscribe (take(1) on a value emitted
-              // synchronously): the teardown ran before `inner` was set, so end the source here.
-              if (subscriber.closed) inner.unsubscribe();
-            }),
-          { ...acquireOptions(spec), signal: abort.signal },
-        )
-        .then(
-          () => subscriber.complete(),
-          (error: unknown) => {
-            if (subscriber.closed) return;
-            if (!skipped(spec, error, started)) return subscriber.error(error);
-            if (answers) subscriber.next(undefined);
-            subscriber.complete();
-          },
-        );
+      this.hold(
+        spec,
+        key,
+        () =>
+          new Promise<void>((resolve, reject) => {
+            finish = resolve;
+            if (subscriber.closed) return resolve();
+            started = true;
+            const result = invoke();
+            const source = isObservable(result) ? result : of(result);
+            inner = source.subscribe({
+              next: (value) => subscriber.next(value),
+              error: reject,
+              complete: resolve,
+            });
+            // The subscriber may have unsubscribed during that subscribe (take(1) on a value emitted
+            // synchronously): the teardown ran before `inner` was set, so end the source here.
+            if (subscriber.closed) inner.unsubscribe();
+          }),
+        abort.signal,
+      ).then(
+        () => subscriber.complete(),
+        (error: unknown) => {
+          if (subscriber.closed) return;
+          if (!skipped(spec, error, started)) return subscriber.error(error);
+          if (answers) subscriber.next(undefined);
+          subscriber.complete();
+        },
+      );
       return () => {
         abort.abort();
         inner?.unsubscribe();
@@ -148,17 +154,6 @@ export class LockInterceptor implements NestInterceptor {
 /** Whether `error` means this call's own lock was busy and its spec says to skip (the method never ran). */
 function skipped(spec: LockedSpec, error: unknown, started: boolean): boolean {
   return spec.options.onTimeout === 'skip' && error instanceof LockTimeoutError && !started;
-}
-
-function acquireOptions(spec: LockedSpec): AcquireOptions {
-  // renew left unset falls back to the module defaults, then to true (as in `using`). The name in
-  // metrics and spans is the declaration's (its template), never the resolved key.
-  const options: AcquireOptions & { [SKIPS_ON_TIMEOUT]?: boolean } = {
-    ...declaredOptions(spec.options),
-    name: spec.name,
-  };
-  if (spec.options.onTimeout === 'skip') options[SKIPS_ON_TIMEOUT] = true;
-  return options;
 }
 
 /** The last value of an Observable (undefined if it completes empty), as a Promise. */

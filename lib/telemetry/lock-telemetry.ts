@@ -28,12 +28,6 @@ import type {
 /** `lock.name` of a call that gave none (neither `@Locked` nor the `name` option). */
 export const UNNAMED = 'unnamed';
 
-/**
- * An option only the `@Locked` interceptor passes to `using`: its timeouts are skips (`onTimeout:
- * 'skip'`), reported as `skipped`. A symbol, so option validation and users never see it.
- */
-export const SKIPS_ON_TIMEOUT: unique symbol = Symbol('nestjs-redis-lock: onTimeout skip');
-
 export class LockTelemetry {
   private readonly otel: OpenTelemetry;
   readonly onEvent: ((event: LockEvent) => void) | undefined;

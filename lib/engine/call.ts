@@ -1,0 +1,32 @@
+/**
+ * One call of the service as the engine serves it: the options resolved for it, the terms its lease
+ * will be held under, and the telemetry record that observes it, passed explicitly from the service's
+ * entry point down to the waiter and the lease (never carried on the caller's options).
+ */
+import type { ResolvedAcquireOptions } from '../lock-options';
+import type { CallRecord } from '../telemetry/lock-telemetry';
+import type { LeaseTerms } from './held-lease';
+
+export interface EngineCall {
+  readonly options: ResolvedAcquireOptions;
+  /** What the lease is held under: renewal, minHold, maxHold, and the record as its observer. */
+  readonly terms: LeaseTerms;
+  /** What reports on the call and its lease, when anything listens. */
+  readonly record: CallRecord | undefined;
+  /** A try-once call that finds a key busy rejects with LockTimeoutError, rather than resolving null. */
+  readonly busyIsTimeout: boolean;
+}
+
+export function engineCall(
+  options: ResolvedAcquireOptions,
+  busyIsTimeout: boolean,
+  record: CallRecord | undefined,
+): EngineCall {
+  const { renew, minHold, maxHold } = options;
+  return { options, terms: { renew, minHold, maxHold, observer: record }, record, busyIsTimeout };
+}
+
+/** The same call with what is left of its wait (a multi-key call's later keys share one waitTimeout). */
+export function withWaitLeft(call: EngineCall, waitTimeout: number): EngineCall {
+  return { ...call, options: { ...call.options, waitTimeout } };
+}

@@ -1,0 +1,287 @@
+/**
+ * The acquisition machine of one LockService: it opens the store, turns tickets into leases (try once,
+ * join the line, claim a reservation, wait for a push), keeps this service's waiters and leases, routes
+ * each wake-up to its waiter, remembers the waiters that gave up while Redis was unreachable (orphans),
+ * and shuts waiters and leases down. The waiter, the held lease and the multi-key sequence call it
+ * directly through the narrow interfaces they declare (WaiterHost, LeaseHost, KeyTaker).
+ */
+import { LockAbortedError } from '../errors/lock-aborted.error';
+import { LockServiceClosedError } from '../errors/lock-service-closed.error';
+import { LockTimeoutError } from '../errors/lock-timeout.error';
+import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { claimWindowFor, type ResolvedServiceOptions, resolveAcquireOptions } from '../lock-options';
+import type {
+  AcquireReply,
+  HandedOn,
+  LockStore,
+  LockTicket,
+  Successor,
+  TicketMember,
+  WakeHandlers,
+  WakeMessage,
+} from '../store/lock-store';
+import { openStore, type StoreSource } from '../store/open-store';
+import { claimWindowOf } from '../store/token';
+import type { EngineCall } from './call';
+import { now, validFor } from './clock';
+import { type GrantLinks, HeldLease, type LeaseHost } from './held-lease';
+import { type KeyTaker, takeInOrder } from './key-sequence';
+import { type Granted, handOnLocally, queueLifetime, Waiter, type WaiterHost } from './waiter';
+
+export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease>, KeyTaker {
+  readonly store: LockStore;
+  /** With replicas, a pushed grant is confirmed, and acknowledged, before the waiter starts on it. */
+  readonly startsOnPush: boolean;
+  readonly waitsOnUnreplicated: boolean;
+  private readonly waiters = new Map<string, Waiter<HeldLease>>();
+  private readonly leases = new Set<HeldLease>();
+  private readonly orphans = new Map<string, LockTicket>();
+  private closed = false;
+
+  constructor(
+    source: StoreSource,
+    private readonly options: ResolvedServiceOptions,
+  ) {
+    const { replicas } = options;
+    this.startsOnPush = !replicas;
+    this.waitsOnUnreplicated = replicas?.onTimeout === 'wait';
+    this.store = openStore(source, options, this);
+  }
+
+  /** When the waiter holding `token` of this service joined its line (for `inspect` and `list`). */
+  readonly waitingSince = (token: string): number | undefined => this.waiters.get(token)?.started;
+
+  isClosed(): boolean {
+    return this.closed;
+  }
+
+  assertOpen(key: string): void {
+    if (this.closed) throw new LockServiceClosedError(key);
+  }
+
+  /** One key the call chain does not hold: a lease, or null for a try-once call that found it busy. */
+  takeOne(key: string, call: EngineCall): Promise<HeldLease | null> {
+    return this.take(this.ticket(key, call), call);
+  }
+
+  /** Several keys, in canonical order under one token (key-sequence.ts): their leases, or null. */
+  takeAll(keys: readonly string[], call: EngineCall): Promise<HeldLease[] | null> {
+    return takeInOrder(this, this.tickets(keys, call), call);
+  }
+
+  /**
+   * Takes one key with `ticket` (its own, or one of a multi-key call's); `claim`: the ticket holds a
+   * reservation on the key, to be served from.
+   */
+  take(
+    ticket: LockTicket,
+    call: EngineCall,
+    claim = false,
+    onQueued?: () => void,
+  ): Promise<HeldLease | null> {
+    const { key } = ticket;
+    this.assertOpen(key);
+    const { signal, waitTimeout } = call.options;
+    if (signal?.aborted) throw new LockAbortedError(key, signal.reason);
+    const started = now();
+    if (claim) return this.claim(ticket, started, call, onQueued);
+    const { wakeReady, joinsUnheard } = this.store;
+    if (waitTimeout === 0 || !(wakeReady || joinsUnheard)) {
+      return this.tryFirst(ticket, started, call, onQueued);
+    }
+    // Joins at once, subscribed or not, so the line keeps the order calls came in (docs/protocol.md,
+    // "The first wait"); one that finds itself in line opens the subscription if nobody has yet.
+    return this.wait(ticket, started, call, 'join', onQueued, !wakeReady);
+  }
+
+  /** Stops new work, ends the waiters, lets `settle` run (the grace period), then loses and releases every lease. */
+  async close(settle: () => Promise<void>): Promise<void> {
+    this.closed = true;
+    const cancels = [...this.waiters.values()].map((waiter) => waiter.close());
+    await settle();
+    // Calls still running past the grace period lose their lease first, so their signal aborts and
+    // their `using` rejects with LockLostError instead of finishing as if it still held the lock.
+    const held = [...this.leases];
+    for (const lease of held) {
+      lease.lose(
+        'service-closed',
+        'the lock service was closed before the call finished (its grace period ran out)',
+      );
+    }
+    const releases = held.map((lease) => lease.release().catch(() => {}));
+    // Cancels and releases need no wake-ups, so the store's wake-up stream closes alongside.
+    await Promise.all([...cancels, ...releases, this.store.close()]);
+  }
+
+  // WakeHandlers: what the store tells the engine.
+
+  onWake(message: WakeMessage): void {
+    // The waiter after the one granted is of this service, and was told nothing: relay the hold to it.
+    if (message.kind === 'grant' && message.next) {
+      this.waiters.get(message.next[0].token)?.onHead(claimWindowOf(message.token));
+    }
+    const waiter = this.waiters.get(message.token);
+    if (waiter) {
+      if (message.kind === 'grant') waiter.onGrant(message.fence, message.serverMs, message.next);
+      else waiter.onHead(message.holdMs);
+      return;
+    }
+    const orphan = this.orphans.get(message.token);
+    if (orphan && message.kind === 'grant') {
+      // Granted to a waiter that gave up while Redis was unreachable: pass the grant on now.
+      this.orphans.delete(message.token);
+      this.store.release(orphan).catch(() => {});
+    }
+  }
+
+  onResubscribed(): void {
+    for (const waiter of this.waiters.values()) waiter.onReconnect();
+  }
+
+  /** The store is gone for good: none of a waiter's grants could be confirmed, so fail them now. */
+  onEnded(): void {
+    for (const waiter of [...this.waiters.values()]) waiter.onConnectionEnded();
+  }
+
+  // WaiterHost: what a waiter asks of the engine.
+
+  register(waiter: Waiter<HeldLease>): void {
+    this.waiters.set(waiter.token, waiter);
+  }
+
+  unregister(waiter: Waiter<HeldLease>): void {
+    this.waiters.delete(waiter.token);
+  }
+
+  /** A waiter gave up but could not leave its queue; remember it until its queue entry expires. */
+  orphan(ticket: LockTicket, lifetime: number): void {
+    this.orphans.set(ticket.token, ticket);
+    setTimeout(() => this.orphans.delete(ticket.token), lifetime).unref();
+  }
+
+  granted(waiter: Waiter<HeldLease>, grant: Granted): HeldLease {
+    return this.lease(waiter.ticket, grant.fence, grant.validUntil, waiter.call, grant.confirmed, grant);
+  }
+
+  // LeaseHost: what a held lease asks of the engine.
+
+  forget(lease: HeldLease): void {
+    this.leases.delete(lease);
+  }
+
+  validateTtl(ttl: unknown): number {
+    return resolveAcquireOptions(this.options, { ttl }, false).ttl;
+  }
+
+  /** The local hand-off (a store without transfer, or with replicas, never names followers). */
+  handOff(handedOn: HandedOn, followers: readonly Successor[], validUntil: number): boolean {
+    return !this.closed && handOnLocally(this.waiters, handedOn, followers, validUntil);
+  }
+
+  follow(next: Successor, holdMs: number): void {
+    this.waiters.get(next.token)?.onHead(holdMs);
+  }
+
+  recheck(key: string): void {
+    for (const waiter of this.waiters.values()) if (waiter.key === key) waiter.onReconnect();
+  }
+
+  // The machine.
+
+  /** A ticket for one key: it carries this call's claim window (how long a grant to it stays reserved). */
+  private ticket(key: string, call: EngineCall, member?: TicketMember): LockTicket {
+    const { ttl, permits, mode } = call.options;
+    const claimWindow = claimWindowFor(ttl, this.options.claimWindow);
+    return this.store.ticket(key, ttl, claimWindow, member, { permits, mode });
+  }
+
+  /** One ticket per key of a multi-key call: the first key's token, and the later keys' derived from it. */
+  private tickets(keys: readonly string[], call: EngineCall): LockTicket[] {
+    const first = this.ticket(keys[0], call);
+    const later = keys.slice(1).map((key, i) => this.ticket(key, call, { of: first.token, index: i + 1 }));
+    return [first, ...later];
+  }
+
+  /** One attempt without queueing; then, for a waiting call, subscribe to pushes and queue. */
+  private async tryFirst(
+    ticket: LockTicket,
+    started: number,
+    call: EngineCall,
+    onQueued?: () => void,
+  ): Promise<HeldLease | null> {
+    const { key } = ticket;
+    const { waitTimeout, ttl } = call.options;
+    // A try never queues; a waiting call's wait is passed on all the same (a quorum store bounds its
+    // wait for connections still opening by it). Replicas, whose refused grant puts a waiting call in
+    // line, are only on a store whose waiters join at once (take).
+    const waitFor = waitTimeout === 0 ? 0 : queueLifetime(waitTimeout, ticket.claimWindow);
+    const reply: AcquireReply = await this.store.acquire(ticket, 'try', waitFor);
+    if (reply.granted) {
+      const from = reply.from ?? started;
+      return this.lease(ticket, reply.fence, from + validFor(this.store, ttl), call, true);
+    }
+    if (waitTimeout === 0) {
+      if (call.busyIsTimeout) throw new LockTimeoutError(key, 0);
+      return null;
+    }
+    // A store whose waiters cannot join unheard: pushes must flow before this one queues.
+    await this.subscribe(key);
+    return this.wait(ticket, started, call, 'join', onQueued);
+  }
+
+  /** A later key of a multi-key call, served from its reservation (never a plain try: it is in line). */
+  private async claim(
+    ticket: LockTicket,
+    started: number,
+    call: EngineCall,
+    onQueued?: () => void,
+  ): Promise<HeldLease> {
+    if (!this.store.wakeReady) await this.subscribe(ticket.key);
+    return this.wait(ticket, started, call, 'wait', onQueued);
+  }
+
+  private async subscribe(key: string): Promise<void> {
+    await this.store.subscribeWakes().catch((error: unknown) => {
+      if (this.closed) throw new LockServiceClosedError(key);
+      throw new RedisUnavailableError('could not subscribe to the wake channel', key, error);
+    });
+    this.assertOpen(key);
+  }
+
+  /** `listen`: the waiter joins before wake-ups flow, and subscribes once its reply says it is in line. */
+  private wait(
+    ticket: LockTicket,
+    started: number,
+    call: EngineCall,
+    first: 'join' | 'wait',
+    onQueued?: () => void,
+    listen = false,
+  ): Promise<HeldLease> {
+    const waiter = new Waiter(this, ticket, started, call);
+    const queued = () => {
+      call.record?.queued(ticket.token);
+      // The subscription the waiter needs (the store retries it; the waiter's re-checks serve it meanwhile).
+      if (listen) this.subscribe(ticket.key).catch((error: unknown) => waiter.onUnheard(error));
+      onQueued?.();
+    };
+    return waiter.run(first, queued);
+  }
+
+  private lease(
+    ticket: LockTicket,
+    fence: number,
+    validUntil: number,
+    call: EngineCall,
+    confirmed: boolean,
+    links?: GrantLinks,
+  ): HeldLease {
+    const lease = new HeldLease(this, ticket, fence, validUntil, call.terms, confirmed, links);
+    this.leases.add(lease);
+    if (this.closed) {
+      // close() ran while this grant was in flight: do not leave it held.
+      lease.release().catch(() => {});
+      throw new LockServiceClosedError(ticket.key);
+    }
+    return lease;
+  }
+}
