@@ -19,13 +19,8 @@
  */
 import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
-import {
-  DEFAULT_PREFIX,
-  type Lease,
-  LockNotReplicatedError,
-  LockService,
-  type LockServiceOptions,
-} from '../lib';
+import { type Lease, LockNotReplicatedError, LockService, type LockServiceOptions } from '../lib';
+import { DEFAULT_PREFIX } from '../lib/lock-options';
 import { lockKeys } from '../lib/protocol/keys';
 import { poll, type SentinelGroup, startSentinelGroup } from '../test/support/redis-sentinel';
 

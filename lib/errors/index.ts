@@ -8,7 +8,7 @@ export * from './lock-not-held.error';
 export * from './lock-not-replicated.error';
 export * from './lock-options.error';
 export * from './lock-order.error';
-export * from './lock-permits.error';
+export { LockPermitsError } from './lock-permits.error';
 export * from './lock-quorum.error';
 export * from './lock-service-closed.error';
 export * from './lock-timeout.error';

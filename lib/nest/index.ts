@@ -10,7 +10,6 @@ export {
 } from './lock-http.errors';
 export { LockHttpExceptionFilter } from './lock-http.filter';
 export { Locked, type LockedDecorator, LockedRoute } from './locked.decorator';
-export { LOCKED_METADATA, LOCKED_ROUTE_METADATA } from './redis-lock.constants';
 export {
   RedisLockHealthIndicator,
   type RedisLockHealthOptions,

@@ -7,8 +7,4 @@ export { LockService } from '../lock.service';
 export type { LockedMethodRunner } from '../nest/lock.interceptor';
 export { getLockBackendToken } from '../nest/redis-lock.tokens';
 export { MemoryLockBackend } from '../store/memory-store';
-export {
-  REDIS_LOCK_TESTING_MODULE_OPTIONS,
-  RedisLockTestingModule,
-  type RedisLockTestingOptions,
-} from './redis-lock-testing.module';
+export { RedisLockTestingModule, type RedisLockTestingOptions } from './redis-lock-testing.module';

@@ -2,7 +2,8 @@
 // FIFO between services included: each node keeps a line ordered by the arrival every caller sends. What
 // it does not give is skipped by name: reservations on later keys of a multi-key call. Node faults are
 // test/quorum/.
-import { DEFAULT_TTL, type LockServiceOptions } from '../../lib/core';
+import type { LockServiceOptions } from '../../lib/core';
+import { DEFAULT_TTL } from '../../lib/lock-options';
 import { useQuorum } from '../quorum/quorum-fixtures';
 import { describeListingConformance } from './listing-conformance';
 import { describeConformance } from './lock-conformance';

@@ -13,8 +13,8 @@ import {
   type LockService,
   LockServiceClosedError,
   LockTimeoutError,
-  MAX_PERMITS,
 } from '../../lib/core';
+import { MAX_PERMITS } from '../../lib/lock-kind';
 import { watchEventLoop, watchStalls } from '../support/event-loop';
 import { abortedAt, elapsedSince, outcome, until } from '../support/lock-fixtures';
 import { RENEWED_TTL, type ServiceFactory } from './lock-conformance';

@@ -26,7 +26,8 @@ import {
 } from '@nestjs/common/constants';
 import { ApiOperation, DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import request from 'supertest';
-import { LOCKED_METADATA, Locked, LockService, RedisLockModule } from '../../lib';
+import { Locked, LockService, RedisLockModule } from '../../lib';
+import { LOCKED_METADATA } from '../../lib/nest/redis-lock.constants';
 import { useRedis } from '../support/redis-server';
 import { boot, connection, Meter, queued, send } from './locked-fixtures';
 

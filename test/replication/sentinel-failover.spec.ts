@@ -5,7 +5,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Test } from '@nestjs/testing';
 import {
-  DEFAULT_PREFIX,
   FencedStore,
   type Lease,
   LockError,
@@ -15,6 +14,7 @@ import {
   type LockServiceOptions,
   RedisLockModule,
 } from '../../lib';
+import { DEFAULT_PREFIX } from '../../lib/lock-options';
 import { lockKeys } from '../../lib/protocol/keys';
 import { abortedAt, outcome, until } from '../support/lock-fixtures';
 import { type SentinelGroup, type SentinelGroupOptions, startSentinelGroup } from '../support/redis-sentinel';

@@ -18,13 +18,9 @@ import {
   RedisLockHealthIndicator,
   RedisLockModule,
 } from 'nestjs-redis-lock';
-import {
-  LockService,
-  MemoryLockBackend,
-  REDIS_LOCK_TESTING_MODULE_OPTIONS,
-  RedisLockTestingModule,
-} from 'nestjs-redis-lock/testing';
+import { LockService, MemoryLockBackend, RedisLockTestingModule } from 'nestjs-redis-lock/testing';
 import request from 'supertest';
+import { REDIS_LOCK_TESTING_MODULE_OPTIONS } from '../../lib/testing/redis-lock-testing.module';
 import { type Deferred, deferred } from '../support/deferred';
 import { until } from '../support/lock-fixtures';
 import { bootApp } from '../support/nest-apps';
