@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Proves the PACKED package works in real consumer applications, outside this repository:
-//   1. `npm pack` the built package and check what the tarball holds (dist JS + typings, README,
+//   1. `npm pack` the built package and check what the tarball holds (dist JS + typings, README, CHANGELOG,
 //      docs/, LICENSE; no sources, tests, benchmarks, sample or Lua files: the Lua is embedded in the JS),
 //      and that every relative link of its Markdown reaches a file (and heading) inside it.
 //   2. A Nest 12 ES-module app (`"type": "module"`, `import` of the CommonJS build) and
@@ -151,6 +151,7 @@ async function pack() {
   for (const must of [
     'package.json',
     'README.md',
+    'CHANGELOG.md',
     'LICENSE',
     'dist/index.js',
     'dist/index.d.ts',
@@ -165,7 +166,7 @@ async function pack() {
   }
   for (const file of files) {
     const allowed =
-      ['package.json', 'README.md', 'LICENSE'].includes(file) ||
+      ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE'].includes(file) ||
       /^docs\/[\w/.-]+\.(md|svg|png)$/.test(file) ||
       (file.startsWith('dist/') && !file.startsWith('dist/sample/') && /\.(js|d\.ts)$/.test(file));
     if (!allowed) problems.push(`unexpected file ${file}`);
