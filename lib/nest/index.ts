@@ -1,6 +1,6 @@
 export { InjectLockService, InjectRedisLockHealth } from './inject.decorators';
 export type { KeyResolver, LockKeyFunction, LockKeyTemplate } from './key-template';
-export type { LockedKeyWarning, LockedKeyWarningCode, LockWarning } from './key-warnings';
+
 export { type LockedMethodRunner, LockInterceptor } from './lock.interceptor';
 export {
   httpExceptionFor,
@@ -25,7 +25,10 @@ export {
   getRedisLockHealthToken,
 } from './redis-lock.tokens';
 export type {
+  LockedKeyWarning,
+  LockedKeyWarningCode,
   LockedOptions,
+  LockWarning,
   RedisLockModuleExtras,
   RedisLockModuleOptions,
 } from './redis-lock-options.interface';

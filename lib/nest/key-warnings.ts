@@ -17,26 +17,12 @@
  *
  * Heuristics, so warnings, not errors: `constantKey: true` on the decorator says a constant key is meant.
  */
-import type { ServerRisk } from '../store/server-watch';
 import { scopePrefix } from './key-scope';
 import { templateIndexes } from './key-template';
 import { parameterCapacity, parameterNames } from './method-parameters';
-import type { LockedSpec } from './redis-lock-options.interface';
+import type { LockedKeyWarning, LockedKeyWarningCode, LockedSpec } from './redis-lock-options.interface';
 
 /** Kinds of key warning (see the file's comment). */
-export type LockedKeyWarningCode = 'constant-key' | 'key-function-parameters' | 'shared-key';
-
-/** A @Locked declaration whose key is probably not what was meant, with the sentence a log line shows. */
-export interface LockedKeyWarning {
-  code: LockedKeyWarningCode;
-  /** `Class.method` of the declaration. */
-  method: string;
-  message: string;
-}
-
-/** What `onWarning` receives: a risk of the lock's Redis, or (from the Nest module) a key warning. */
-export type LockWarning = ServerRisk | LockedKeyWarning;
-
 /** The first parameter of nest-redlock's key functions: the instance, as it is usually named. */
 const TARGET = /^_*(target|instance|self|that)$/i;
 /** An identifier with an inner capital, as parameter names are written: `orderId`, `userId`. */

@@ -12,15 +12,10 @@ import { LockOptionsError } from '../errors/lock-options.error';
 import type { LockService } from '../lock.service';
 import { declaredOptions } from '../lock-options';
 import { templateIndexes } from './key-template';
-import {
-  keyWarnings,
-  type LockedDeclaration,
-  type LockedKeyWarning,
-  sharedKeyWarnings,
-} from './key-warnings';
+import { keyWarnings, type LockedDeclaration, sharedKeyWarnings } from './key-warnings';
 import { parameterCapacity } from './method-parameters';
 import { LOCKED_METADATA } from './redis-lock.constants';
-import type { LockedSpec } from './redis-lock-options.interface';
+import type { LockedKeyWarning, LockedSpec } from './redis-lock-options.interface';
 
 export class LockedMethodsChecker implements OnModuleInit {
   constructor(

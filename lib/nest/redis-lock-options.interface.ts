@@ -2,8 +2,8 @@
 import type { LockServiceOptions } from '../lock-options';
 import type { RedisClient } from '../protocol/connection';
 import type { LockBackend } from '../store/lock-store';
+import type { ServerRisk } from '../store/server-watch';
 import type { KeyResolver, LockKeyTemplate } from './key-template';
-import type { LockWarning } from './key-warnings';
 
 /**
  * How the module reaches Redis, plus the LockService options (`prefix`, `defaults`, `claimWindow`, ...).
@@ -143,3 +143,16 @@ export interface LockedSpec {
   /** The method declares an Observable result: the wrapper then returns an Observable too. */
   readonly observable: boolean;
 }
+
+export type LockedKeyWarningCode = 'constant-key' | 'key-function-parameters' | 'shared-key';
+
+/** A @Locked declaration whose key is probably not what was meant, with the sentence a log line shows. */
+export interface LockedKeyWarning {
+  code: LockedKeyWarningCode;
+  /** `Class.method` of the declaration. */
+  method: string;
+  message: string;
+}
+
+/** What `onWarning` receives: a risk of the lock's Redis, or (from the Nest module) a key warning. */
+export type LockWarning = ServerRisk | LockedKeyWarning;

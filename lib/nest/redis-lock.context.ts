@@ -19,10 +19,9 @@ import { isLockBackend, type LockBackend } from '../store/lock-store';
 import { MemoryLockBackend } from '../store/memory-store';
 import { isRedisClient } from '../store/redis-store';
 import type { TelemetryOptions } from '../telemetry/telemetry-options';
-import type { LockWarning } from './key-warnings';
 import { DEFAULT_RETRY_AFTER } from './lock-http.errors';
 import { type OwnedConnection, openOwned } from './owned-connections';
-import type { RedisLockModuleOptions } from './redis-lock-options.interface';
+import type { LockWarning, RedisLockModuleOptions } from './redis-lock-options.interface';
 
 const DEFAULT_GRACE_PERIOD = 5_000;
 /** Largest delay a Node timer can hold (about 24.8 days). */
