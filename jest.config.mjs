@@ -20,10 +20,11 @@ export const SINGLE_SERVER_SUITES = [
   'test/nest/smoke.spec.ts',
 ];
 
-/** The suites that need no Redis at all (the package's exports and layering, the testing module on the in-memory store, the fault suite's checkers). */
+/** The suites that need no Redis at all (the package's exports and layering, the engine's unit tier and the testing module on the in-memory store, the fault suite's checkers). */
 export const NO_REDIS_SUITES = [
   'test/public-api.spec.ts',
   'test/structure.spec.ts',
+  ...['call-chain', 'held-lease', 'lock-engine', 'waiter'].map((unit) => `test/unit/${unit}.spec.ts`),
   'test/testing/readme-example.spec.ts',
   'test/testing/testing-module.spec.ts',
   'test/testing/whole-app.spec.ts',

@@ -1,0 +1,34 @@
+// The engine on the in-memory store, with no Redis and no LockService in front: what the fast unit tier
+// (test/unit/) builds its cases from. Every engine made here is closed after its test.
+import { afterEach } from '@jest/globals';
+import { type EngineCall, engineCall } from '../../lib/engine/call';
+import { LockEngine } from '../../lib/engine/lock-engine';
+import {
+  type AcquireOptions,
+  type LockServiceOptions,
+  resolveAcquireOptions,
+  resolveServiceOptions,
+} from '../../lib/lock-options';
+import { MemoryLockBackend } from '../../lib/store/memory-store';
+
+const open: LockEngine[] = [];
+
+afterEach(async () => {
+  await Promise.allSettled(open.splice(0).map((engine) => engine.close(async () => {})));
+});
+
+/** An engine on `backend` (a fresh one unless given: engines that share one share their locks). */
+export function engine(options?: LockServiceOptions, backend = new MemoryLockBackend()): LockEngine {
+  const made = new LockEngine({ kind: 'backend', backend }, resolveServiceOptions(options));
+  open.push(made);
+  return made;
+}
+
+/** A call as LockService would make it (`using` defaults: renewed), with no telemetry listening. */
+export function call(options?: AcquireOptions, busyIsTimeout = true): EngineCall {
+  return engineCall(
+    resolveAcquireOptions(resolveServiceOptions({}), options, true),
+    busyIsTimeout,
+    undefined,
+  );
+}

@@ -1,0 +1,64 @@
+// A held lease alone, on the in-memory store: renewal keeps a short lease held, a lease that is not
+// renewed is lost at its ttl (its signal aborts), maxHold ends renewal, minHold keeps a released lock
+// held, and a released lease refuses extend. Fast, no Redis; the times are the lease's own promises.
+import { describe, expect, it } from '@jest/globals';
+import { LockNotHeldError } from '../../lib/errors/lock-not-held.error';
+import { call, engine } from './engine-fixtures';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('HeldLease on the memory store', () => {
+  it('a renewed 60 ms lease is still held, by the same token, after 400 ms', async () => {
+    const locks = engine();
+    const lease = await locks.takeOne('k', call({ ttl: 60 }));
+    await sleep(400);
+    expect(lease?.isHeld).toBe(true);
+    expect(lease?.signal.aborted).toBe(false);
+    expect((await locks.store.inspect('k')).owner).toBe(lease?.token);
+    await lease?.release();
+    expect((await locks.store.inspect('k')).owner).toBeNull();
+  });
+
+  it('a lease taken with renew: false is lost at its ttl, its signal aborting with ttl-elapsed', async () => {
+    const locks = engine();
+    const lease = await locks.takeOne('k', call({ ttl: 50, renew: false }));
+    const aborted = new Promise<unknown>((resolve) =>
+      lease?.signal.addEventListener('abort', () => resolve(lease.signal.reason)),
+    );
+    const reason = await aborted;
+    expect(lease?.isHeld).toBe(false);
+    expect((reason as { reason: string }).reason).toBe('ttl-elapsed');
+    // Released after the loss: a no-op that leaves nothing held.
+    await lease?.release();
+    expect((await locks.store.inspect('k')).owner).toBeNull();
+  });
+
+  it('maxHold stops renewal: the lease is lost with max-hold and the lock is given up', async () => {
+    const locks = engine();
+    const lease = await locks.takeOne('k', call({ ttl: 40, maxHold: 100 }));
+    await new Promise((resolve) => lease?.signal.addEventListener('abort', resolve));
+    expect(lease?.lossReason?.reason).toBe('max-hold');
+    const next = await locks.takeOne('k', call({ waitTimeout: 1_000 }));
+    expect(next?.fence).toBeGreaterThan(lease?.fence as number);
+    await next?.release();
+  });
+
+  it('minHold keeps a lock released early held until minHold after its grant', async () => {
+    const locks = engine();
+    const lease = await locks.takeOne('k', call({ ttl: 1_000, minHold: 150 }));
+    const granted = performance.now();
+    await lease?.release();
+    expect((await locks.store.inspect('k')).owner).toBe(lease?.token);
+    const next = await locks.takeOne('k', call({ waitTimeout: 2_000 }));
+    expect(performance.now() - granted).toBeGreaterThanOrEqual(149);
+    await next?.release();
+  });
+
+  it('extend() on a released lease rejects with LockNotHeldError; release() again is a no-op', async () => {
+    const locks = engine();
+    const lease = await locks.takeOne('k', call());
+    await lease?.release();
+    await expect(lease?.extend()).rejects.toBeInstanceOf(LockNotHeldError);
+    await expect(lease?.release()).resolves.toBeUndefined();
+  });
+});

@@ -1,0 +1,68 @@
+// One waiter alone, with the engine on the in-memory store as its host: it resolves at once on a free
+// key, says once that it queued, is served by a push when the holder lets go, and leaves the line (and
+// the engine's registry) when its deadline passes or the service closes. Fast, no Redis.
+import { describe, expect, it } from '@jest/globals';
+import { now } from '../../lib/engine/clock';
+import type { HeldLease } from '../../lib/engine/held-lease';
+import type { LockEngine } from '../../lib/engine/lock-engine';
+import { Waiter } from '../../lib/engine/waiter';
+import { LockServiceClosedError } from '../../lib/errors/lock-service-closed.error';
+import { LockTimeoutError } from '../../lib/errors/lock-timeout.error';
+import type { AcquireOptions } from '../../lib/lock-options';
+import { call, engine } from './engine-fixtures';
+
+function waiter(locks: LockEngine, key: string, options?: AcquireOptions): Waiter<HeldLease> {
+  const made = call(options);
+  const ticket = locks.store.ticket(key, made.options.ttl, 1_000, undefined, { permits: 1, mode: undefined });
+  return new Waiter(locks, ticket, now(), made);
+}
+
+describe('Waiter on the memory store', () => {
+  it('a free key is granted on the first call, without ever queueing', async () => {
+    const locks = engine();
+    const one = waiter(locks, 'k');
+    let queued = 0;
+    const lease = await one.run('join', () => queued++);
+    expect(queued).toBe(0);
+    expect(lease.token).toBe(one.token);
+    await lease.release();
+  });
+
+  it('queues once, is registered while it waits, and is served by the push when the holder lets go', async () => {
+    const locks = engine();
+    const held = await locks.takeOne('k', call());
+    const one = waiter(locks, 'k', { waitTimeout: 5_000 });
+    let queued = 0;
+    const granted = one.run('join', () => queued++);
+    expect((await locks.store.inspect('k')).waiting).toEqual([one.token]);
+    expect(queued).toBe(1);
+    expect(locks.waitingSince(one.token)).toBe(one.started);
+    await held?.release();
+    const lease = await granted;
+    expect(lease.fence).toBeGreaterThan(held?.fence as number);
+    expect(locks.waitingSince(one.token)).toBeUndefined();
+    await lease.release();
+  });
+
+  it('at its deadline it rejects with LockTimeoutError and leaves both the line and the registry', async () => {
+    const locks = engine();
+    const held = await locks.takeOne('k', call());
+    const one = waiter(locks, 'k', { waitTimeout: 40 });
+    await expect(one.run('join')).rejects.toBeInstanceOf(LockTimeoutError);
+    expect((await locks.store.inspect('k')).queueLength).toBe(0);
+    expect(locks.waitingSince(one.token)).toBeUndefined();
+    await held?.release();
+  });
+
+  it('close() rejects it with LockServiceClosedError and takes it out of the line', async () => {
+    const locks = engine();
+    const held = await locks.takeOne('k', call());
+    const one = waiter(locks, 'k', { waitTimeout: 5_000 });
+    const waiting = one.run('join');
+    expect((await locks.store.inspect('k')).queueLength).toBe(1);
+    await one.close();
+    await expect(waiting).rejects.toBeInstanceOf(LockServiceClosedError);
+    expect((await locks.store.inspect('k')).queueLength).toBe(0);
+    await held?.release();
+  });
+});
