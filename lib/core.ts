@@ -11,14 +11,9 @@ export type { Lease, LockHolder, LockInfo, LockNodeView, LockWaiter } from './le
 export { type LockKeys, LockService } from './lock.service';
 export type { ListLocksOptions, LockList } from './lock-admin';
 export type { LockMode } from './lock-kind';
-export {
-  type AcquireOptions,
-  type LockDefaults,
-  type LockServiceOptions,
-  MAX_KEYS,
-  type ReplicaOptions,
-  type TryAcquireOptions,
-} from './lock-options';
+export type { AcquireOptions, TryAcquireOptions } from './options/call-options';
+export { MAX_KEYS } from './options/lock-keys';
+export type { LockDefaults, LockServiceOptions, ReplicaOptions } from './options/service-options';
 export type { LockBackend } from './store/lock-store';
 export { MemoryLockBackend } from './store/memory-store';
 export { isRedisClient, type RedisClient } from './store/redis-store';

@@ -3,10 +3,11 @@
  * and end a hold that is stuck. Both go through the store's own calls (inspect, release), so a forced
  * release hands the lock to the next waiter exactly as the holder's own release would.
  */
-import { describeValue as describe } from './describe-value';
+
 import { lockInfo } from './engine/lock-info';
 import { LockOptionsError } from './errors/lock-options.error';
 import type { LockInfo } from './lease';
+import { describeValue as describe } from './options/describe-value';
 import type { LockStore, TicketKind } from './store/lock-store';
 import { claimWindowOf } from './store/token';
 

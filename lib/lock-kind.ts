@@ -3,10 +3,11 @@
  * many holders at once), or a read-write lock (`mode`: readers share it, a writer holds it alone). One
  * key is one kind of lock (docs/protocol.md, "Semaphores" and "Read-write locks").
  */
-import { describeValue } from './describe-value';
+
 import { type LockKindName, LockModeError } from './errors/lock-mode.error';
 import { LockOptionsError } from './errors/lock-options.error';
 import { LockPermitsError } from './errors/lock-permits.error';
+import { describeValue } from './options/describe-value';
 
 /**
  * The most permits a key may have. Each holder is an entry in Redis that every grant and release reads

@@ -18,17 +18,18 @@ import { forceRelease, type ListLocksOptions, type LockList, listLocks, withWait
 import { checkKindCall } from './lock-kind';
 import {
   type AcquireOptions,
-  type LockServiceOptions,
   type ResolvedAcquireOptions,
-  type ResolvedServiceOptions,
   resolveAcquireOptions,
+  type TryAcquireOptions,
+} from './options/call-options';
+import { validateKey, validateKeys } from './options/lock-keys';
+import {
+  type LockServiceOptions,
+  type ResolvedServiceOptions,
   resolveCheckTimeout,
   resolveGracePeriod,
   resolveServiceOptions,
-  type TryAcquireOptions,
-  validateKey,
-  validateKeys,
-} from './lock-options';
+} from './options/service-options';
 import { type LockBackend } from './store/lock-store';
 import { MemoryLockBackend } from './store/memory-store';
 import { storeSource } from './store/open-store';
@@ -134,7 +135,7 @@ export class LockService {
   acquire(key: LockKeys, options?: AcquireOptions): Promise<Lease> {
     let resolved: ResolvedAcquireOptions;
     try {
-      resolved = resolveAcquireOptions(this.options, options, false);
+      resolved = resolveAcquireOptions(this.options.defaults, options, false);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -146,7 +147,7 @@ export class LockService {
    * nothing. Never waits.
    */
   async tryAcquire(key: LockKeys, options?: TryAcquireOptions): Promise<Lease | null> {
-    const resolved = resolveAcquireOptions(this.options, options, false, true);
+    const resolved = resolveAcquireOptions(this.options.defaults, options, false, true);
     return this.call(key, { ...resolved, waitTimeout: 0 }, false).obtained;
   }
 
@@ -182,7 +183,7 @@ export class LockService {
    * LockOptionsError. The Nest module runs it for every @Locked at start-up.
    */
   checkOptions(options: AcquireOptions | undefined): void {
-    const { permits, mode } = resolveAcquireOptions(this.options, options, true);
+    const { permits, mode } = resolveAcquireOptions(this.options.defaults, options, true);
     checkKindCall(permits, mode, 1, this.engine.store.semaphores !== false);
   }
 
@@ -245,7 +246,7 @@ export class LockService {
   ): Promise<T> {
     if (typeof fn !== 'function')
       throw new LockOptionsError('using() needs a function to run under the lock.');
-    const resolved = resolveAcquireOptions(this.options, options, true);
+    const resolved = resolveAcquireOptions(this.options.defaults, options, true);
     const { obtained, record } = this.call(key, resolved, true, skips);
     const lease = (await obtained) as Lease;
     if (lease instanceof ReentrantLease) return fn(lease);

@@ -20,7 +20,7 @@
 import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
 import { type Lease, LockNotReplicatedError, LockService, type LockServiceOptions } from '../lib';
-import { DEFAULT_PREFIX } from '../lib/lock-options';
+import { DEFAULT_PREFIX } from '../lib/options/service-options';
 import { lockKeys } from '../lib/protocol/keys';
 import { poll, type SentinelGroup, startSentinelGroup } from '../test/support/redis-sentinel';
 

@@ -3,10 +3,10 @@
  * who holds each lock, since when, and who waits in line.
  */
 import type { CanActivate, Type } from '@nestjs/common';
-import { describeValue as describe } from '../describe-value';
 import { LockOptionsError } from '../errors/lock-options.error';
 import type { LockService } from '../lock.service';
-import { checkKnownKeys } from '../option-checks';
+import { describeValue as describe } from '../options/describe-value';
+import { checkKnownKeys } from '../options/option-checks';
 
 export interface RedisLockBoardOptions {
   /**

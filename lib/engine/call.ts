@@ -3,7 +3,7 @@
  * will be held under, and the telemetry record that observes it, passed explicitly from the service's
  * entry point down to the waiter and the lease (never carried on the caller's options).
  */
-import type { ResolvedAcquireOptions } from '../lock-options';
+import type { ResolvedAcquireOptions } from '../options/call-options';
 import type { CallRecord } from '../telemetry/lock-telemetry';
 import type { LeaseTerms } from './held-lease';
 

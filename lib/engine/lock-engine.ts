@@ -9,7 +9,8 @@ import { LockAbortedError } from '../errors/lock-aborted.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
-import { claimWindowFor, type ResolvedServiceOptions, resolveAcquireOptions } from '../lock-options';
+import { resolveAcquireOptions } from '../options/call-options';
+import { claimWindowFor, type ResolvedServiceOptions } from '../options/service-options';
 import type {
   AcquireReply,
   HandedOn,
@@ -170,7 +171,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   }
 
   validateTtl(ttl: unknown): number {
-    return resolveAcquireOptions(this.options, { ttl }, false).ttl;
+    return resolveAcquireOptions(this.options.defaults, { ttl }, false).ttl;
   }
 
   /** The local hand-off (a store without transfer, or with replicas, never names followers). */

@@ -16,7 +16,7 @@ import { LockNotReplicatedError } from '../errors/lock-not-replicated.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
-import { MAX_MS } from '../lock-options';
+import { MAX_MS } from '../options/option-checks';
 import type { AcquireReply, HandedOn, LockStore, LockTicket, Successor } from '../store/lock-store';
 import type { EngineCall } from './call';
 import { now, safetyMargin, validFor } from './clock';

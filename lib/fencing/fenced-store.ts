@@ -12,7 +12,8 @@ import { createHash } from 'node:crypto';
 import { LockError } from '../errors/lock.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
-import { DEFAULT_COMMAND_TIMEOUT, describeValue } from '../lock-options';
+import { describeValue } from '../options/describe-value';
+import { DEFAULT_COMMAND_TIMEOUT } from '../options/service-options';
 import { CallDeadlines } from '../protocol/call-deadlines';
 import {
   connectionOf,

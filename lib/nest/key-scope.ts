@@ -4,8 +4,8 @@
  * that protect one resource must be able to name the same lock.
  */
 
-import { describeValue, hasLoneSurrogate } from '../describe-value';
 import { LockOptionsError } from '../errors/lock-options.error';
+import { describeValue, hasLoneSurrogate } from '../options/describe-value';
 import type { LockedOptions, LockedSpec } from './redis-lock-options.interface';
 
 /** Longest `scope` name: a prefix, not a key of its own. */

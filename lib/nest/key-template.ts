@@ -6,7 +6,8 @@
  */
 import { LockKeyError } from '../errors/lock-key.error';
 import { LockKeyFunctionError } from '../errors/lock-key-function.error';
-import { describeValue, hasLoneSurrogate, MAX_KEY_LENGTH, validateKey } from '../lock-options';
+import { describeValue, hasLoneSurrogate } from '../options/describe-value';
+import { MAX_KEY_LENGTH, validateKey } from '../options/lock-keys';
 
 /**
  * A key as a function of the method's arguments, for anything a template cannot express; an array of

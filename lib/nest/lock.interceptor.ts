@@ -16,7 +16,7 @@ import {
 import { isObservable, Observable, of } from 'rxjs';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { type LockKeys, LockService, USING_SKIPPABLE } from '../lock.service';
-import { declaredOptions } from '../lock-options';
+import { declaredOptions } from '../options/call-options';
 import { prefixed, scopePrefix } from './key-scope';
 import { LOCKED_ROUTE_METADATA } from './redis-lock.constants';
 import type { LockedSpec } from './redis-lock-options.interface';

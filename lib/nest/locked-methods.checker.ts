@@ -10,7 +10,7 @@ import { type DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { LockKeyError } from '../errors/lock-key.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import type { LockService } from '../lock.service';
-import { declaredOptions } from '../lock-options';
+import { declaredOptions } from '../options/call-options';
 import { templateIndexes } from './key-template';
 import { keyWarnings, type LockedDeclaration, sharedKeyWarnings } from './key-warnings';
 import { parameterCapacity } from './method-parameters';

@@ -9,7 +9,7 @@ import 'reflect-metadata';
 import { Inject, SetMetadata } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { LockOptionsError } from '../errors/lock-options.error';
-import { checkCallOptions, DECLARED_OPTION_NAMES } from '../lock-options';
+import { checkDeclaredOptions, DECLARED_OPTION_NAMES } from '../options/call-options';
 import { checkKeyOptions } from './key-scope';
 import {
   compileKeyTemplate,
@@ -188,7 +188,7 @@ function compileSpec(
     }
   }
   try {
-    checkCallOptions(options);
+    checkDeclaredOptions(options);
   } catch (error) {
     throw new LockOptionsError(`@Locked() on ${where}: ${(error as Error).message}`);
   }

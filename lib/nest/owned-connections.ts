@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import type { Logger } from '@nestjs/common';
 import type { Redis, RedisOptions } from 'ioredis';
 import { LockOptionsError } from '../errors/lock-options.error';
-import { describeValue } from '../lock-options';
+import { describeValue } from '../options/describe-value';
 import { watchesSentinels } from '../protocol/sentinel-follower';
 
 /** A connection the module opened: connected in onModuleInit, closed on shutdown. */

@@ -1,5 +1,5 @@
 /** Options of RedisLockModule and of @Locked. */
-import type { LockServiceOptions } from '../lock-options';
+import type { LockServiceOptions } from '../options/service-options';
 import type { RedisClient } from '../protocol/connection';
 import type { LockBackend } from '../store/lock-store';
 import type { ServerRisk } from '../store/server-watch';

@@ -7,13 +7,9 @@
 import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { LockService } from '../lock.service';
-import {
-  checkOnWarning,
-  checkOptionNames,
-  describeValue,
-  SERVICE_OPTION_NAMES,
-  snapshotOptions,
-} from '../lock-options';
+import { describeValue } from '../options/describe-value';
+import { snapshotOptions } from '../options/option-checks';
+import { checkOnWarning, checkOptionNames, SERVICE_OPTION_NAMES } from '../options/service-options';
 import type { RedisClient } from '../protocol/connection';
 import { isLockBackend, type LockBackend } from '../store/lock-store';
 import { MemoryLockBackend } from '../store/memory-store';

@@ -5,7 +5,7 @@
  */
 import { Inject, Injectable } from '@nestjs/common';
 import { LockService } from '../lock.service';
-import { describeValue } from '../lock-options';
+import { describeValue } from '../options/describe-value';
 import { connectionOf, type RedisClient } from '../protocol/connection';
 import { replyWithin } from '../protocol/redis-errors';
 import type { ServerFacts, ServerReport } from '../protocol/server-info';

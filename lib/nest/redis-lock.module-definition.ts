@@ -14,7 +14,7 @@ import {
 } from '@nestjs/core';
 import { LockOptionsError } from '../errors/lock-options.error';
 import type { LockService } from '../lock.service';
-import { describeValue } from '../lock-options';
+import { describeValue } from '../options/describe-value';
 import { LockInterceptor } from './lock.interceptor';
 import { canConvertWithoutInterceptor, LockHttpErrorsHook } from './lock-http.conversion';
 import { LockHttpErrorsInterceptor } from './lock-http.errors';

@@ -3,7 +3,7 @@
  * independent masters (Redlock), or a backend such as MemoryLockBackend; and the store opened on it.
  */
 import { LockOptionsError } from '../errors/lock-options.error';
-import type { ResolvedServiceOptions } from '../lock-options';
+import type { ResolvedServiceOptions } from '../options/service-options';
 import { isRedisClient, type RedisClient } from '../protocol/connection';
 import { isLockBackend, type LockBackend, type LockStore, type WakeHandlers } from './lock-store';
 import { checkQuorum, QuorumLockStore } from './quorum-store';

@@ -8,7 +8,6 @@
  * `lock.hold.duration`, `lock.lost`, and for `using` / `@Locked` the `lock.hold` span the work runs in).
  */
 import type * as Otel from '@opentelemetry/api';
-import { describeValue, hasLoneSurrogate } from '../describe-value';
 import type { HeldLease, LeaseObserver } from '../engine/held-lease';
 import { ReentrantLease } from '../engine/reentrant-lease';
 import { LockAbortedError } from '../errors/lock-aborted.error';
@@ -16,6 +15,7 @@ import type { LockLostError } from '../errors/lock-lost.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import type { Lease } from '../lease';
+import { describeValue, hasLoneSurrogate } from '../options/describe-value';
 import { anyChannelWatched, isWatched, type LockEvent, type LockEventKind, publish } from './lock-events';
 import { type Instruments, OpenTelemetry } from './open-telemetry';
 import type {

@@ -3,7 +3,7 @@
 // it does not give is skipped by name: reservations on later keys of a multi-key call. Node faults are
 // test/quorum/.
 import type { LockServiceOptions } from '../../lib/core';
-import { DEFAULT_TTL } from '../../lib/lock-options';
+import { DEFAULT_TTL } from '../../lib/options/call-options';
 import { useQuorum } from '../quorum/quorum-fixtures';
 import { describeListingConformance } from './listing-conformance';
 import { describeConformance } from './lock-conformance';

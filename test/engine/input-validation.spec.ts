@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { LockKeyError, LockOptionsError, LockService } from '../../lib/core';
-import { MAX_KEY_LENGTH } from '../../lib/lock-options';
+import { MAX_KEY_LENGTH } from '../../lib/options/lock-keys';
 import { commandsIn, lockService } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 

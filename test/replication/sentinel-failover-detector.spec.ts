@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { type Lease, LockService, type LockServiceOptions, RedisLockModule } from '../../lib';
-import { DEFAULT_PREFIX } from '../../lib/lock-options';
+import { DEFAULT_PREFIX } from '../../lib/options/service-options';
 import { lockKeys } from '../../lib/protocol/keys';
 import { poll, type SentinelGroup, startSentinelGroup } from '../support/redis-sentinel';
 import { adminOn, type RedisServer } from '../support/redis-server';

@@ -14,7 +14,7 @@ import {
   type LockServiceOptions,
   RedisLockModule,
 } from '../../lib';
-import { DEFAULT_PREFIX } from '../../lib/lock-options';
+import { DEFAULT_PREFIX } from '../../lib/options/service-options';
 import { lockKeys } from '../../lib/protocol/keys';
 import { abortedAt, outcome, until } from '../support/lock-fixtures';
 import { type SentinelGroup, type SentinelGroupOptions, startSentinelGroup } from '../support/redis-sentinel';

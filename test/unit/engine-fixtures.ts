@@ -3,12 +3,8 @@
 import { afterEach } from '@jest/globals';
 import { type EngineCall, engineCall } from '../../lib/engine/call';
 import { LockEngine } from '../../lib/engine/lock-engine';
-import {
-  type AcquireOptions,
-  type LockServiceOptions,
-  resolveAcquireOptions,
-  resolveServiceOptions,
-} from '../../lib/lock-options';
+import { type AcquireOptions, resolveAcquireOptions } from '../../lib/options/call-options';
+import { type LockServiceOptions, resolveServiceOptions } from '../../lib/options/service-options';
 import { MemoryLockBackend } from '../../lib/store/memory-store';
 
 const open: LockEngine[] = [];
@@ -27,7 +23,7 @@ export function engine(options?: LockServiceOptions, backend = new MemoryLockBac
 /** A call as LockService would make it (`using` defaults: renewed), with no telemetry listening. */
 export function call(options?: AcquireOptions, busyIsTimeout = true): EngineCall {
   return engineCall(
-    resolveAcquireOptions(resolveServiceOptions({}), options, true),
+    resolveAcquireOptions(resolveServiceOptions({}).defaults, options, true),
     busyIsTimeout,
     undefined,
   );

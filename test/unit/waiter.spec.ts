@@ -8,7 +8,7 @@ import type { LockEngine } from '../../lib/engine/lock-engine';
 import { Waiter } from '../../lib/engine/waiter';
 import { LockServiceClosedError } from '../../lib/errors/lock-service-closed.error';
 import { LockTimeoutError } from '../../lib/errors/lock-timeout.error';
-import type { AcquireOptions } from '../../lib/lock-options';
+import type { AcquireOptions } from '../../lib/options/call-options';
 import { call, engine } from './engine-fixtures';
 
 function waiter(locks: LockEngine, key: string, options?: AcquireOptions): Waiter<HeldLease> {

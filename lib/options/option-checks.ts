@@ -3,8 +3,9 @@
  * no unknown keys, and numbers of milliseconds in range. Shared by the service's, the calls' and the
  * replicas' options.
  */
+
+import { LockOptionsError } from '../errors/lock-options.error';
 import { describeValue as describe } from './describe-value';
-import { LockOptionsError } from './errors/lock-options.error';
 
 /** Largest delay a Node timer can hold (about 24.8 days). */
 export const MAX_MS = 2 ** 31 - 1;

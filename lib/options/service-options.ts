@@ -1,0 +1,297 @@
+/**
+ * The options of a LockService, each declared once below with its check and default, and their
+ * resolution (the Nest module adds its own, lib/nest/module-options.ts, and passes these on). Also the
+ * arguments of close() and checkServers(). Everything here runs before any command is sent.
+ */
+import { LockOptionsError } from '../errors/lock-options.error';
+import type { ServerRisk } from '../store/server-watch';
+import { checkTelemetryOptions } from '../telemetry/lock-telemetry';
+import type { TelemetryOptions } from '../telemetry/telemetry-options';
+import { type CallDefaults, DEFAULT_OPTION_NAMES, resolveCallDefaults } from './call-options';
+import { describeValue as describe, hasLoneSurrogate } from './describe-value';
+import { checkKnownKeys, MAX_MS, milliseconds, optionalBoolean, plainObject, read } from './option-checks';
+
+/** The defaults a service applies to calls that leave an option unset. */
+export interface LockDefaults {
+  ttl?: number;
+  waitTimeout?: number;
+  renew?: boolean;
+  minHold?: number;
+  maxHold?: number;
+}
+
+/** Options of a LockService. */
+export interface LockServiceOptions {
+  /** Prefix of every Redis key and channel the lock uses. Default `lock:`. */
+  prefix?: string;
+  /**
+   * A readable name for this service, at the start of its tokens (`<name>@<random>:...`), so that
+   * `inspect`, `list` and the lock board say which instance holds or waits: letters, digits, `-`, `_`
+   * and `.`, at most 40 (a host name, a pod name). Default: a random id only.
+   */
+  instanceName?: string;
+  /** Defaults for each call. */
+  defaults?: LockDefaults;
+  /**
+   * The longest a lock handed to a waiter stays reserved for it until it confirms, in ms. A waiter that
+   * died or gave up after being granted delays the next one by at most this much, and never by more
+   * than its own ttl: each grant's window is the smaller of this and the granted waiter's ttl, so it
+   * never limits which ttl a call may use. Default 2 000.
+   */
+  claimWindow?: number;
+  /**
+   * How long a lock's fencing counter is kept after its last grant, in ms. Fencing tokens stay
+   * increasing beyond it too (they never fall below the Redis server clock in µs). Default 3 600 000.
+   */
+  fenceRetention?: number;
+  /** Longest wait for a reply to one command before the call fails with RedisUnavailableError, in ms. Default 5 000. */
+  commandTimeout?: number;
+  /**
+   * With several independent Redis masters (Redlock) only: the longest wait for one node's reply, in ms,
+   * well below the ttl, so a slow or stopped node costs a grant little of its validity. Default 100.
+   */
+  nodeTimeout?: number;
+  /**
+   * Called once per server and kind of risk when the Redis the locks live on can evict them (`maxmemory`
+   * with an evicting policy), lose them on a restart (no AOF) or a failover (replicas), or is a replica;
+   * checked with INFO when each connection becomes ready and by `checkServers()`. Without it nothing is
+   * checked at start-up. The Nest module logs these through the Nest logger. It must not throw (what it
+   * throws is ignored).
+   */
+  onWarning?: (warning: ServerRisk) => void;
+  /**
+   * With a master and replicas (Sentinel, a managed primary with a standby): replicas that must
+   * acknowledge each grant, confirmed hand-off and renewal before it counts (WAIT, on the same
+   * connection and round trip). Replication is asynchronous otherwise, and a failover can promote a
+   * replica that never saw a grant, letting a second holder in. One Redis server or a Sentinel-managed
+   * master only (not a Cluster, a quorum or memory). Off by default.
+   */
+  replicas?: ReplicaOptions;
+  /**
+   * Where metrics, spans and events go. With `@opentelemetry/api` installed the service reports through
+   * the global providers unless given its own (`meterProvider`, `tracerProvider`); `onEvent` receives
+   * every lock event. See Observability in the README.
+   */
+  telemetry?: TelemetryOptions;
+}
+
+/** The `replicas` option: acknowledgement of grants and renewals by replicas (docs/guarantees.md). */
+export interface ReplicaOptions {
+  /** Replicas that must acknowledge (WAIT numreplicas), an integer from 1. */
+  count: number;
+  /** How long to wait for them, in ms (an integer from 1, at most a third of defaults.ttl). */
+  timeout: number;
+  /**
+   * A grant not acknowledged in time is released; then `fail` (default) rejects the call with
+   * LockNotReplicatedError, and `wait` keeps the caller in line (at the back) until its waitTimeout, when
+   * it rejects with that error. `tryAcquire` and waitTimeout 0 always fail. A renewal not acknowledged
+   * aborts the lease's signal either way (LockLostError, reason `not-replicated`).
+   */
+  onTimeout?: 'fail' | 'wait';
+  /**
+   * Wait for the writes to be fsynced to the append-only file as well (WAITAOF, Redis 7.2 or later), on
+   * the master and on `count` replicas, rather than only received by the replicas. Default false.
+   */
+  aof?: boolean;
+}
+
+/** `replicas`, validated. */
+export interface ResolvedReplicas {
+  count: number;
+  timeout: number;
+  onTimeout: 'fail' | 'wait';
+  aof: boolean;
+}
+
+export const DEFAULT_PREFIX = 'lock:';
+export const DEFAULT_COMMAND_TIMEOUT = 5_000;
+const DEFAULT_NODE_TIMEOUT = 100;
+/** More replicas than this is a typo: WAIT would time out on every grant. */
+const MAX_REPLICAS = 100;
+
+function checkPrefix(prefix: unknown): string {
+  if (typeof prefix !== 'string' || prefix.length > 256 || /[{}]/.test(prefix) || hasLoneSurrogate(prefix)) {
+    throw new LockOptionsError(
+      'prefix must be a string of at most 256 characters, without braces or lone surrogates, got ' +
+        `${describe(prefix)}. Use something like "lock:" or "myapp:lock:".`,
+    );
+  }
+  return prefix;
+}
+
+function checkInstanceName(name: unknown): string {
+  if (typeof name !== 'string' || !/^[\w.-]{1,40}$/.test(name)) {
+    throw new LockOptionsError(
+      `instanceName must be 1 to 40 letters, digits, "-", "_" or ".", got ${describe(name)}. ` +
+        'Use a host or pod name, such as "orders-7f9c".',
+    );
+  }
+  return name;
+}
+
+/** The `onWarning` option: a function (the Nest module checks it before wrapping it). */
+export function checkOnWarning(value: unknown): ((warning: ServerRisk) => void) | undefined {
+  if (value === undefined || typeof value === 'function') return value as (warning: ServerRisk) => void;
+  throw new LockOptionsError(
+    `onWarning must be a function such as (warning) => logger.warn(warning.message), got ${describe(value)}.`,
+  );
+}
+
+function checkReplicas(value: unknown): ResolvedReplicas {
+  const o = plainObject('replicas', value);
+  checkKnownKeys(o, ['count', 'timeout', 'onTimeout', 'aof'], 'replicas');
+  const count = read(o, 'count', 'replicas.count');
+  if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > MAX_REPLICAS) {
+    throw new LockOptionsError(
+      `replicas.count must be an integer from 1 to ${MAX_REPLICAS} (how many replicas must acknowledge each ` +
+        `grant), got ${describe(count)}.`,
+    );
+  }
+  const timeout = milliseconds('replicas.timeout', read(o, 'timeout', 'replicas.timeout'), 1);
+  const onTimeout = read(o, 'onTimeout', 'replicas.onTimeout') ?? 'fail';
+  if (onTimeout !== 'fail' && onTimeout !== 'wait') {
+    throw new LockOptionsError(
+      `replicas.onTimeout must be "fail" (reject the call) or "wait" (go back in line), got ${describe(onTimeout)}.`,
+    );
+  }
+  const aof = optionalBoolean('replicas.aof', read(o, 'aof', 'replicas.aof')) ?? false;
+  return { count, timeout, onTimeout, aof };
+}
+
+/**
+ * Every service option, once: its check (given the value set) and its default (undefined: unset).
+ * `nodeTimeout`'s default and the rules against the ttl need the resolved `defaults`: see
+ * resolveServiceOptions.
+ */
+const SERVICE_OPTIONS = {
+  prefix: { check: checkPrefix, default: DEFAULT_PREFIX },
+  instanceName: { check: checkInstanceName, default: undefined },
+  defaults: { check: resolveCallDefaults, default: undefined },
+  claimWindow: { check: (v: unknown) => milliseconds('claimWindow', v, 10), default: 2_000 },
+  fenceRetention: { check: (v: unknown) => milliseconds('fenceRetention', v, 1), default: 3_600_000 },
+  commandTimeout: {
+    check: (v: unknown) => milliseconds('commandTimeout', v, 1),
+    default: DEFAULT_COMMAND_TIMEOUT,
+  },
+  nodeTimeout: { check: (v: unknown) => milliseconds('nodeTimeout', v, 1), default: undefined },
+  onWarning: { check: checkOnWarning, default: undefined },
+  replicas: { check: checkReplicas, default: undefined },
+  telemetry: { check: checkTelemetryOptions, default: undefined },
+} as const;
+
+/** The options a LockService knows (the module adds its own to these). */
+export const SERVICE_OPTION_NAMES: readonly string[] = Object.keys(SERVICE_OPTIONS);
+
+export interface ResolvedServiceOptions {
+  prefix: string;
+  instanceName: string | undefined;
+  /** What a call that leaves an option unset gets. */
+  defaults: CallDefaults;
+  claimWindow: number;
+  fenceRetention: number;
+  commandTimeout: number;
+  nodeTimeout: number;
+  onWarning: ((warning: ServerRisk) => void) | undefined;
+  replicas: ResolvedReplicas | undefined;
+  telemetry: TelemetryOptions | undefined;
+}
+
+/**
+ * Refuses option names outside `known`, with a hint for a per-call default (ttl, waitTimeout, renew,
+ * minHold, maxHold) put at the top level instead of in `defaults`. Throws LockOptionsError.
+ */
+export function checkOptionNames(o: object, known: readonly string[], what: string): void {
+  for (const name of DEFAULT_OPTION_NAMES) {
+    if (Object.hasOwn(o, name) && !known.includes(name)) {
+      throw new LockOptionsError(
+        `Unknown option "${name}" in ${what}: per-call defaults go in defaults, as in { defaults: { ${name}: ... } }.`,
+      );
+    }
+  }
+  checkKnownKeys(o, known, what);
+}
+
+/**
+ * Validates service options and fills in defaults. Throws LockOptionsError, naming an unknown key (a
+ * typo such as `claimwindow` would otherwise be ignored silently).
+ */
+export function resolveServiceOptions(options: unknown): ResolvedServiceOptions {
+  const o = plainObject('LockService options', options);
+  checkOptionNames(o, SERVICE_OPTION_NAMES, 'the lock options');
+  const value = <N extends keyof typeof SERVICE_OPTIONS>(name: N) => {
+    const given = read(o, name, name);
+    const spec = SERVICE_OPTIONS[name];
+    return (given === undefined ? spec.default : spec.check(given)) as
+      | ReturnType<(typeof SERVICE_OPTIONS)[N]['check']>
+      | (typeof SERVICE_OPTIONS)[N]['default'];
+  };
+  const prefix = value('prefix');
+  const instanceName = value('instanceName');
+  const defaults = value('defaults') ?? resolveCallDefaults(undefined);
+  const claimWindow = value('claimWindow');
+  const fenceRetention = value('fenceRetention');
+  const commandTimeout = value('commandTimeout');
+  const nodeTimeout = value('nodeTimeout') ?? Math.min(DEFAULT_NODE_TIMEOUT, Math.floor(defaults.ttl / 3));
+  const onWarning = value('onWarning');
+  const replicas = value('replicas');
+  const telemetry = value('telemetry');
+  const { ttl } = defaults;
+  if (nodeTimeout * 3 > ttl) {
+    throw new LockOptionsError(
+      `nodeTimeout (${nodeTimeout} ms) must be at most a third of defaults.ttl (${ttl} ms): a grant takes two ` +
+        'rounds to the nodes and must still be valid after them. Lower nodeTimeout or raise defaults.ttl.',
+    );
+  }
+  if (replicas && replicas.timeout * 3 > ttl) {
+    throw new LockOptionsError(
+      `replicas.timeout (${replicas.timeout} ms) must be at most a third of defaults.ttl (${ttl} ms): the wait for ` +
+        'replicas comes out of the lease. Lower replicas.timeout or raise defaults.ttl.',
+    );
+  }
+  return {
+    prefix,
+    instanceName,
+    defaults,
+    claimWindow,
+    fenceRetention,
+    commandTimeout,
+    nodeTimeout,
+    onWarning,
+    replicas,
+    telemetry,
+  };
+}
+
+/**
+ * The claim window of a waiter with this ttl: the configured window is an upper bound, and a grant
+ * never stays reserved longer than the lease it would become, so a dead waiter with a short lease
+ * stalls the queue for at most its own ttl (docs/protocol.md, "Claim window").
+ */
+export function claimWindowFor(ttl: number, claimWindow: number): number {
+  return Math.min(ttl, claimWindow);
+}
+
+/** The `gracePeriod` of `close()`: a non-negative integer of ms that a Node timer can hold. */
+export function resolveGracePeriod(options: unknown): number {
+  if (options === undefined || options === null) return 0;
+  if (typeof options !== 'object') {
+    throw new LockOptionsError(`close() options must be an object, got ${describe(options)}.`);
+  }
+  const grace = read(options as Record<string, unknown>, 'gracePeriod', 'gracePeriod') ?? 0;
+  if (typeof grace !== 'number' || !Number.isInteger(grace) || grace < 0 || grace > MAX_MS) {
+    throw new LockOptionsError(
+      `gracePeriod must be a non-negative integer of ms up to ${MAX_MS}, got ${describe(grace)}.`,
+    );
+  }
+  return grace;
+}
+
+/** The `timeout` of `checkServers()`: undefined (the service's commandTimeout) or whole ms from 1. */
+export function resolveCheckTimeout(options: unknown): number | undefined {
+  if (options === undefined || options === null) return undefined;
+  if (typeof options !== 'object') {
+    throw new LockOptionsError(`checkServers() options must be an object, got ${describe(options)}.`);
+  }
+  const timeout = read(options as Record<string, unknown>, 'timeout', 'timeout');
+  return timeout === undefined ? undefined : milliseconds('checkServers() timeout', timeout, 1);
+}
