@@ -5,6 +5,7 @@
  * live in (lib/store/lock-store.ts). Everything Redis-specific is behind the Redis store.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { RedisClient } from './clients';
 import { now, settledWithin, validFor } from './engine/clock';
 import {
   alive,
@@ -52,7 +53,6 @@ import {
 } from './store/lock-store';
 import { MemoryLockBackend } from './store/memory-store';
 import { openStore, storeSource } from './store/open-store';
-import type { RedisClient } from './store/redis-store';
 import { type ServerReport, ServerWatch } from './store/server-watch';
 import { claimWindowOf } from './store/token';
 import { type CallRecord, LockTelemetry, SKIPS_ON_TIMEOUT } from './telemetry/lock-telemetry';

@@ -1,6 +1,7 @@
 /** Options of RedisLockModule and of @Locked. */
+
+import type { RedisClient } from '../clients';
 import type { LockServiceOptions } from '../lock-options';
-import type { RedisClient } from '../protocol/connection';
 import type { LockBackend } from '../store/lock-store';
 import type { KeyResolver, LockKeyTemplate } from './key-template';
 import type { LockWarning } from './key-warnings';

@@ -5,6 +5,7 @@
  * grace period before releasing every lease, so no renewal timer or lock outlives the application.
  */
 import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { isRedisClient, type RedisClient } from '../clients';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { LockService } from '../lock.service';
 import {
@@ -14,10 +15,8 @@ import {
   SERVICE_OPTION_NAMES,
   snapshotOptions,
 } from '../lock-options';
-import type { RedisClient } from '../protocol/connection';
 import { isLockBackend, type LockBackend } from '../store/lock-store';
 import { MemoryLockBackend } from '../store/memory-store';
-import { isRedisClient } from '../store/redis-store';
 import type { TelemetryOptions } from '../telemetry/telemetry-options';
 import type { LockWarning } from './key-warnings';
 import { DEFAULT_RETRY_AFTER } from './lock-http.errors';
