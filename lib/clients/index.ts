@@ -56,7 +56,7 @@ export function connectionOf(client: object): RedisConnection {
   return connection;
 }
 
-/** Opens connections on one library; `undefined` when the application has not installed it. */
+/** One library the application installed, ready to open the module's own connections. */
 export interface InstalledLibrary {
   open(request: OwnedRequest): OwnedConnection[];
 }

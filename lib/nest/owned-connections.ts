@@ -8,8 +8,6 @@ import type { Logger } from '@nestjs/common';
 import { installedLibrary, type OutageReporter, type OwnedConnection } from '../clients';
 import { LockOptionsError } from '../errors/lock-options.error';
 
-export type { OwnedConnection } from '../clients';
-
 /**
  * The connections for `urls` (`undefined`: from `redis` alone). Connected in onModuleInit, not here:
  * if the application fails to start, nothing is left open.

@@ -5,7 +5,7 @@
  * grace period before releasing every lease, so no renewal timer or lock outlives the application.
  */
 import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { isRedisClient, type RedisClient } from '../clients';
+import { isRedisClient, type OwnedConnection, type RedisClient } from '../clients';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { LockService } from '../lock.service';
 import {
@@ -20,7 +20,7 @@ import { MemoryLockBackend } from '../store/memory-store';
 import type { TelemetryOptions } from '../telemetry/telemetry-options';
 import type { LockWarning } from './key-warnings';
 import { DEFAULT_RETRY_AFTER } from './lock-http.errors';
-import { type OwnedConnection, openOwned } from './owned-connections';
+import { openOwned } from './owned-connections';
 import type { RedisLockModuleOptions } from './redis-lock-options.interface';
 
 const DEFAULT_GRACE_PERIOD = 5_000;
