@@ -67,7 +67,7 @@ function sample(): Record<string, unknown> {
     orphans: Map<unknown, unknown>;
     running: Set<unknown>;
     // The Redis store's wake-up subscription (lib/store/redis-store.ts): the client library's own
-    // connection inside it (lib/protocol/ioredis-connection.ts).
+    // connection inside it (lib/clients/ioredis/ioredis-connection.ts).
     store: { wake: { subscriber?: { connection?: NodeJS.EventEmitter } } };
   };
   return {

@@ -1,5 +1,7 @@
 // The package's API without its Nest parts (the module, the decorator, the lock board): what a program
 // that uses LockService on its own needs, and loads without Nest.
+
+export { isRedisClient, type RedisClient } from './clients';
 export * from './errors';
 export {
   FencedStore,
@@ -16,7 +18,6 @@ export { MAX_KEYS } from './options/lock-keys';
 export type { LockDefaults, LockServiceOptions, ReplicaOptions } from './options/service-options';
 export type { LockBackend } from './store/lock-store';
 export { MemoryLockBackend } from './store/memory-store';
-export { isRedisClient, type RedisClient } from './store/redis-store';
 export type { ServerFacts, ServerReport, ServerRisk, ServerRiskCode } from './store/server-watch';
 export { LOCK_CHANNELS, type LockEvent, type LockEventKind } from './telemetry/lock-events';
 export type {

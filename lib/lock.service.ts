@@ -5,6 +5,7 @@
  * lib/engine/lock-engine.ts), reports it to telemetry, and shuts both down on close().
  */
 
+import type { RedisClient } from './clients';
 import { engineCall } from './engine/call';
 import { CallChain } from './engine/call-chain';
 import { alive, type OwnedLease } from './engine/held-lease';
@@ -33,7 +34,6 @@ import {
 import { type LockBackend } from './store/lock-store';
 import { MemoryLockBackend } from './store/memory-store';
 import { storeSource } from './store/open-store';
-import type { RedisClient } from './store/redis-store';
 import { type ServerReport, ServerWatch } from './store/server-watch';
 import { type CallRecord, LockTelemetry } from './telemetry/lock-telemetry';
 

@@ -9,19 +9,14 @@
  * RedisUnavailableError instead of a wait in the client's offline queue.
  */
 import { createHash } from 'node:crypto';
+import { connectionOf, isRedisClient, type RedisClient } from '../clients';
 import { LockError } from '../errors/lock.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { describeValue } from '../options/describe-value';
 import { DEFAULT_COMMAND_TIMEOUT } from '../options/service-options';
 import { CallDeadlines } from '../protocol/call-deadlines';
-import {
-  connectionOf,
-  isRedisClient,
-  type RedisClient,
-  type RedisConnection,
-  type ScriptCall,
-} from '../protocol/connection';
+import type { RedisConnection, ScriptCall } from '../protocol/connection';
 import { fencedWriteLua } from '../protocol/lua/scripts.generated';
 import { translateRedisError } from '../protocol/redis-errors';
 import { OFFLINE } from '../protocol/script-runner';

@@ -1,6 +1,6 @@
 /** Options of RedisLockModule and of @Locked. */
+import type { RedisClient } from '../clients';
 import type { LockServiceOptions } from '../options/service-options';
-import type { RedisClient } from '../protocol/connection';
 import type { LockBackend } from '../store/lock-store';
 import type { ServerRisk } from '../store/server-watch';
 import type { KeyResolver, LockKeyTemplate } from './key-template';

@@ -5,18 +5,17 @@
  * grace period before releasing every lease, so no renewal timer or lock outlives the application.
  */
 import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { isRedisClient, type OwnedConnection, type RedisClient } from '../clients';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { LockService } from '../lock.service';
 import { describeValue } from '../options/describe-value';
 import { snapshotOptions } from '../options/option-checks';
 import { checkOnWarning, checkOptionNames, SERVICE_OPTION_NAMES } from '../options/service-options';
-import type { RedisClient } from '../protocol/connection';
 import { isLockBackend, type LockBackend } from '../store/lock-store';
 import { MemoryLockBackend } from '../store/memory-store';
-import { isRedisClient } from '../store/redis-store';
 import type { TelemetryOptions } from '../telemetry/telemetry-options';
 import { DEFAULT_RETRY_AFTER } from './lock-http.errors';
-import { type OwnedConnection, openOwned } from './owned-connections';
+import { openOwned } from './owned-connections';
 import type { LockWarning, RedisLockModuleOptions } from './redis-lock-options.interface';
 
 const DEFAULT_GRACE_PERIOD = 5_000;

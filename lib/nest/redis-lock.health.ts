@@ -4,9 +4,9 @@
  * never throws and never waits past its timeout: a health endpoint must answer while Redis does not.
  */
 import { Inject, Injectable } from '@nestjs/common';
+import { connectionOf, type RedisClient } from '../clients';
 import { LockService } from '../lock.service';
 import { describeValue } from '../options/describe-value';
-import { connectionOf, type RedisClient } from '../protocol/connection';
 import { replyWithin } from '../protocol/redis-errors';
 import type { ServerFacts, ServerReport } from '../protocol/server-info';
 

@@ -3,15 +3,10 @@
  * from a client is here: a script call (EVALSHA, and EVAL when the server has never seen the script), a
  * script and a WAIT sent back to back on the same connection, one-off commands (INFO, PING, SCAN), the
  * masters of a Cluster, a connection of its own for the wake-up subscription, and the connection's
- * state and its "ready" / "down" / "end" events. ioredis (ioredis-connection.ts) and node-redis
- * (node-redis-connection.ts) each implement it; the scripts, the stores and the engine never learn
- * which one is underneath.
- *
- * A client is recognised by its shape, never by `instanceof`: an application may load a second copy of
- * either library (a monorepo, a bundled dependency), whose classes are not ours.
+ * state and its "ready" / "down" / "end" events. Each client library implements it in a folder of its
+ * own under lib/clients/, which also recognises its clients; this file names none of them, so the
+ * scripts, the stores and the engine never learn which one is underneath.
  */
-import { IoredisConnection, isIoredisClient } from './ioredis-connection';
-import { isNodeRedisClient, NodeRedisConnection } from './node-redis-connection';
 
 /**
  * Where a connection is. `idle`: not connecting yet (ioredis' lazyConnect); `connecting`: on its way to
@@ -42,7 +37,8 @@ export type ConnectionEvent = 'ready' | 'down' | 'end';
 export interface RedisConnection {
   /** The application's client, as given: the lock never closes it. */
   readonly client: object;
-  readonly library: 'ioredis' | 'node-redis';
+  /** The client library's name (`'ioredis'`, `'node-redis'`), for messages. */
+  readonly library: string;
   /** One server (possibly a Sentinel-managed master), or a Cluster. */
   readonly cluster: boolean;
   /** `host:port` (or the socket path) of the server, for messages and reports. */
@@ -106,51 +102,4 @@ export interface Subscriber {
   close(timeout: number): Promise<void>;
   /** Drops the socket at once. */
   drop(): void;
-}
-
-/**
- * A client the Redis store runs on: an ioredis `Redis` or `Cluster`, or a node-redis client or Cluster
- * (`createClient()`, `createCluster()`), connected. Told apart by shape at run time (isRedisClient), so
- * neither library's types are needed to use this one.
- */
-export type RedisClient = IoredisClientLike | NodeRedisClientLike;
-
-/**
- * The shape of an ioredis client, as far as telling it apart goes. The rest of its members are open
- * (typed by ioredis, which this library's types do not import, so an application may install only
- * node-redis): `locks.client.ping()` compiles, with a cast to `Redis` for its exact types.
- */
-export interface IoredisClientLike {
-  readonly status: string;
-  // biome-ignore lint/suspicious/noExplicitAny: ioredis' own signature, not repeated here
-  defineCommand(name: string, definition: any): void;
-  // biome-ignore lint/suspicious/noExplicitAny: see above
-  [member: string]: any;
-}
-
-/** The shape of a node-redis client, Cluster or Sentinel, as far as telling it apart goes (see above). */
-export interface NodeRedisClientLike {
-  readonly isOpen: boolean;
-  /** Not on redis 5's Cluster. */
-  readonly isReady?: boolean;
-  // biome-ignore lint/suspicious/noExplicitAny: node-redis' own members, not repeated here
-  [member: string]: any;
-}
-
-/** Connections already made, by client: one set of script definitions and listeners per client. */
-const connections = new WeakMap<object, RedisConnection>();
-
-/** Whether `value` is a client the Redis store can use: ioredis, or node-redis (client, cluster, sentinel). */
-export function isRedisClient(value: unknown): value is RedisClient {
-  return isIoredisClient(value) || isNodeRedisClient(value);
-}
-
-/** The connection for `client` (which must pass isRedisClient), the same each time for one client. */
-export function connectionOf(client: object): RedisConnection {
-  let connection = connections.get(client);
-  if (!connection) {
-    connection = isIoredisClient(client) ? new IoredisConnection(client) : new NodeRedisConnection(client);
-    connections.set(client, connection);
-  }
-  return connection;
 }

@@ -2,9 +2,10 @@
  * Which store a LockService's first argument calls for: one Redis (a server or a Cluster), a quorum of
  * independent masters (Redlock), or a backend such as MemoryLockBackend; and the store opened on it.
  */
+
+import { isRedisClient, type RedisClient } from '../clients';
 import { LockOptionsError } from '../errors/lock-options.error';
 import type { ResolvedServiceOptions } from '../options/service-options';
-import { isRedisClient, type RedisClient } from '../protocol/connection';
 import { isLockBackend, type LockBackend, type LockStore, type WakeHandlers } from './lock-store';
 import { checkQuorum, QuorumLockStore } from './quorum-store';
 import { RedisLockStore } from './redis-store';

@@ -23,9 +23,10 @@
  * run out.
  */
 import { performance } from 'node:perf_hooks';
+import { connectionOf, isRedisClient, type RedisClient } from '../clients';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { LockQuorumError, type NodeFailure } from '../errors/lock-quorum.error';
-import { connectionOf, isRedisClient, type RedisClient, type Subscriber } from '../protocol/connection';
+import type { Subscriber } from '../protocol/connection';
 import { lockKeys, wakeChannelPrefix } from '../protocol/keys';
 import { scanLockKeys } from '../protocol/lock-scan';
 import { QuorumNode, type Vote } from '../protocol/quorum-node';

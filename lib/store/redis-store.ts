@@ -5,11 +5,10 @@
  * names this store's wake channel and the claim window tells whoever hands the lock on how long to
  * reserve it (docs/protocol.md).
  */
+
+import { connectionOf, type RedisClient } from '../clients';
 import { LockOptionsError } from '../errors/lock-options.error';
-import { connectionOf, type RedisClient, type RedisConnection } from '../protocol/connection';
-
-export { isRedisClient, type RedisClient } from '../protocol/connection';
-
+import type { RedisConnection } from '../protocol/connection';
 import { lockKeys, wakeChannelPrefix } from '../protocol/keys';
 import { scanLockKeys } from '../protocol/lock-scan';
 import { LockScripts, type ScriptContext } from '../protocol/lock-scripts';

@@ -5,7 +5,8 @@
  * reconfigured meanwhile) and whenever someone asks, such as the health indicator. A risk already
  * reported is not reported again: a log that repeats itself every reconnect gets ignored.
  */
-import { connectionOf, type RedisClient, type RedisConnection } from '../protocol/connection';
+import { connectionOf, type RedisClient } from '../clients';
+import type { RedisConnection } from '../protocol/connection';
 import { checkServer, type ServerReport, type ServerRisk } from '../protocol/server-info';
 
 export type WarningHandler = (warning: ServerRisk) => void;

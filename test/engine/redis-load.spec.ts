@@ -2,7 +2,7 @@
 // counts the commands a script runs as well as the script call). Waiting is free (no-polling.spec); these
 // bound the steps that do run: joining the queue, and a release that hands the lock on.
 import { describe, expect, it } from '@jest/globals';
-import { connectionOf } from '../../lib/protocol/connection';
+import { connectionOf } from '../../lib/clients';
 import { lockKeys } from '../../lib/protocol/keys';
 import { LockScripts, type ScriptContext } from '../../lib/protocol/lock-scripts';
 import type { LockTicket, WakeMessage } from '../../lib/store/lock-store';

@@ -1,5 +1,5 @@
 /**
- * The lock's connection (connection.ts) on node-redis (`createClient()` and `createCluster()` from
+ * The lock's connection (lib/protocol/connection.ts) on node-redis (`createClient()` and `createCluster()` from
  * `redis` 5 or 6). A script call is one EVALSHA, sent again as EVAL when the server answers NOSCRIPT
  * (a server that never saw the script: a fresh one, or a replica just promoted). The library is never
  * imported: the application's client is all it uses, so `redis` stays an optional peer dependency.
@@ -12,9 +12,8 @@ import type {
   Script,
   ScriptCall,
   Subscriber,
-} from './connection';
-import { readyWithin } from './ready-within';
-import { replyWithin } from './redis-errors';
+} from '../../protocol/connection';
+import { answeredWithin, readyWithin } from '../bounded-waits';
 
 type Args = string[];
 type Listener = (...args: unknown[]) => void;
@@ -449,10 +448,7 @@ class NodeRedisSubscriber implements Subscriber {
     }
     // close() (quit() before redis 5) lets pending replies arrive first; a frozen server never answers.
     const closing = connection.close ? connection.close() : Promise.resolve(connection.quit?.());
-    const closed = await replyWithin(closing, timeout, 'QUIT').then(
-      () => true,
-      () => false,
-    );
+    const closed = await answeredWithin(closing, timeout);
     if (!closed) this.drop();
   }
 

@@ -1,6 +1,7 @@
 /**
- * The lock's connection (connection.ts) on an ioredis `Redis` or `Cluster`. Scripts are registered with
- * `defineCommand`, so a call is one EVALSHA and ioredis itself falls back to EVAL on NOSCRIPT.
+ * The lock's connection (lib/protocol/connection.ts) on an ioredis `Redis` or `Cluster`. Scripts are
+ * registered with `defineCommand`, so a call is one EVALSHA and ioredis itself falls back to EVAL on
+ * NOSCRIPT. The types come from ioredis; the code never imports it (the client is the application's).
  */
 import type { Cluster, Redis } from 'ioredis';
 import type {
@@ -11,24 +12,11 @@ import type {
   Script,
   ScriptCall,
   Subscriber,
-} from './connection';
-import { readyWithin } from './ready-within';
-import { replyWithin } from './redis-errors';
+} from '../../protocol/connection';
+import { answeredWithin, readyWithin } from '../bounded-waits';
 import { findsMasterThroughSentinel, SentinelFollower, watchesSentinels } from './sentinel-follower';
 
 type IoredisClient = Redis | Cluster;
-
-/** The duck type of an ioredis Redis or Cluster (no instanceof: another copy of ioredis may be loaded). */
-export function isIoredisClient(value: unknown): value is IoredisClient {
-  if (value === null || typeof value !== 'object') return false;
-  const c = value as Record<string, unknown>;
-  return (
-    typeof c.defineCommand === 'function' &&
-    typeof c.duplicate === 'function' &&
-    typeof c.subscribe === 'function' &&
-    typeof c.status === 'string'
-  );
-}
 
 /** ioredis' statuses, as the lock sees them. */
 const STATES: Record<string, ConnectionState> = {
@@ -255,10 +243,7 @@ class IoredisSubscriber implements Subscriber {
       connection.disconnect();
       return;
     }
-    const quitted = await replyWithin(connection.quit(), timeout, 'QUIT').then(
-      () => true,
-      () => false,
-    );
+    const quitted = await answeredWithin(connection.quit(), timeout);
     // The duplicate inherits the client's failoverDetector, and with it connections to the sentinels
     // that QUIT does not close. Dropped as soon as QUIT is answered, while the socket is still open: its
     // close then clears the timer ioredis arms on disconnect(), which would otherwise run its course.
