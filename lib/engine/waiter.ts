@@ -283,8 +283,14 @@ export class Waiter<T> {
     // A refused grant stays the reason given at the deadline: the caller should learn of the replicas.
     if (!(this.lastError instanceof LockNotReplicatedError)) this.lastError = undefined;
     this.offsetBound = Math.min(this.offsetBound, reply.serverMs - sent);
-    // If we gave up meanwhile, our cancel was sent after this check and passes any grant on.
-    if (this.settled) return;
+    if (this.settled) {
+      // Granted after this waiter gave up. Its cancel passes such a grant on, but only if it reached
+      // Redis after this call: a client that held this call back while reconnecting ran it after the
+      // cancel had failed, and nothing else would free the lock before its ttl. A release after a
+      // cancel that did pass it on finds another owner and changes nothing.
+      if (reply.granted) this.host.store.release(this.ticket).catch(() => {});
+      return;
+    }
     if (reply.granted) {
       this.win({
         fence: reply.fence,

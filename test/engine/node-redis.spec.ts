@@ -166,10 +166,15 @@ describe('the lock on a node-redis Sentinel client', () => {
     const handed = await waiting;
     await handed.release();
 
-    // Once the replica has the fence counter, the master is killed.
+    // Once the replica has the fence counter and the release (no owner), the master is killed. Killed
+    // before the release reached it, the promoted replica would hold the lock for the lease's 30 s ttl.
     await until(
-      () => group.replicas[0].admin((redis) => redis.get('lock:{followed}:fence')),
-      (fence) => Number(fence) >= handed.fence,
+      () =>
+        group.replicas[0].admin(async (redis) => ({
+          fence: Number(await redis.get('lock:{followed}:fence')),
+          owner: await redis.get('lock:{followed}'),
+        })),
+      ({ fence, owner }) => fence >= handed.fence && owner === null,
     );
     const from = { port: group.master.port };
     await group.master.kill();

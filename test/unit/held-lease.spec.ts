@@ -1,6 +1,8 @@
 // A held lease alone, on the in-memory store: renewal keeps a short lease held, a lease that is not
 // renewed is lost at its ttl (its signal aborts), maxHold ends renewal, minHold keeps a released lock
-// held, and a released lease refuses extend. Fast, no Redis; the times are the lease's own promises.
+// held, and a released lease refuses extend. Fast, no Redis; the times are the lease's own promises,
+// with leases long enough (300 ms, renewed every 100) that a busy machine's event loop delays do not
+// lose them first.
 import { describe, expect, it } from '@jest/globals';
 import { LockNotHeldError } from '../../lib/errors/lock-not-held.error';
 import { call, engine } from './engine-fixtures';
@@ -8,10 +10,10 @@ import { call, engine } from './engine-fixtures';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('HeldLease on the memory store', () => {
-  it('a renewed 60 ms lease is still held, by the same token, after 400 ms', async () => {
+  it('a renewed 300 ms lease is still held, by the same token, after 1 s', async () => {
     const locks = engine();
-    const lease = await locks.takeOne('k', call({ ttl: 60 }));
-    await sleep(400);
+    const lease = await locks.takeOne('k', call({ ttl: 300 }));
+    await sleep(1_000);
     expect(lease?.isHeld).toBe(true);
     expect(lease?.signal.aborted).toBe(false);
     expect((await locks.store.inspect('k')).owner).toBe(lease?.token);
@@ -35,7 +37,8 @@ describe('HeldLease on the memory store', () => {
 
   it('maxHold stops renewal: the lease is lost with max-hold and the lock is given up', async () => {
     const locks = engine();
-    const lease = await locks.takeOne('k', call({ ttl: 40, maxHold: 100 }));
+    // Renewed every 100 ms, so a loaded event loop does not lose it before maxHold ends it.
+    const lease = await locks.takeOne('k', call({ ttl: 300, maxHold: 600 }));
     await new Promise((resolve) => lease?.signal.addEventListener('abort', resolve));
     expect(lease?.lossReason?.reason).toBe('max-hold');
     const next = await locks.takeOne('k', call({ waitTimeout: 1_000 }));
@@ -45,12 +48,13 @@ describe('HeldLease on the memory store', () => {
 
   it('minHold keeps a lock released early held until minHold after its grant', async () => {
     const locks = engine();
+    // Taken before the call: the grant, and minHold with it, starts no sooner.
+    const asked = performance.now();
     const lease = await locks.takeOne('k', call({ ttl: 1_000, minHold: 150 }));
-    const granted = performance.now();
     await lease?.release();
     expect((await locks.store.inspect('k')).owner).toBe(lease?.token);
     const next = await locks.takeOne('k', call({ waitTimeout: 2_000 }));
-    expect(performance.now() - granted).toBeGreaterThanOrEqual(149);
+    expect(performance.now() - asked).toBeGreaterThanOrEqual(150);
     await next?.release();
   });
 

@@ -1,14 +1,19 @@
 // One waiter alone, with the engine on the in-memory store as its host: it resolves at once on a free
 // key, says once that it queued, is served by a push when the holder lets go, and leaves the line (and
-// the engine's registry) when its deadline passes or the service closes. Fast, no Redis.
+// the engine's registry) when its deadline passes or the service closes; a grant that reaches it after
+// it gave up is released. Fast, no Redis.
 import { describe, expect, it } from '@jest/globals';
 import { now } from '../../lib/engine/clock';
 import type { HeldLease } from '../../lib/engine/held-lease';
-import type { LockEngine } from '../../lib/engine/lock-engine';
+import { LockEngine } from '../../lib/engine/lock-engine';
 import { Waiter } from '../../lib/engine/waiter';
 import { LockServiceClosedError } from '../../lib/errors/lock-service-closed.error';
 import { LockTimeoutError } from '../../lib/errors/lock-timeout.error';
 import type { AcquireOptions } from '../../lib/options/call-options';
+import { resolveServiceOptions } from '../../lib/options/service-options';
+import type { WakeHandlers } from '../../lib/store/lock-store';
+import { MemoryLockBackend } from '../../lib/store/memory-store';
+import { deferred } from '../support/deferred';
 import { call, engine } from './engine-fixtures';
 
 function waiter(locks: LockEngine, key: string, options?: AcquireOptions): Waiter<HeldLease> {
@@ -64,5 +69,43 @@ describe('Waiter on the memory store', () => {
     await expect(waiting).rejects.toBeInstanceOf(LockServiceClosedError);
     expect((await locks.store.inspect('k')).queueLength).toBe(0);
     await held?.release();
+  });
+});
+
+describe('a grant that reaches a waiter after it gave up', () => {
+  it('is released, when the waiter could not leave the line (its cancel failed)', async () => {
+    const memory = new MemoryLockBackend();
+    // The store runs each call at once; the first reply is held back past the waiter's deadline (a
+    // client reconnecting), and the cancel fails (Redis unreachable as the waiter gives up).
+    const held = deferred();
+    const backend = {
+      openStore: (handlers: WakeHandlers, name?: string) => {
+        const store = memory.openStore(handlers, name);
+        let first = true;
+        return Object.assign(Object.create(store) as typeof store, {
+          acquire: async (...args: Parameters<typeof store.acquire>) => {
+            const reply = await store.acquire(...args);
+            if (first) {
+              first = false;
+              await held.promise;
+            }
+            return reply;
+          },
+          cancel: async () => {
+            throw new Error('connection is reconnecting');
+          },
+        });
+      },
+    };
+    const locks = new LockEngine({ kind: 'backend', backend }, resolveServiceOptions({}));
+    const observer = engine({}, memory);
+    await expect(locks.takeOne('k', call({ waitTimeout: 30 }))).rejects.toBeInstanceOf(LockTimeoutError);
+    // Redis ran the join: the lock is held under the waiter's token, which nobody will use.
+    expect((await observer.store.inspect('k')).owner).not.toBeNull();
+    held.resolve();
+    const next = await observer.takeOne('k', call({ waitTimeout: 2_000 }));
+    expect(next?.isHeld).toBe(true);
+    await next?.release();
+    await locks.close(async () => {});
   });
 });
