@@ -9,11 +9,11 @@ import { spawnSync } from 'node:child_process';
  * That server is never paused, restarted or flushed; the suites leave only keys that expire.
  */
 export const SINGLE_SERVER_SUITES = [
-  'test/engine/dead-waiter.spec.ts',
-  'test/engine/fifo.spec.ts',
-  'test/engine/first-wait.spec.ts',
-  'test/engine/holder-crash.spec.ts',
-  'test/engine/mutual-exclusion.spec.ts',
+  'test/api/dead-waiter.spec.ts',
+  'test/api/fifo.spec.ts',
+  'test/api/first-wait.spec.ts',
+  'test/api/holder-crash.spec.ts',
+  'test/api/mutual-exclusion.spec.ts',
   'test/fencing/fenced-writes.spec.ts',
   'test/nest/locked-exclusion.spec.ts',
   'test/nest/locked-results.spec.ts',
@@ -59,17 +59,17 @@ if (external) process.env.REDIS_LOCK_TEST_URL = external;
  */
 export const NODE_REDIS_SUITES = [
   'test/conformance/redis.conformance.spec.ts',
-  'test/engine/mutual-exclusion.spec.ts',
-  'test/engine/fifo.spec.ts',
-  'test/engine/first-wait.spec.ts',
-  'test/engine/holder-crash.spec.ts',
-  'test/engine/dead-waiter.spec.ts',
-  'test/engine/renewal.spec.ts',
-  'test/engine/fencing.spec.ts',
-  'test/engine/redis-restart.spec.ts',
-  'test/engine/cluster.spec.ts',
-  'test/engine/cluster-failover.spec.ts',
-  'test/engine/node-redis.spec.ts',
+  'test/api/mutual-exclusion.spec.ts',
+  'test/api/fifo.spec.ts',
+  'test/api/first-wait.spec.ts',
+  'test/api/holder-crash.spec.ts',
+  'test/api/dead-waiter.spec.ts',
+  'test/api/renewal.spec.ts',
+  'test/api/fencing.spec.ts',
+  'test/api/redis-restart.spec.ts',
+  'test/api/cluster.spec.ts',
+  'test/api/cluster-failover.spec.ts',
+  'test/api/node-redis.spec.ts',
   'test/replication/replicas.spec.ts',
   'test/quorum/quorum-basics.spec.ts',
   'test/quorum/quorum-exclusion.spec.ts',
@@ -84,7 +84,7 @@ export const NODE_REDIS_SUITES = [
  */
 export const NODE_REDIS_4_SUITES = [
   'test/conformance/redis.conformance.spec.ts',
-  'test/engine/first-wait.spec.ts',
+  'test/api/first-wait.spec.ts',
   'test/nest/node-redis-module.spec.ts',
 ];
 
@@ -93,7 +93,7 @@ export const NODE_REDIS_4_SUITES = [
  * test:busy` runs them beside one busy loop per core. CI runs every suite once, these there and the rest
  * through `npm test` with LOCK_TEST_SKIP_BUSY=1, which leaves them out.
  */
-export const BUSY_SUITES = ['test/engine', 'test/conformance', 'test/quorum'];
+export const BUSY_SUITES = ['test/api', 'test/conformance', 'test/quorum'];
 const skipBusy = process.env.LOCK_TEST_SKIP_BUSY === '1';
 const busyIgnored = skipBusy ? BUSY_SUITES.map((dir) => `<rootDir>/${dir}/`) : [];
 

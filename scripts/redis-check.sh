@@ -50,5 +50,5 @@ echo "redis-check: $("$server" --version) at $server"
 LOCK_TEST_REDIS_SERVER="$server" NODE_OPTIONS=--experimental-vm-modules npx jest \
   test/replication/acknowledged-reconnect.spec.ts \
   test/replication/replicas.spec.ts \
-  test/engine/dead-on-arrival.spec.ts \
+  test/api/dead-on-arrival.spec.ts \
   --selectProjects ioredis "$@"

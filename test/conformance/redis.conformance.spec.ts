@@ -1,5 +1,5 @@
 // The store conformance suite against the Redis store, on a redis-server of its own. Several processes
-// and outages are covered by test/engine (fifo, mutual-exclusion, redis-unavailable, redis-restart, ...).
+// and outages are covered by test/api (fifo, mutual-exclusion, redis-unavailable, redis-restart, ...).
 
 import { lockService } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';

@@ -1,6 +1,6 @@
 // Hostile input to every public entry point of the engine: the LockService constructor, acquire,
 // tryAcquire, using, inspect, currentLease, checkOptions and close, and the Lease's extend/release.
-// test/engine/input-validation.spec.ts covers the common bad keys and options; these rows are the
+// test/api/input-validation.spec.ts covers the common bad keys and options; these rows are the
 // nastier ones (NaN, Infinity, 2**53, 1e12, 10 MB, Symbols, Buffers, throwing getters and toString,
 // signals), each checked by the runner in hostile-fixtures.ts.
 import { describe, expect } from '@jest/globals';

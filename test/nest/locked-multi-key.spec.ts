@@ -1,7 +1,7 @@
 // @Locked on several keys: an array of templates or a key function returning an array locks every key
 // (all or nothing, canonical order), nested calls on a subset re-enter, and bad arrays are refused where
 // they are written (decoration or start-up) or on the call that produced them. On the testing module's
-// in-memory store: the engine's multi-key properties on Redis are in test/engine/multi-key.spec.ts.
+// in-memory store: the engine's multi-key properties on Redis are in test/api/multi-key.spec.ts.
 import { describe, expect, it } from '@jest/globals';
 import { Inject, Injectable, type Type } from '@nestjs/common';
 import { Locked, LockKeyError, LockService } from '../../lib';
