@@ -284,11 +284,12 @@ export class Waiter<T> {
     if (!(this.lastError instanceof LockNotReplicatedError)) this.lastError = undefined;
     this.offsetBound = Math.min(this.offsetBound, reply.serverMs - sent);
     if (this.settled) {
-      // Granted after this waiter gave up. Its cancel passes such a grant on, but only if it reached
-      // Redis after this call: a client that held this call back while reconnecting ran it after the
-      // cancel had failed, and nothing else would free the lock before its ttl. A release after a
-      // cancel that did pass it on finds another owner and changes nothing.
-      if (reply.granted) this.host.store.release(this.ticket).catch(() => {});
+      // Settled by a push that won first: this reply is the same grant, now held. Settled by giving up
+      // (`cancelled` is set): its cancel passes such a grant on, but only if it reached Redis after this
+      // call; a client that held this call back while reconnecting ran it after the cancel had failed,
+      // and nothing else would free the lock before its ttl. A release after a cancel that did pass it
+      // on finds another owner and changes nothing.
+      if (reply.granted && this.cancelled !== undefined) this.host.store.release(this.ticket).catch(() => {});
       return;
     }
     if (reply.granted) {

@@ -108,4 +108,36 @@ describe('a grant that reaches a waiter after it gave up', () => {
     await next?.release();
     await locks.close(async () => {});
   });
+
+  it('is kept, when the waiter won it by a push while its re-check was on the way', async () => {
+    const memory = new MemoryLockBackend();
+    // The re-check (mode `wait`) reaches the store only when the test opens the gate: after the push.
+    const gate = deferred();
+    const backend = {
+      openStore: (handlers: WakeHandlers, name?: string) => {
+        const store = memory.openStore(handlers, name);
+        return Object.assign(Object.create(store) as typeof store, {
+          acquire: async (...args: Parameters<typeof store.acquire>) => {
+            if (args[1] === 'wait') await gate.promise;
+            return store.acquire(...args);
+          },
+        });
+      },
+    };
+    const locks = new LockEngine({ kind: 'backend', backend }, resolveServiceOptions({}));
+    const observer = engine({}, memory);
+    const holder = await observer.takeOne('k', call());
+    const waiting = locks.takeOne('k', call({ waitTimeout: 5_000 }));
+    expect((await observer.store.inspect('k')).queueLength).toBe(1);
+    locks.onResubscribed();
+    await holder?.release();
+    const lease = await waiting;
+    // The re-check now runs, and its reply says "granted": the same grant, which the lease holds.
+    gate.resolve();
+    await lease?.extend();
+    expect(lease?.isHeld).toBe(true);
+    expect((await observer.store.inspect('k')).owner).toBe(lease?.token);
+    await lease?.release();
+    await locks.close(async () => {});
+  });
 });
