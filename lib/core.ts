@@ -21,6 +21,7 @@ export { MemoryLockBackend } from './store/memory-store';
 export type { ServerFacts, ServerReport, ServerRisk, ServerRiskCode } from './store/server-watch';
 export { LOCK_CHANNELS, type LockEvent, type LockEventKind } from './telemetry/lock-events';
 export type {
+  LockLogger,
   MeterProviderLike,
   TelemetryOptions,
   TracerProviderLike,

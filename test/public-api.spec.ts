@@ -72,6 +72,7 @@ const MAIN_TYPES = [
   'LockKeys',
   'LockKindName',
   'LockList',
+  'LockLogger',
   'LockLossReason',
   'LockMode',
   'LockNodeView',

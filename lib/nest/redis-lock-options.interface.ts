@@ -39,7 +39,7 @@ export interface RedisLockModuleOptions extends LockServiceOptions {
    * On application shutdown, how long running @Locked calls (and `using` functions) may take to finish
    * before their leases are released anyway, in ms. Default 5 000.
    */
-  shutdownGracePeriod?: number;
+  gracePeriod?: number;
   /** `Retry-After` (seconds) sent with the 409 of a lock timeout and the 503 of Redis being down. Default 1. */
   retryAfterSeconds?: number;
   /**
@@ -54,11 +54,6 @@ export interface RedisLockModuleOptions extends LockServiceOptions {
    * logged through the Nest logger. It must not throw (what it throws is ignored).
    */
   onWarning?: (warning: LockWarning) => void;
-  /**
-   * Log lock timeouts (warn) and lost leases (error) through the Nest logger, with the lock's name, keys
-   * and how long it waited or was held. Default false (a busy lock answering 409s is not an incident).
-   */
-  logEvents?: boolean;
 }
 
 /** Set at `forRoot` / `forRootAsync` level, beside the options (they shape the module itself). */

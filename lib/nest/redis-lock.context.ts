@@ -13,7 +13,6 @@ import { snapshotOptions } from '../options/option-checks';
 import { checkOnWarning, checkOptionNames, SERVICE_OPTION_NAMES } from '../options/service-options';
 import { isLockBackend, type LockBackend } from '../store/lock-store';
 import { MemoryLockBackend } from '../store/memory-store';
-import type { TelemetryOptions } from '../telemetry/telemetry-options';
 import { DEFAULT_RETRY_AFTER } from './lock-http.errors';
 import { openOwned } from './owned-connections';
 import type { LockWarning, RedisLockModuleOptions } from './redis-lock-options.interface';
@@ -31,12 +30,17 @@ const MODULE_OPTION_NAMES = [
   'backend',
   'urls',
   'clients',
-  'shutdownGracePeriod',
+  'gracePeriod',
   'retryAfterSeconds',
   'scope',
-  'logEvents',
   ...SERVICE_OPTION_NAMES,
 ];
+/** Options renamed before 1.0, with what to write instead: refused with that, never ignored. */
+const RENAMED: Readonly<Record<string, string>> = {
+  shutdownGracePeriod: 'it is now gracePeriod, the name close() uses',
+  logEvents:
+    "it is now telemetry: { logger }, with the logger to write to (such as new Logger('Locks') from @nestjs/common)",
+};
 /** Extras shape the module itself: they go beside the options, never inside what a factory returns. */
 const EXTRAS = ['isGlobal', 'name', 'httpErrors'];
 
@@ -79,16 +83,12 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
       backend: _b,
       urls: _us,
       clients: _cs,
-      shutdownGracePeriod,
+      gracePeriod,
       retryAfterSeconds,
       scope,
-      logEvents,
       onWarning,
       ...serviceOptions
     } = options;
-    if (logEvents !== undefined && typeof logEvents !== 'boolean') {
-      throw new LockOptionsError(`logEvents must be true or false, got ${describeValue(logEvents)}.`);
-    }
     if (scope !== undefined && typeof scope !== 'boolean') {
       throw new LockOptionsError(
         `scope must be true (prefix every @Locked key with its Class.method) or false, got ${describeValue(scope)}.`,
@@ -96,8 +96,8 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
     }
     this.scope = scope ?? false;
     this.gracePeriod = boundedInteger(
-      'shutdownGracePeriod',
-      shutdownGracePeriod ?? DEFAULT_GRACE_PERIOD,
+      'gracePeriod',
+      gracePeriod ?? DEFAULT_GRACE_PERIOD,
       MAX_GRACE_PERIOD,
       'ms',
     );
@@ -120,7 +120,6 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
         // Documented: what the handler throws is ignored, as LockService does for server risks.
       }
     };
-    if (logEvents) serviceOptions.telemetry = withEventLog(serviceOptions.telemetry, logger);
     this.service = new LockService(store, { ...serviceOptions, onWarning: this.warn });
   }
 
@@ -151,6 +150,9 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
             'useExisting in forRootAsync({ ... }) (or in forRoot({ ... })), not in the options they return.',
         );
       }
+    }
+    for (const [old, now] of Object.entries(RENAMED)) {
+      if (Object.hasOwn(options, old)) throw new LockOptionsError(`${label}: "${old}" was renamed: ${now}.`);
     }
     checkOptionNames(options, MODULE_OPTION_NAMES, `the ${label} options`);
     if (replacement) {
@@ -268,30 +270,6 @@ function checkUrls(urls: unknown, label: string): string[] {
 /** The logger of one configuration: `RedisLock`, or `RedisLock:<name>` for a named one. */
 function loggerFor(name: string | undefined): Logger {
   return new Logger(name ? `RedisLock:${name}` : 'RedisLock');
-}
-
-/**
- * `logEvents`: timeouts and lost leases in the application's log, beside the application's own
- * `telemetry.onEvent` (checked by LockService like the rest of `telemetry`).
- */
-function withEventLog(telemetry: unknown, logger: Logger): TelemetryOptions {
-  const given = (telemetry ?? {}) as TelemetryOptions;
-  const own = given.onEvent;
-  return {
-    ...given,
-    onEvent: (event) => {
-      if (event.kind === 'timeout' && !event.skipped) {
-        logger.warn(
-          `Lock "${event.name}" (${event.keys.join(', ')}): not granted within ${Math.round(event.waitedMs ?? 0)} ms`,
-        );
-      } else if (event.kind === 'lost') {
-        logger.error(
-          `Lock "${event.name}" (${event.keys.join(', ')}) lost after ${Math.round(event.heldMs ?? 0)} ms: ${(event.error as Error | undefined)?.message ?? event.reason}`,
-        );
-      }
-      if (typeof own === 'function') own(event);
-    },
-  };
 }
 
 /** Jest, Vitest or NODE_ENV=test: where a missing Redis is most often a missing override. */

@@ -16,9 +16,11 @@ import { LockOptionsError } from '../errors/lock-options.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import type { Lease } from '../lease';
 import { describeValue, hasLoneSurrogate } from '../options/describe-value';
+import { loggedEvents } from './event-log';
 import { anyChannelWatched, isWatched, type LockEvent, type LockEventKind, publish } from './lock-events';
 import { type Instruments, OpenTelemetry } from './open-telemetry';
 import type {
+  LockLogger,
   LockOutcome,
   MeterProviderLike,
   TelemetryOptions,
@@ -34,7 +36,7 @@ export class LockTelemetry {
 
   constructor(options: TelemetryOptions | undefined) {
     this.otel = new OpenTelemetry(options?.meterProvider, options?.tracerProvider);
-    this.onEvent = options?.onEvent;
+    this.onEvent = options?.logger ? loggedEvents(options.logger, options.onEvent) : options?.onEvent;
   }
 
   /** Starts the record of one call, or undefined when nothing would hear of it. */
@@ -242,15 +244,15 @@ export function checkTelemetryOptions(value: unknown): TelemetryOptions | undefi
     throw new LockOptionsError(`telemetry ${why}`);
   };
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    fail('must be an object such as { meterProvider, tracerProvider, onEvent }.');
+    fail('must be an object such as { meterProvider, tracerProvider, onEvent, logger }.');
   }
   const options = value as Record<string, unknown>;
   for (const name of Object.keys(options)) {
-    if (!['meterProvider', 'tracerProvider', 'onEvent'].includes(name)) {
-      fail(`has an unknown option "${name}" (known: meterProvider, tracerProvider, onEvent).`);
+    if (!['meterProvider', 'tracerProvider', 'onEvent', 'logger'].includes(name)) {
+      fail(`has an unknown option "${name}" (known: meterProvider, tracerProvider, onEvent, logger).`);
     }
   }
-  const { meterProvider, tracerProvider, onEvent } = options;
+  const { meterProvider, tracerProvider, onEvent, logger } = options;
   if (meterProvider !== undefined && typeof (meterProvider as MeterProviderLike)?.getMeter !== 'function') {
     fail(".meterProvider must be an OpenTelemetry MeterProvider (with getMeter), such as the SDK's.");
   }
@@ -262,6 +264,10 @@ export function checkTelemetryOptions(value: unknown): TelemetryOptions | undefi
   }
   if (onEvent !== undefined && typeof onEvent !== 'function')
     fail('.onEvent must be a function of the event.');
+  const log = logger as Partial<LockLogger> | null | undefined;
+  if (logger !== undefined && (typeof log?.warn !== 'function' || typeof log?.error !== 'function')) {
+    fail(".logger must have warn and error methods: a Nest Logger (new Logger('Locks')), console, or pino.");
+  }
   return { ...(options as TelemetryOptions) };
 }
 

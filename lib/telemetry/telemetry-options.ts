@@ -23,6 +23,18 @@ export interface TelemetryOptions {
   tracerProvider?: TracerProviderLike;
   /** Called with every lock event of this service (as the diagnostics channels publish them); must not throw. */
   onEvent?: (event: LockEvent) => void;
+  /**
+   * Log a lock not granted in time (warn) and a lease lost while held (error), with the lock's name,
+   * keys and how long it waited or was held: a Nest `Logger` (`new Logger('Locks')`), `console`, or any
+   * object with `warn` and `error`. Default: none (a busy lock answering 409s is not an incident).
+   */
+  logger?: LockLogger;
+}
+
+/** Where `telemetry.logger` writes: a Nest `Logger`, `console`, or anything with these two methods. */
+export interface LockLogger {
+  warn(message: string): void;
+  error(message: string): void;
 }
 
 /** `lock.outcome` of a call. */

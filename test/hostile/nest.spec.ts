@@ -166,7 +166,7 @@ const moduleRows: Row<Module>[] = [
     run: withUrl({ host: 'redis.internal' }),
     ...OPTIONS,
     message:
-      /Unknown option "host" in the RedisLockModule options \(known: client, url, redis, backend, urls, clients, shutdownGracePeriod/,
+      /Unknown option "host" in the RedisLockModule options \(known: client, url, redis, backend, urls, clients, gracePeriod/,
   },
   {
     name: 'unknown key "waitTimeout" at the top level',
@@ -187,11 +187,10 @@ const moduleRows: Row<Module>[] = [
     message: /prefix must be a string.*got 7/,
   },
   {
-    name: 'shutdownGracePeriod 1e12 (a Node timer would fire at once)',
-    run: withUrl({ shutdownGracePeriod: 1e12 }),
+    name: 'gracePeriod 1e12 (a Node timer would fire at once)',
+    run: withUrl({ gracePeriod: 1e12 }),
     ...OPTIONS,
-    message:
-      /shutdownGracePeriod must be an integer number of ms between 0 and 2147483647, got 1000000000000/,
+    message: /gracePeriod must be an integer number of ms between 0 and 2147483647, got 1000000000000/,
   },
   {
     name: 'retryAfterSeconds NaN',

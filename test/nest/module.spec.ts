@@ -146,7 +146,7 @@ describe('RedisLockModule', () => {
     ['a url that is not redis://', { url: 'http://127.0.0.1:6380' }],
     ['a ttl below 10 ms', { url: 'redis://127.0.0.1:1', defaults: { ttl: 9 } }],
     ['a claim window that is not an integer', { url: 'redis://127.0.0.1:1', claimWindow: 1.5 }],
-    ['a negative grace period', { url: 'redis://127.0.0.1:1', shutdownGracePeriod: -1 }],
+    ['a negative grace period', { url: 'redis://127.0.0.1:1', gracePeriod: -1 }],
   ])('bad options fail at start-up with LockOptionsError: %s', async (_, options) => {
     const attempt = Test.createTestingModule({ imports: [RedisLockModule.forRoot(options)] }).compile();
     await expect(attempt).rejects.toBeInstanceOf(LockOptionsError);

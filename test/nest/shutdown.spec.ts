@@ -178,7 +178,7 @@ describe('shutdown: connections', () => {
 describe('shutdown: locked calls', () => {
   it('a running call finishes within the grace period, then its lock is gone from Redis', async () => {
     const grace = 10_000;
-    const { app, jobs } = await boot({ url: server().url, shutdownGracePeriod: grace });
+    const { app, jobs } = await boot({ url: server().url, gracePeriod: grace });
     const inspector = lockService(server());
     const running = step();
     const call = jobs.run('a', running);
@@ -204,7 +204,7 @@ describe('shutdown: locked calls', () => {
   });
 
   it('callers queued at close time reject with LockServiceClosedError without running, and leave the queue', async () => {
-    const { app, jobs } = await boot({ url: server().url, shutdownGracePeriod: 10_000 });
+    const { app, jobs } = await boot({ url: server().url, gracePeriod: 10_000 });
     const inspector = lockService(server());
     const running = step();
     const call = jobs.run('b', running);
@@ -237,7 +237,7 @@ describe('shutdown: locked calls', () => {
 
   it('a call that outlives the grace period has its lease released in Redis when the grace period ends', async () => {
     const grace = 400;
-    const { app, jobs } = await boot({ url: server().url, shutdownGracePeriod: grace });
+    const { app, jobs } = await boot({ url: server().url, gracePeriod: grace });
     const inspector = lockService(server());
     const running = step();
     const call = outcome(jobs.run('c', running));
@@ -265,7 +265,7 @@ describe('shutdown: locked calls', () => {
   });
 
   it('a call running in the grace period can still nest calls on the lock it holds', async () => {
-    const { app, jobs } = await boot({ url: server().url, shutdownGracePeriod: 10_000 });
+    const { app, jobs } = await boot({ url: server().url, gracePeriod: 10_000 });
     const nested = step();
     nested.finish.resolve('inner');
     const running = { ...step(), nested };
@@ -281,7 +281,7 @@ describe('shutdown: locked calls', () => {
   });
 
   it('a call made after close() has started rejects at once with LockServiceClosedError', async () => {
-    const { app, jobs } = await boot({ url: server().url, shutdownGracePeriod: 10_000 });
+    const { app, jobs } = await boot({ url: server().url, gracePeriod: 10_000 });
     const running = step();
     const call = jobs.run('d', running);
     await running.entered.promise;

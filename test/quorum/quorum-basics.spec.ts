@@ -75,9 +75,11 @@ describe('quorum store (Redlock over 5 masters)', () => {
     // LockTimeoutError if it had no reason to try again meanwhile (the holder's ttl had not run out).
     const holder = await quorum().service().acquire('q:stop:held', { ttl: 10_000, waitTimeout: 1_000 });
     const queued = outcome(locks.acquire('q:stop:held', { waitTimeout: 800 }));
+    // With two nodes stopped and a 50 ms node timeout, a reading on a loaded machine can miss its
+    // majority: that reading is retried, as the state it waits for is not what this test is about.
     await until(
-      () => locks.inspect('q:stop:held'),
-      (info) => info.queueLength === 1,
+      () => locks.inspect('q:stop:held').catch(() => undefined),
+      (info) => info?.queueLength === 1,
     );
     s2.pause();
     const started = performance.now();

@@ -1,10 +1,11 @@
 // Lock events without OpenTelemetry, against real Redis: the diagnostics channels publish queued,
 // granted, timeout, aborted, released, renewed and lost with their documented payloads; a service's
-// `onEvent` gets the same events (and what it throws is ignored); the Nest module's `logEvents` logs
-// timeouts and lost leases through the Nest logger, and a skip is not logged.
+// `onEvent` gets the same events (and what it throws is ignored); `telemetry.logger` (here a Nest Logger,
+// in the module) logs timeouts and lost leases, and a skip is not logged; the old `logEvents` is refused
+// with its new name.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { Injectable, type LoggerService } from '@nestjs/common';
+import { Injectable, Logger, type LoggerService } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import {
   LOCK_CHANNELS,
@@ -144,7 +145,7 @@ describe('telemetry options', () => {
   });
 });
 
-describe('logEvents in the Nest module', () => {
+describe('telemetry.logger in the Nest module', () => {
   class Capture implements LoggerService {
     readonly lines: string[] = [];
     log() {}
@@ -168,7 +169,12 @@ describe('logEvents in the Nest module', () => {
   it('logs a timeout (warn) and a lost lease (error), not a skip', async () => {
     const logger = new Capture();
     const ref = await Test.createTestingModule({
-      imports: [RedisLockModule.forRoot({ ...connection(server()), logEvents: true })],
+      imports: [
+        RedisLockModule.forRoot({
+          ...connection(server()),
+          telemetry: { logger: new Logger('Locks') },
+        }),
+      ],
       providers: [Jobs],
     })
       .setLogger(logger)
@@ -189,5 +195,24 @@ describe('logEvents in the Nest module', () => {
     } finally {
       await app.close();
     }
+  });
+
+  it('refuses logEvents, and shutdownGracePeriod, naming what replaced them', async () => {
+    const start = (options: object) =>
+      Test.createTestingModule({
+        imports: [RedisLockModule.forRoot({ ...connection(server()), ...options })],
+      }).compile();
+    await expect(start({ logEvents: true })).rejects.toThrow(
+      /"logEvents" was renamed: it is now telemetry: \{ logger \}/,
+    );
+    await expect(start({ shutdownGracePeriod: 1 })).rejects.toThrow(
+      /"shutdownGracePeriod" was renamed: it is now gracePeriod/,
+    );
+  });
+
+  it('refuses a logger without warn and error', () => {
+    expect(() => new LockService(server().client(), { telemetry: { logger: {} as never } })).toThrow(
+      LockOptionsError,
+    );
   });
 });

@@ -54,7 +54,7 @@ class Job {
     RedisLockModule.forRoot({
       url: args.url,
       claimWindow: args.claimWindow,
-      shutdownGracePeriod: args.grace,
+      gracePeriod: args.grace,
     }),
   ],
   providers: [Job],
