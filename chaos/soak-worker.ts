@@ -61,14 +61,17 @@ function sample(): Record<string, unknown> {
   const memory = process.memoryUsage();
   const resources: Record<string, number> = {};
   for (const r of process.getActiveResourcesInfo()) resources[r] = (resources[r] ?? 0) + 1;
-  const internals = locks as unknown as {
-    waiters: Map<unknown, unknown>;
-    leases: Set<unknown>;
-    orphans: Map<unknown, unknown>;
-    running: Set<unknown>;
-    // The Redis store's wake-up subscription (lib/store/redis-store.ts): the client library's own
-    // connection inside it (lib/clients/ioredis/ioredis-connection.ts).
-    store: { wake: { subscriber?: { connection?: NodeJS.EventEmitter } } };
+  // The service's engine (lib/engine/lock-engine.ts) and call chain (lib/engine/call-chain.ts).
+  const { engine, chain } = locks as unknown as {
+    engine: {
+      waiters: Map<unknown, unknown>;
+      leases: Set<unknown>;
+      orphans: Map<unknown, unknown>;
+      // The Redis store's wake-up subscription (lib/store/redis-store.ts): the client library's own
+      // connection inside it (lib/clients/ioredis/ioredis-connection.ts).
+      store: { wake: { subscriber?: { connection?: NodeJS.EventEmitter } } };
+    };
+    chain: { running: Set<unknown> };
   };
   return {
     type: 'sample',
@@ -78,12 +81,12 @@ function sample(): Record<string, unknown> {
     external: memory.external,
     resources,
     resourceTotal: Object.values(resources).reduce((a, b) => a + b, 0),
-    listeners: listeners(redis) + listeners(internals.store.wake.subscriber?.connection),
+    listeners: listeners(redis) + listeners(engine.store.wake.subscriber?.connection),
     processListeners: process.eventNames().reduce((n, name) => n + process.listenerCount(name), 0),
-    waiters: internals.waiters.size,
-    leases: internals.leases.size,
-    orphans: internals.orphans.size,
-    running: internals.running.size,
+    waiters: engine.waiters.size,
+    leases: engine.leases.size,
+    orphans: engine.orphans.size,
+    running: chain.running.size,
     ops,
     outcomes: { ...outcomes },
     unhandled: lifecycle.unhandled(),

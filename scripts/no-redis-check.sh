@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The testing module's promise: unit tests of locked code run with no Redis anywhere and jest exits with
-# nothing left open. Runs test/testing/ with redis-server and its tools hidden from PATH, REDIS_URL unset,
+# nothing left open; the engine's own unit tier (test/unit/) likewise. Runs test/testing/ and test/unit/
+# with redis-server and its tools hidden from PATH, REDIS_URL unset,
 # under --detectOpenHandles; in a private network namespace (unshare, as root) when permitted, so no Redis
 # is reachable at all (not even the machine's own on 6379). Fails if jest reports an open handle.
 set -euo pipefail
@@ -17,7 +18,7 @@ path_without_redis "$work/bin"
 # Jest does not exit while something is left open: the time limit turns that into a failure, not a hang.
 limit="${NO_REDIS_CHECK_TIMEOUT:-240}"
 jest=(timeout -k 5 "$limit" node --experimental-vm-modules node_modules/jest/bin/jest.js test/testing
-  --detectOpenHandles)
+  test/unit --detectOpenHandles)
 run() { env -u REDIS_URL -u REDIS_LOCK_TEST_URL PATH="$work/bin" "${jest[@]}"; }
 
 isolation="redis-server hidden from PATH, REDIS_URL unset"
