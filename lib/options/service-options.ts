@@ -1,7 +1,7 @@
 /**
  * The options of a LockService, each declared once below with its check and default, and their
- * resolution (the Nest module adds its own, lib/nest/module-options.ts, and passes these on). Also the
- * arguments of close() and checkServers(). Everything here runs before any command is sent.
+ * resolution (the Nest module checks its own in lib/nest/redis-lock.context.ts and passes these on).
+ * Also the arguments of close() and checkServers(). Everything here runs before any command is sent.
  */
 import { LockOptionsError } from '../errors/lock-options.error';
 import type { ServerRisk } from '../store/server-watch';

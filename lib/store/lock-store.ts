@@ -1,7 +1,7 @@
 /**
- * What the lock engine asks of the place its locks live: the seam between LockService (validation,
- * reentrancy, waiters, leases, renewal, signals, errors) and a store (today Redis; the same calls fit an
- * in-memory store or a quorum of Redis masters). Nothing here knows about Nest or about Redis.
+ * What the lock engine asks of the place its locks live: the seam between the engine (lib/engine/:
+ * waiters, leases, renewal, signals, errors) and a store (Redis or a Cluster, an in-memory store, or a
+ * quorum of Redis masters). Nothing here knows about Nest or about Redis.
  *
  * A store is opened once per LockService. Every call a caller makes on one lock carries the ticket the
  * store issued for it; wake-ups addressed to this service's waiters (a grant, a note that the current
