@@ -675,13 +675,13 @@ const typesSource = (leg) => `import { LockService, RedisLockModule } from 'nest
 ${leg.client === 'redis' ? "import { createClient, createCluster } from 'redis';" : "import { Cluster, Redis } from 'ioredis';"}
 import { MemoryLockBackend, RedisLockTestingModule, type RedisLockTestingOptions } from 'nestjs-redis-lock/testing';
 
-const options: RedisLockTestingOptions = { defaults: { ttl: 5_000 }, backend: new MemoryLockBackend() };
+const options: RedisLockTestingOptions = { defaults: { ttl: 5_000 }, client: new MemoryLockBackend() };
 export const modules = [RedisLockTestingModule.forRoot(options), RedisLockModule.forRoot({ url: 'redis://h:6379' })];
 export const locks: LockService = LockService.inMemory();
 // @ts-expect-error ttl is a number of milliseconds
 RedisLockTestingModule.forRoot({ defaults: { ttl: '5s' } });
-// @ts-expect-error the testing backend is a MemoryLockBackend
-RedisLockTestingModule.forRoot({ backend: 'memory' });
+// @ts-expect-error client is a client, an array of clients or a backend
+RedisLockTestingModule.forRoot({ client: 'memory' });
 // The application's own client, of the library it installed, is accepted as it is typed.
 ${
   leg.client === 'redis'

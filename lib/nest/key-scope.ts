@@ -6,28 +6,33 @@
 
 import { LockOptionsError } from '../errors/lock-options.error';
 import { describeValue, hasLoneSurrogate } from '../options/describe-value';
-import type { LockedOptions, LockedSpec } from './redis-lock-options.interface';
+import type { KeyScope, LockedOptions, LockedSpec } from './redis-lock-options.interface';
 
 /** Longest `scope` name: a prefix, not a key of its own. */
 const MAX_SCOPE_LENGTH = 256;
 
+/** A `scope` (`path` names it in the message). Throws LockOptionsError. */
+export function checkScope(scope: unknown, path: string): KeyScope {
+  if (typeof scope === 'boolean') return scope;
+  if (
+    typeof scope !== 'string' ||
+    scope === '' ||
+    scope.length > MAX_SCOPE_LENGTH ||
+    /[{}]/.test(scope) ||
+    hasLoneSurrogate(scope)
+  ) {
+    throw new LockOptionsError(
+      `${path} must be true (prefix Class.method), false, or a name of 1 to ` +
+        `${MAX_SCOPE_LENGTH} characters without braces, got ${describeValue(scope)}.`,
+    );
+  }
+  return scope;
+}
+
 /** Checks the decorator's `scope` and `constantKey`; the message names the method (`where`). */
 export function checkKeyOptions(options: LockedOptions, where: string, hasPlaceholders: boolean): void {
   const { scope, constantKey } = options;
-  if (scope !== undefined && typeof scope !== 'boolean') {
-    if (
-      typeof scope !== 'string' ||
-      scope === '' ||
-      scope.length > MAX_SCOPE_LENGTH ||
-      /[{}]/.test(scope) ||
-      hasLoneSurrogate(scope)
-    ) {
-      throw new LockOptionsError(
-        `@Locked() on ${where}: scope must be true (prefix Class.method), false, or a name of 1 to ` +
-          `${MAX_SCOPE_LENGTH} characters without braces, got ${describeValue(scope)}.`,
-      );
-    }
-  }
+  if (scope !== undefined) checkScope(scope, `@Locked() on ${where}: scope`);
   if (constantKey !== undefined && typeof constantKey !== 'boolean') {
     throw new LockOptionsError(
       `@Locked() on ${where}: constantKey must be true or false, got ${describeValue(constantKey)}.`,
@@ -42,7 +47,7 @@ export function checkKeyOptions(options: LockedOptions, where: string, hasPlaceh
 }
 
 /** The prefix a spec's keys get under a module whose `scope` is `moduleScope`; '' for none. */
-export function scopePrefix(spec: LockedSpec, moduleScope: boolean): string {
+export function scopePrefix(spec: LockedSpec, moduleScope: KeyScope): string {
   const scope = spec.options.scope ?? moduleScope;
   if (scope === false) return '';
   return `${scope === true ? spec.where : scope}:`;

@@ -20,7 +20,12 @@
 import { scopePrefix } from './key-scope';
 import { templateIndexes } from './key-template';
 import { parameterCapacity, parameterNames } from './method-parameters';
-import type { LockedKeyWarning, LockedKeyWarningCode, LockedSpec } from './redis-lock-options.interface';
+import type {
+  KeyScope,
+  LockedKeyWarning,
+  LockedKeyWarningCode,
+  LockedSpec,
+} from './redis-lock-options.interface';
 
 /** Kinds of key warning (see the file's comment). */
 /** The first parameter of nest-redlock's key functions: the instance, as it is usually named. */
@@ -118,7 +123,7 @@ export interface LockedDeclaration {
  */
 export function sharedKeyWarnings(
   declarations: readonly LockedDeclaration[],
-  moduleScope: boolean,
+  moduleScope: KeyScope,
 ): LockedKeyWarning[] {
   const groups = new Map<string, LockedSpec[]>();
   for (const { spec, controller } of declarations) {

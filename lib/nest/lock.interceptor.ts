@@ -19,7 +19,7 @@ import { type LockKeys, LockService, USING_SKIPPABLE } from '../lock.service';
 import { declaredOptions } from '../options/call-options';
 import { prefixed, scopePrefix } from './key-scope';
 import { LOCKED_ROUTE_METADATA } from './redis-lock.constants';
-import type { LockedSpec } from './redis-lock-options.interface';
+import type { KeyScope, LockedSpec } from './redis-lock-options.interface';
 
 /**
  * What @Locked methods call on their lock service: all a hand-written fake given to
@@ -34,8 +34,8 @@ const MODULE_SCOPE = 'nestjs-redis-lock: the module option scope';
 export class LockInterceptor implements NestInterceptor {
   constructor(
     @Inject(LockService) readonly locks: LockService,
-    /** The module's `scope`: prefix every key with its `Class.method:` unless the decorator says otherwise. */
-    @Optional() @Inject(MODULE_SCOPE) private readonly scope = false,
+    /** The module's `scope`: what every key is prefixed with unless the decorator says otherwise. */
+    @Optional() @Inject(MODULE_SCOPE) private readonly scope: KeyScope = false,
   ) {}
 
   /**

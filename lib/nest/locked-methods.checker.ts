@@ -15,7 +15,7 @@ import { templateIndexes } from './key-template';
 import { keyWarnings, type LockedDeclaration, sharedKeyWarnings } from './key-warnings';
 import { parameterCapacity } from './method-parameters';
 import { LOCKED_METADATA } from './redis-lock.constants';
-import type { LockedKeyWarning, LockedSpec } from './redis-lock-options.interface';
+import type { KeyScope, LockedKeyWarning, LockedSpec } from './redis-lock-options.interface';
 
 export class LockedMethodsChecker implements OnModuleInit {
   constructor(
@@ -25,7 +25,7 @@ export class LockedMethodsChecker implements OnModuleInit {
     /** Where doubtful keys are reported (they run, so they warn rather than stop the application). */
     private readonly warn: (warning: LockedKeyWarning) => void,
     /** The module's `scope`, which prefixes keys (the shared-key check compares keys as prefixed). */
-    private readonly scope = false,
+    private readonly scope: KeyScope = false,
   ) {}
 
   onModuleInit(): void {

@@ -6,35 +6,35 @@ import type { ServerRisk } from '../store/server-watch';
 import type { KeyResolver, LockKeyTemplate } from './key-template';
 
 /**
- * How the module reaches Redis, plus the LockService options (`prefix`, `defaults`, `claimWindow`, ...).
- * Give exactly one of `client`, `url`, `redis`, `backend`, or for a quorum `urls` or `clients`.
+ * What @Locked keys are prefixed with: `true` their method's `Class.method:`, a name `name:`, `false`
+ * nothing. The module's `scope` and a decorator's take the same values; the decorator's wins.
+ */
+export type KeyScope = boolean | string;
+
+/**
+ * Where Redis is, plus the LockService options (`prefix`, `defaults`, `claimWindow`, ...): give `client`,
+ * or `url` and/or `redis`.
  */
 export interface RedisLockModuleOptions extends LockServiceOptions {
   /**
-   * An existing client: an ioredis `Redis` or `Cluster`, or a node-redis client or Cluster
-   * (`createClient()`, `createCluster()`, connected). The module uses it and never closes it.
+   * What LockService takes as its first argument, which the module uses and never closes: an existing
+   * client (an ioredis `Redis` or `Cluster`, or a node-redis client or Cluster, connected), an array of
+   * clients of 3, 5 or 7 independent masters (a quorum, Redlock: a lock is held on a majority of them),
+   * or a lock backend instead of Redis, such as `new MemoryLockBackend()` (locks then hold only among
+   * the services opened on it, in this process).
    */
-  client?: RedisClient;
-  /** A Redis URL (`redis://user:pass@host:6379/0`); the module opens the connection and closes it on shutdown. */
-  url?: string;
+  client?: RedisClient | readonly RedisClient[] | LockBackend;
+  /**
+   * A Redis URL (`redis://user:pass@host:6379/0`), or an array of 3, 5 or 7 URLs of independent masters
+   * for a quorum; the module opens the connections and closes them on shutdown.
+   */
+  url?: string | readonly string[];
   /**
    * ioredis options (its `RedisOptions`, such as `{ host, port, password }`); the module opens the
-   * connection with ioredis and closes it on shutdown. With `url`, extra options. (With only node-redis
-   * installed, give `url`, or your own client.)
+   * connection with ioredis and closes it on shutdown. With `url`, options for each of its connections.
+   * (With only node-redis installed, give `url`, or your own client.)
    */
   redis?: { [option: string]: unknown };
-  /**
-   * A lock backend instead of Redis, such as `new MemoryLockBackend()`: locks then hold only among the
-   * services opened on it, in this process. The module never closes it.
-   */
-  backend?: LockBackend;
-  /**
-   * Redis URLs of 3, 5 or 7 independent masters: a quorum (Redlock), where a lock is held on a majority
-   * of them. The module opens one connection per URL and closes them on shutdown; `redis` adds options.
-   */
-  urls?: string[];
-  /** Clients of 3, 5 or 7 independent masters (a quorum, as `urls`). The module never closes them. */
-  clients?: RedisClient[];
   /**
    * On application shutdown, how long running @Locked calls (and `using` functions) may take to finish
    * before their leases are released anyway, in ms. Default 5 000.
@@ -43,11 +43,11 @@ export interface RedisLockModuleOptions extends LockServiceOptions {
   /** `Retry-After` (seconds) sent with the 409 of a lock timeout and the 503 of Redis being down. Default 1. */
   retryAfterSeconds?: number;
   /**
-   * Prefix the key of every @Locked method with its `Class.method:` (as murlock does), unless its
-   * decorator sets its own `scope`. Default false: keys are global, so two methods (or two services)
-   * that protect one resource share its lock by naming the same key.
+   * Prefix the key of every @Locked method whose decorator sets no `scope` of its own: `true` with its
+   * `Class.method:` (as murlock does), a string with itself and `:`. Default false: keys are global, so
+   * two methods (or two services) that protect one resource share its lock by naming the same key.
    */
-  scope?: boolean;
+  scope?: KeyScope;
   /**
    * Risks of the lock's Redis (as LockService's `onWarning`) and, at start-up, @Locked keys that are
    * probably not what was meant (`code` 'constant-key' or 'key-function-parameters'). Each is also
@@ -116,7 +116,7 @@ export interface LockedOptions {
    * `billing:order:1`), `false` with nothing (also when the module's `scope` is on). Default: the
    * module's `scope`, which is off.
    */
-  scope?: boolean | string;
+  scope?: KeyScope;
   /**
    * The key is constant on purpose (one lock for every call): silences the start-up warning for a key
    * that reads like an argument (`'reports.daily'` on a method that takes parameters).

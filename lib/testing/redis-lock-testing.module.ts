@@ -5,16 +5,13 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { defineLockModule } from '../nest/redis-lock.module-definition';
 import type { RedisLockModuleExtras, RedisLockModuleOptions } from '../nest/redis-lock-options.interface';
-import type { MemoryLockBackend } from '../store/memory-store';
 
 /**
- * RedisLockModule's options, with no connection needed. `url`, `redis` and `client` are accepted and
- * ignored, so the application's own options object can be passed as is; `backend` shares one
+ * RedisLockModule's options, with no connection needed. `url`, `redis` and a Redis `client` are accepted
+ * and ignored, so the application's own options object can be passed as is; `client: backend` shares one
  * MemoryLockBackend between several configurations or applications (each gets a new one otherwise).
  */
-export interface RedisLockTestingOptions extends Omit<RedisLockModuleOptions, 'backend'> {
-  backend?: MemoryLockBackend;
-}
+export type RedisLockTestingOptions = RedisLockModuleOptions;
 
 const testing = defineLockModule<RedisLockTestingOptions>({
   label: 'RedisLockTestingModule',

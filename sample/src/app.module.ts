@@ -23,7 +23,7 @@ export class AppModule {
         // Without Redis the locks are kept in this process: they then exclude only within it.
         RedisLockModule.forRoot({
           ...(options.redisUrl === undefined
-            ? { backend: new MemoryLockBackend() }
+            ? { client: new MemoryLockBackend() }
             : { url: options.redisUrl }),
           defaults: { ttl: 15_000 },
           // Holders and waiters are then shown by this name on the lock board (letters, digits, - _ . only).

@@ -97,7 +97,7 @@ const moduleRows: Row<Module>[] = [
     run: forRoot({ url: 6380 }),
     ...OPTIONS,
     message:
-      /url must be a redis:\/\/ or rediss:\/\/ URL such as redis:\/\/user:pass@host:6379\/0; it is not a string, got 6380/,
+      /url must be a redis:\/\/ or rediss:\/\/ URL such as redis:\/\/user:pass@host:6379\/0 \(or an array of 3, 5 or 7 for a quorum\); it is not a string, got 6380/,
   },
   {
     name: 'url without a host (redis:// + an unset HOST)',
@@ -122,7 +122,19 @@ const moduleRows: Row<Module>[] = [
     run: forRoot({ client: { get() {}, set() {} } }),
     ...OPTIONS,
     message:
-      /client must be an ioredis Redis or Cluster \(new Redis\(\.\.\.\)\) or a node-redis client or Cluster \(createClient\(\), connected\), got an object\. To let the module connect, pass url or redis/,
+      /client must be an ioredis Redis or Cluster \(new Redis\(\.\.\.\)\), a node-redis client or Cluster \(createClient\(\), connected\), an array of 3, 5 or 7 such clients of independent masters, or a lock backend such as new MemoryLockBackend\(\); got an object\. To let the module connect, pass url or redis/,
+  },
+  {
+    name: "url an array with a bad entry (a quorum's URLs)",
+    run: forRoot({ url: ['redis://127.0.0.1:1', 'http://127.0.0.1:2', 'redis://127.0.0.1:3'] }),
+    ...OPTIONS,
+    message:
+      /RedisLockModule \(url\[1\]\): url must be .*the scheme is not redis:\/\/ or rediss:\/\/, got "http:/,
+  },
+  {
+    name: 'client an array of strings (a quorum given as URLs in the wrong option)',
+    run: forRoot({ client: ['redis://127.0.0.1:1', 'redis://127.0.0.1:2', 'redis://127.0.0.1:3'] }),
+    ...OPTIONS,
   },
   {
     name: 'client a URL string',
@@ -165,8 +177,7 @@ const moduleRows: Row<Module>[] = [
     name: 'unknown key "host"',
     run: withUrl({ host: 'redis.internal' }),
     ...OPTIONS,
-    message:
-      /Unknown option "host" in the RedisLockModule options \(known: client, url, redis, backend, urls, clients, gracePeriod/,
+    message: /Unknown option "host" in the RedisLockModule options \(known: client, url, redis, gracePeriod/,
   },
   {
     name: 'unknown key "waitTimeout" at the top level',
@@ -257,13 +268,13 @@ const moduleRows: Row<Module>[] = [
     name: 'useFactory returns null',
     run: factory(() => null),
     ...OPTIONS,
-    message: /RedisLockModule options must be an object with client, url, redis or backend, got null/,
+    message: /RedisLockModule options must be an object with client, url or redis, got null/,
   },
   {
     name: 'useFactory resolves to a URL string',
     run: factory(async (nowhere) => nowhere),
     ...OPTIONS,
-    message: /options must be an object with client, url, redis or backend, got "redis:/,
+    message: /options must be an object with client, url or redis, got "redis:/,
   },
   {
     name: 'useFactory returns options with a getter that throws',

@@ -1,6 +1,6 @@
 // Scoped @Locked keys on real Redis: keys are global by default (two classes naming one key share its
 // lock), `scope: true` gives each method its own `Class.method:` namespace (as murlock does), a named
-// scope a prefix of its own, the module's `scope` turns it on for every method that does not opt out;
+// scope a prefix of its own, the module's `scope` (either kind) applies to every method that does not opt out;
 // the lock held in Redis is the scoped key, and bad values are typed errors naming the method.
 import { describe, expect, it } from '@jest/globals';
 import { Inject, Injectable } from '@nestjs/common';
@@ -122,6 +122,21 @@ describe('scoped @Locked keys', () => {
     await Promise.all(calls);
   });
 
+  it("the module's scope takes a name too: every method that sets none shares that prefix", async () => {
+    const meter = new Meter();
+    const { users, teams, locks } = await start(meter, undefined, { scope: 'directory' });
+    const first = users.rename('1');
+    await meter.entries(1);
+    expect((await locks.inspect('directory:rename:1')).held).toBe(true);
+    expect((await locks.inspect('rename:1')).held).toBe(false);
+    const second = teams.rename('1');
+    await lockState(locks, 'directory:rename:1', (info) => info.queueLength === 1);
+    expect(meter.running).toBe(1);
+    meter.open();
+    await Promise.all([first, second]);
+    expect(meter.max).toBe(1);
+  });
+
   it('refuses a bad scope, on the decorator and on the module, naming what to give', async () => {
     const decorate = (scope: unknown) => {
       class Target {
@@ -134,8 +149,12 @@ describe('scoped @Locked keys', () => {
       expect(() => decorate(bad)).toThrow(LockOptionsError);
       expect(() => decorate(bad)).toThrow(/Target\.run: scope must be true/);
     }
-    await expect(
-      boot({ imports: [RedisLockModule.forRoot({ ...connection(server()), scope: 'yes' as never })] }),
-    ).rejects.toThrow(/scope must be true .* or false, got "yes"/);
+    for (const bad of ['', 'a{b}', 5]) {
+      await expect(
+        boot({ imports: [RedisLockModule.forRoot({ ...connection(server()), scope: bad as never })] }),
+      ).rejects.toThrow(
+        /^scope must be true \(prefix Class.method\), false, or a name of 1 to 256 characters/,
+      );
+    }
   });
 });

@@ -179,7 +179,7 @@ describe('warnings about the lock server', () => {
     // The module's handler also receives key warnings (none here: no @Locked method).
     const seen: LockWarning[] = [];
     const ref = await Test.createTestingModule({
-      imports: [RedisLockModule.forRoot({ urls: nodes.map((n) => n.url), onWarning: (w) => seen.push(w) })],
+      imports: [RedisLockModule.forRoot({ url: nodes.map((n) => n.url), onWarning: (w) => seen.push(w) })],
     }).compile();
     const app = ref.createNestApplication({ logger: false });
     apps.push(app);

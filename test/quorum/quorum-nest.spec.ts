@@ -1,8 +1,8 @@
-// RedisLockModule on a quorum of 5 masters: forRoot({ urls }) and forRootAsync({ clients }), @Locked
+// RedisLockModule on a quorum of 5 masters: forRoot({ url: [...] }) and forRootAsync({ client: [...] }), @Locked
 // across two app instances, and the health indicator reporting each node (up while a majority answers).
 import { describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
-import { Locked, LockOptionsError, LockService, RedisLockHealthIndicator, RedisLockModule } from '../../lib';
+import { Locked, LockService, RedisLockHealthIndicator, RedisLockModule } from '../../lib';
 import { bootApp } from '../support/nest-apps';
 import { useQuorum } from './quorum-fixtures';
 
@@ -24,13 +24,13 @@ class Orders {
 }
 
 describe('RedisLockModule on a quorum (Redlock)', () => {
-  it('forRoot({ urls }) and forRootAsync({ clients }): @Locked excludes across both apps', async () => {
+  it('forRoot({ url: [...] }) and forRootAsync({ client: [...] }): @Locked excludes across both apps', async () => {
     const one = await bootApp({
-      imports: [RedisLockModule.forRoot({ urls: quorum().urls() })],
+      imports: [RedisLockModule.forRoot({ url: quorum().urls() })],
       providers: [Orders],
     });
     const two = await bootApp({
-      imports: [RedisLockModule.forRootAsync({ useFactory: () => ({ clients: quorum().clients() }) })],
+      imports: [RedisLockModule.forRootAsync({ useFactory: () => ({ client: quorum().clients() }) })],
       providers: [Orders],
     });
     // The module's own connections are up before the first lock call (the default nodeTimeout, 100 ms,
@@ -45,7 +45,7 @@ describe('RedisLockModule on a quorum (Redlock)', () => {
   });
 
   it('health: up with every node listed; down, naming the count, when 3 of 5 stop answering', async () => {
-    const app = await bootApp({ imports: [RedisLockModule.forRoot({ urls: quorum().urls() })] });
+    const app = await bootApp({ imports: [RedisLockModule.forRoot({ url: quorum().urls() })] });
     await Promise.all((app.get(LockService).quorumClients ?? []).map((c) => c.ping())); // every node connected
     const health = app.get(RedisLockHealthIndicator);
     const up = (await health.isHealthy())['redis-lock'];
@@ -61,13 +61,22 @@ describe('RedisLockModule on a quorum (Redlock)', () => {
     }
   });
 
-  it('refuses a quorum of 4 URLs, and urls beside url, at start-up', async () => {
+  it("refuses a quorum of 4 URLs, and a quorum's URLs beside a client, at start-up", async () => {
     const four = quorum().urls().slice(0, 4);
-    await expect(bootApp({ imports: [RedisLockModule.forRoot({ urls: four })] })).rejects.toThrow(
+    await expect(bootApp({ imports: [RedisLockModule.forRoot({ url: four })] })).rejects.toThrow(
       /needs 3, 5 or 7 clients of independent Redis masters, got 4/,
     );
     await expect(
-      bootApp({ imports: [RedisLockModule.forRoot({ urls: quorum().urls(), url: quorum().urls()[0] })] }),
-    ).rejects.toBeInstanceOf(LockOptionsError);
+      bootApp({ imports: [RedisLockModule.forRoot({ url: quorum().urls(), client: quorum().clients() })] }),
+    ).rejects.toThrow(/needs one connection: `client` .* Got client and url\./);
+  });
+
+  it('refuses the names urls and clients, naming url and client', async () => {
+    await expect(
+      bootApp({ imports: [RedisLockModule.forRoot({ urls: quorum().urls() } as never)] }),
+    ).rejects.toThrow(/"urls" was renamed: give the quorum's URLs as url, an array/);
+    await expect(
+      bootApp({ imports: [RedisLockModule.forRoot({ clients: quorum().clients() } as never)] }),
+    ).rejects.toThrow(/"clients" was renamed: give the quorum's clients as client, an array/);
   });
 });

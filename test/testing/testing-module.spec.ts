@@ -257,8 +257,8 @@ describe('configurations of the testing module', () => {
 
   it('two applications on one MemoryLockBackend exclude each other, as two instances on one Redis', async () => {
     const backend = new MemoryLockBackend();
-    const a = await boot([RedisLockTestingModule.forRoot({ backend })]);
-    const b = await boot([RedisLockTestingModule.forRoot({ backend })]);
+    const a = await boot([RedisLockTestingModule.forRoot({ client: backend })]);
+    const b = await boot([RedisLockTestingModule.forRoot({ client: backend })]);
     gates.set('a', deferred());
     const held = a.get(Ledger).serve('shared', 'a');
     await until(
@@ -280,8 +280,8 @@ describe('configurations of the testing module', () => {
       LockOptionsError,
     );
     await expect(
-      boot([RedisLockTestingModule.forRoot({ backend: { openStore: () => ({}) } } as never)]),
-    ).rejects.toThrow(/backend must be a MemoryLockBackend/);
+      boot([RedisLockTestingModule.forRoot({ client: { openStore: () => ({}) } } as never)]),
+    ).rejects.toThrow(/client must be a MemoryLockBackend/);
     expect(() => RedisLockTestingModule.forRoot(null as never)).toThrow(LockOptionsError);
     expect(() => RedisLockTestingModule.forRoot({ name: '' })).toThrow(/name must be a non-empty string/);
     expect(() => RedisLockTestingModule.forRootAsync({} as never)).toThrow(
@@ -333,20 +333,25 @@ describe('overriding, on the testing module', () => {
 });
 
 describe('RedisLockModule beside it', () => {
-  it('RedisLockModule.forRoot({ backend }) runs on a memory backend too', async () => {
-    const app = await boot([RedisLockModule.forRoot({ backend: new MemoryLockBackend() })]);
+  it('RedisLockModule.forRoot({ client: backend }) runs on a memory backend too', async () => {
+    const app = await boot([RedisLockModule.forRoot({ client: new MemoryLockBackend() })]);
     expect(await app.get(Ledger).deposit('1', 3)).toBe(3);
     expect(await app.get(RedisLockHealthIndicator).isHealthy()).toEqual({
       'redis-lock': { status: 'up', store: 'memory' },
     });
   });
 
-  it('RedisLockModule refuses a backend beside a connection, or one that is not a backend', async () => {
+  it('RedisLockModule refuses a backend beside a url, something that is neither client nor backend, and the old name', async () => {
     await expect(
-      boot([RedisLockModule.forRoot({ backend: new MemoryLockBackend(), url: 'redis://127.0.0.1:1' })]),
-    ).rejects.toThrow(/exactly one connection.*url and backend/);
-    await expect(boot([RedisLockModule.forRoot({ backend: {} as never })])).rejects.toThrow(
-      /backend must be a lock backend such as new MemoryLockBackend\(\), got/,
+      boot([RedisLockModule.forRoot({ client: new MemoryLockBackend(), url: 'redis://127.0.0.1:1' })]),
+    ).rejects.toThrow(/needs one connection.*Got client and url\./);
+    await expect(boot([RedisLockModule.forRoot({ client: {} as never })])).rejects.toThrow(
+      /client must be an ioredis Redis or Cluster .* or a lock backend such as new MemoryLockBackend\(\); got/,
+    );
+    await expect(
+      boot([RedisLockModule.forRoot({ backend: new MemoryLockBackend() } as never)]),
+    ).rejects.toThrow(
+      /"backend" was renamed: give the backend as client \(client: new MemoryLockBackend\(\)\)/,
     );
   });
 });

@@ -1,0 +1,206 @@
+/**
+ * The options of one module configuration, checked once: where Redis is (`client`, `url`, `redis`),
+ * what only the module does (`gracePeriod`, `retryAfterSeconds`, `scope`, `onWarning`), and the rest
+ * passed on to LockService, which checks its own. Renamed options are refused with their new name.
+ * Nothing is opened here: lib/nest/redis-lock.context.ts opens what this says to.
+ */
+import { isRedisClient, type RedisClient } from '../clients';
+import { LockOptionsError } from '../errors/lock-options.error';
+import { describeValue } from '../options/describe-value';
+import { snapshotOptions } from '../options/option-checks';
+import { checkOnWarning, checkOptionNames, SERVICE_OPTION_NAMES } from '../options/service-options';
+import { isLockBackend, type LockBackend } from '../store/lock-store';
+import { MemoryLockBackend } from '../store/memory-store';
+import { checkScope } from './key-scope';
+import { DEFAULT_RETRY_AFTER } from './lock-http.errors';
+import type { KeyScope, LockWarning } from './redis-lock-options.interface';
+
+/** Largest delay a Node timer can hold (about 24.8 days). */
+const MAX_GRACE_PERIOD = 2 ** 31 - 1;
+/** A day: a longer Retry-After for a busy lock or a Redis outage is a mistake, not a policy. */
+const MAX_RETRY_AFTER = 86_400;
+
+/** The module's own options, each with its check and default; the rest are LockService's. */
+const MODULE_OPTIONS = {
+  gracePeriod: {
+    check: (v: unknown) => boundedInteger('gracePeriod', v, MAX_GRACE_PERIOD, 'ms'),
+    default: 5_000,
+  },
+  retryAfterSeconds: {
+    check: (v: unknown) => boundedInteger('retryAfterSeconds', v, MAX_RETRY_AFTER, 'seconds'),
+    default: DEFAULT_RETRY_AFTER,
+  },
+  scope: { check: (v: unknown) => checkScope(v, 'scope'), default: false as KeyScope },
+  onWarning: {
+    check: (v: unknown) => checkOnWarning(v) as ((warning: LockWarning) => void) | undefined,
+    default: undefined,
+  },
+} as const;
+
+/** The three ways to say where Redis is. */
+const CONNECTION_OPTIONS = ['client', 'url', 'redis'] as const;
+const MODULE_OPTION_NAMES = [...CONNECTION_OPTIONS, ...Object.keys(MODULE_OPTIONS), ...SERVICE_OPTION_NAMES];
+
+/** Options renamed before 1.0, with what to write instead: refused with that, never ignored. */
+const RENAMED: Readonly<Record<string, string>> = {
+  shutdownGracePeriod: 'it is now gracePeriod, the name close() uses',
+  logEvents:
+    "it is now telemetry: { logger }, with the logger to write to (such as new Logger('Locks') from @nestjs/common)",
+  backend: 'give the backend as client (client: new MemoryLockBackend())',
+  urls: "give the quorum's URLs as url, an array (url: ['redis://a:6379', 'redis://b:6379', 'redis://c:6379'])",
+  clients: "give the quorum's clients as client, an array (client: [a, b, c])",
+};
+/** Extras shape the module itself: they go beside the options, never inside what a factory returns. */
+const EXTRAS = ['isGlobal', 'name', 'httpErrors'];
+
+/** Where the locks live: a store given as is (never closed), or connections the module opens (and closes). */
+export type ModuleConnection =
+  | { readonly given: RedisClient | readonly RedisClient[] | LockBackend }
+  | {
+      /** One entry per connection (a quorum has several); undefined: from `redis` alone. */
+      readonly urls: ReadonlyArray<string | undefined>;
+      readonly quorum: boolean;
+      readonly redis: Record<string, unknown> | undefined;
+    };
+
+export interface ResolvedModuleOptions {
+  readonly connection: ModuleConnection;
+  readonly gracePeriod: number;
+  readonly retryAfterSeconds: number;
+  readonly scope: KeyScope;
+  readonly onWarning: ((warning: LockWarning) => void) | undefined;
+  /** What LockService checks itself. */
+  readonly service: Record<string, unknown>;
+}
+
+/**
+ * Checks one configuration's options. `memory`: the testing module's, whose locks are in memory: a
+ * `client` that is a MemoryLockBackend is used, other connection options are accepted and ignored (so one
+ * options object serves both modules), and so is `replicas`, which is about a Redis deployment.
+ * `replaced`: a backend a test gave getLockBackendToken(), used whatever the options name.
+ */
+export function resolveModuleOptions(
+  raw: unknown,
+  label: string,
+  memory: boolean,
+  replaced?: LockBackend,
+): ResolvedModuleOptions {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new LockOptionsError(
+      `${label} options must be an object${memory ? '' : ' with client, url or redis'}, got ${describeValue(raw)}.`,
+    );
+  }
+  const options = snapshotOptions(raw, `the ${label} options`);
+  for (const extra of EXTRAS) {
+    if (extra in options) {
+      throw new LockOptionsError(
+        `${label}: "${extra}" is not a connection or lock option; give it beside useFactory/useClass/` +
+          'useExisting in forRootAsync({ ... }) (or in forRoot({ ... })), not in the options they return.',
+      );
+    }
+  }
+  for (const [old, now] of Object.entries(RENAMED)) {
+    if (Object.hasOwn(options, old)) throw new LockOptionsError(`${label}: "${old}" was renamed: ${now}.`);
+  }
+  checkOptionNames(options, MODULE_OPTION_NAMES, `the ${label} options`);
+  const { client, url, redis, gracePeriod, retryAfterSeconds, scope, onWarning, ...service } = options;
+  const value = <N extends keyof typeof MODULE_OPTIONS>(name: N, given: unknown) =>
+    (given === undefined ? MODULE_OPTIONS[name].default : MODULE_OPTIONS[name].check(given)) as ReturnType<
+      (typeof MODULE_OPTIONS)[N]['check']
+    >;
+  const inMemory = memory || replaced !== undefined;
+  if (inMemory) delete service.replicas;
+  return {
+    connection: replaced
+      ? { given: replaced }
+      : memory
+        ? { given: memoryBackend(client, label) }
+        : connection(client, url, redis, label),
+    gracePeriod: value('gracePeriod', gracePeriod),
+    retryAfterSeconds: value('retryAfterSeconds', retryAfterSeconds),
+    scope: value('scope', scope),
+    onWarning: value('onWarning', onWarning),
+    service,
+  };
+}
+
+/** The testing module's backend: the MemoryLockBackend given as `client`, or a new one. */
+function memoryBackend(client: unknown, label: string): LockBackend {
+  if (client instanceof MemoryLockBackend) return client;
+  if (isLockBackend(client)) {
+    throw new LockOptionsError(
+      `${label}: client must be a MemoryLockBackend (the testing module keeps its locks in memory), or a ` +
+        `Redis client, which is ignored; got ${describeValue(client)}.`,
+    );
+  }
+  return new MemoryLockBackend();
+}
+
+function connection(client: unknown, url: unknown, redis: unknown, label: string): ModuleConnection {
+  const given = CONNECTION_OPTIONS.filter((_, i) => [client, url, redis][i] !== undefined);
+  if (given.length === 0 || (client !== undefined && given.length > 1)) {
+    throw new LockOptionsError(
+      `${label} needs one connection: \`client\` (an ioredis Redis or Cluster, a node-redis client or ` +
+        'Cluster, an array of 3, 5 or 7 clients of independent masters for a quorum, or a lock backend such ' +
+        'as new MemoryLockBackend()), or `url` (a redis:// URL, or an array of 3, 5 or 7 for a quorum) ' +
+        'and/or `redis` (ioredis options). Got ' +
+        (given.length ? given.join(' and ') : 'none') +
+        '.',
+    );
+  }
+  if (client !== undefined) return { given: checkClient(client, label) };
+  if (redis !== undefined && (redis === null || typeof redis !== 'object' || Array.isArray(redis))) {
+    throw new LockOptionsError(
+      `${label}: redis must be an object of ioredis options such as { host, port }, got ${describeValue(redis)}.`,
+    );
+  }
+  const options = redis as Record<string, unknown> | undefined;
+  if (!Array.isArray(url)) {
+    if (url !== undefined) checkUrl(url, label);
+    return { urls: [url as string | undefined], quorum: false, redis: options };
+  }
+  for (const [i, one] of url.entries()) checkUrl(one, `${label} (url[${i}])`);
+  return { urls: url as string[], quorum: true, redis: options };
+}
+
+function checkClient(client: unknown, label: string): RedisClient | readonly RedisClient[] | LockBackend {
+  if (isRedisClient(client) || isLockBackend(client)) return client;
+  // The count and the kind of each is LockService's to check, as for its own first argument.
+  if (Array.isArray(client)) return client as RedisClient[];
+  throw new LockOptionsError(
+    `${label}: client must be an ioredis Redis or Cluster (new Redis(...)), a node-redis client or ` +
+      'Cluster (createClient(), connected), an array of 3, 5 or 7 such clients of independent masters, or ' +
+      `a lock backend such as new MemoryLockBackend(); got ${describeValue(client)}. To let the module ` +
+      'connect, pass url or redis instead.',
+  );
+}
+
+function boundedInteger(name: string, value: unknown, max: number, unit: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > max) {
+    throw new LockOptionsError(
+      `${name} must be an integer number of ${unit} between 0 and ${max}, got ${describeValue(value)}.`,
+    );
+  }
+  return value;
+}
+
+/** A redis:// or rediss:// URL with a host: an unset host (`redis://${HOST}`) would mean localhost:6379. */
+function checkUrl(url: unknown, label: string): void {
+  const fail = (why: string): never => {
+    throw new LockOptionsError(
+      `${label}: url must be a redis:// or rediss:// URL such as redis://user:pass@host:6379/0 (or an ` +
+        `array of 3, 5 or 7 for a quorum); ${why}, got ${describeValue(url)}.`,
+    );
+  };
+  if (typeof url !== 'string') fail('it is not a string');
+  const text = url as string;
+  if (text.length > 4096) fail('it is longer than 4096 characters');
+  if (!/^rediss?:\/\//i.test(text)) fail('the scheme is not redis:// or rediss://');
+  let hostname = '';
+  try {
+    hostname = new URL(text).hostname;
+  } catch {
+    fail('it does not parse as a URL');
+  }
+  if (hostname === '') fail('it has no host');
+}
