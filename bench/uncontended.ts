@@ -82,7 +82,7 @@ async function main(): Promise<void> {
     ...(traced
       ? {
           'nestjs-redis-lock acquire + release, OpenTelemetry SDK': async () => {
-            const lease = await traced.acquire('bench-otel', { name: 'bench' });
+            const lease = await traced.acquire('bench-otel', { label: 'bench' });
             await lease.release();
           },
         }

@@ -285,7 +285,7 @@ export class LockService {
     } catch (error) {
       return { obtained: Promise.reject(error) };
     }
-    const record = this.telemetry.begin(options.name, keys, skips);
+    const record = this.telemetry.begin(options.label, keys, skips);
     const call = engineCall(options, busyIsTimeout, record);
     const obtained = (
       Array.isArray(input) ? this.chain.obtainAll(keys, call) : this.chain.obtain(keys[0], call)

@@ -65,7 +65,7 @@ export class LockInterceptor implements NestInterceptor {
    * spans is the declaration's (its template), never the resolved key.
    */
   private hold<T>(spec: LockedSpec, key: LockKeys, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    const options = { ...declaredOptions(spec.options), name: spec.name, signal };
+    const options = { ...declaredOptions(spec.options), label: spec.label, signal };
     return spec.options.onTimeout === 'skip'
       ? this.locks[USING_SKIPPABLE](key, fn, options)
       : this.locks.using(key, fn, options);

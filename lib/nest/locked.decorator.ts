@@ -203,7 +203,7 @@ function compileSpec(
   return {
     where,
     template: key,
-    name: typeof key === 'function' ? where : Array.isArray(key) ? key.join(', ') : String(key),
+    label: typeof key === 'function' ? where : Array.isArray(key) ? key.join(', ') : String(key),
     key: compileKeyTemplate(key, where),
     method,
     options: Object.freeze({ ...options }),

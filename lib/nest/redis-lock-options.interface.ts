@@ -130,7 +130,7 @@ export interface LockedSpec {
   readonly where: string;
   readonly template: LockKeyTemplate;
   /** `lock.name` in metrics, spans and events: the template (`Class.method` for a key function). */
-  readonly name: string;
+  readonly label: string;
   readonly key: KeyResolver;
   /** The decorated method itself (not the wrapper), for the start-up checks of its parameters. */
   readonly method: (...args: never[]) => unknown;

@@ -8,8 +8,7 @@
  */
 import { LockOptionsError } from '../errors/lock-options.error';
 import { type LockMode, resolveMode, resolvePermits } from '../lock-kind';
-import { checkLockName } from '../telemetry/lock-telemetry';
-import { describeValue as describe } from './describe-value';
+import { describeValue as describe, hasLoneSurrogate } from './describe-value';
 import {
   checkKnownKeys,
   milliseconds,
@@ -60,11 +59,11 @@ export interface AcquireOptions {
   /** Stops waiting when aborted (the call rejects with LockAbortedError). */
   signal?: AbortSignal;
   /**
-   * The lock's name in metrics, spans and events (`lock.name`): a few fixed names (`'order'`), never the
-   * key itself, whose values would make a metric series each. Default `'unnamed'`; `@Locked` gives its
-   * key template.
+   * What metrics, spans and events call this lock (their `lock.name`): a few fixed labels (`'order'`),
+   * never the key itself, whose values would make a metric series each. Default `'unnamed'`; `@Locked`
+   * gives its key template.
    */
-  name?: string;
+  label?: string;
 }
 
 /** The options of `tryAcquire`: those of `acquire` but `waitTimeout` (it never waits; 0 is accepted). */
@@ -89,6 +88,19 @@ function noWait(value: unknown): 0 {
   throw new LockOptionsError(
     `tryAcquire never waits, so waitTimeout does not apply to it (got ${describe(value)}). To wait, call acquire(key, { waitTimeout: ${typeof value === 'number' ? value : 'ms'} }); otherwise leave it out.`,
   );
+}
+
+/** Longest `label`: a label for dashboards, not a key. */
+const MAX_LABEL_LENGTH = 256;
+
+function checkLockLabel(value: unknown): string {
+  if (typeof value !== 'string' || value === '' || value.length > MAX_LABEL_LENGTH || hasLoneSurrogate(value)) {
+    throw new LockOptionsError(
+      `label must be a non-empty string of at most ${MAX_LABEL_LENGTH} characters (a fixed label such as ` +
+        `'order', not the key), got ${describe(value)}.`,
+    );
+  }
+  return value;
 }
 
 function abortSignal(value: unknown): AbortSignal {
@@ -156,9 +168,9 @@ const CALL_OPTIONS = {
     declared: true,
   },
   signal: { nullIsUnset: false, check: abortSignal, default: undefined, defaults: false, declared: false },
-  name: {
+  label: {
     nullIsUnset: false,
-    check: (v: unknown) => checkLockName(v),
+    check: (v: unknown) => checkLockLabel(v),
     default: undefined,
     defaults: false,
     declared: false,
@@ -189,6 +201,10 @@ export const DECLARED_OPTION_NAMES = namesWhere('declared') as readonly (
   | 'mode'
 )[];
 const CALL_OPTION_NAMES: readonly string[] = Object.keys(CALL_OPTIONS);
+/** Call options renamed before 1.0, with what to write instead: refused with that, never ignored. */
+const RENAMED: Readonly<Record<string, string>> = {
+  name: "it is now label (label: 'order'), so that name is only ever a module configuration's",
+};
 
 /** A service's `defaults`, resolved: the built-in default of every option a service may set. */
 export interface CallDefaults {
@@ -208,7 +224,7 @@ export interface ResolvedAcquireOptions {
   /** Infinity when unset. */
   maxHold: number;
   signal: AbortSignal | undefined;
-  name: string | undefined;
+  label: string | undefined;
   /** How many callers may hold the key at once: 1 for a mutex. */
   permits: number;
   /** A read-write lock's mode, or undefined for a mutex or semaphore. */
@@ -228,7 +244,12 @@ function readLayer(
 ): Layer {
   const o = plainObject(what, given);
   // A misspelt option (timeout for waitTimeout) would otherwise be ignored without a word.
-  if (given !== undefined) checkKnownKeys(o, known, what);
+  if (given !== undefined) {
+    for (const [old, now] of Object.entries(RENAMED)) {
+      if (Object.hasOwn(o, old)) throw new LockOptionsError(`The ${what} option "${old}" was renamed: ${now}.`);
+    }
+    checkKnownKeys(o, known, what);
+  }
   const layer: Record<string, unknown> = {};
   for (const name of known as CallOptionName[]) {
     const value = read(o, name, path(name));
@@ -305,7 +326,7 @@ export function resolveAcquireOptions(
     minHold: own.minHold ?? defaults.minHold,
     maxHold: own.maxHold ?? defaults.maxHold,
     signal: own.signal,
-    name: own.name,
+    label: own.label,
     permits: own.permits ?? CALL_OPTIONS.permits.default,
     mode: own.mode,
   };

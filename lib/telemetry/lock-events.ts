@@ -19,7 +19,7 @@ export const LOCK_CHANNELS = Object.freeze({
 export type LockEventKind = keyof typeof LOCK_CHANNELS;
 
 /**
- * One event. `name`: the lock's name (a `@Locked` key template, a call's `name` option, or 'unnamed');
+ * One event. `name`: the lock's name (a `@Locked` key template, a call's `label` option, or 'unnamed');
  * `keys`: the keys themselves. `token` and `fence` once granted; `waitedMs` from the call to its outcome
  * (granted, timeout, aborted); `heldMs` from the grant to its end (released, lost); `reason` and `error`
  * for a lost lease (LockLostError's reason) and for a timeout or an abort (the error the call rejects with).

@@ -27,7 +27,7 @@ import type {
   TracerProviderLike,
 } from './telemetry-options';
 
-/** `lock.name` of a call that gave none (neither `@Locked` nor the `name` option). */
+/** `lock.name` of a call that gave none (neither `@Locked` nor the `label` option). */
 export const UNNAMED = 'unnamed';
 
 export class LockTelemetry {
@@ -269,24 +269,4 @@ export function checkTelemetryOptions(value: unknown): TelemetryOptions | undefi
     fail(".logger must have warn and error methods: a Nest Logger (new Logger('Locks')), console, or pino.");
   }
   return { ...(options as TelemetryOptions) };
-}
-
-/** Longest `name`: a label for dashboards, not a key. */
-const MAX_NAME_LENGTH = 256;
-
-/** A call's `name` option: a label for dashboards, not a key. */
-export function checkLockName(value: unknown): string | undefined {
-  if (value === undefined) return undefined;
-  if (
-    typeof value !== 'string' ||
-    value === '' ||
-    value.length > MAX_NAME_LENGTH ||
-    hasLoneSurrogate(value)
-  ) {
-    throw new LockOptionsError(
-      `name must be a non-empty string of at most ${MAX_NAME_LENGTH} characters (a fixed name such as 'order', ` +
-        `not the key), got ${describeValue(value)}.`,
-    );
-  }
-  return value;
 }

@@ -183,7 +183,7 @@ describe.each<Platform>(['express', 'fastify'])('the lock board on %s', (platfor
     await request(a.server).get('/locks/api/locks').expect(200);
     expect(await stats()).toContain('cmdstat_scan');
     expect(channel(LOCK_CHANNELS.timeout).hasSubscribers).toBe(true);
-    await expect(a.locks.acquire('board:quiet', { waitTimeout: 50, name: 'quiet' })).rejects.toThrow();
+    await expect(a.locks.acquire('board:quiet', { waitTimeout: 50, label: 'quiet' })).rejects.toThrow();
     const view = (await request(a.server).get('/locks/api/locks').expect(200)).body;
     expect(view.recent[0]).toMatchObject({ kind: 'timeout', name: 'quiet', keys: ['board:quiet'] });
     expect(view.recent[0].message).toMatch(/board:quiet/);

@@ -583,6 +583,12 @@ const syncRows: Row<Engine>[] = [
       ['options a string', 'fast', /lock options must be an object, got "fast"/],
       ['a renew getter that throws', throwingGetter('renew'), /Reading the option renew threw/],
       ['waitTimeout a circular object', { waitTimeout: circular() }, wait('waitTimeout', 'an object')],
+      ['label an empty string', { label: '' }, /label must be a non-empty string of at most 256 characters/],
+      [
+        'name, renamed label',
+        { name: 'order' },
+        /The lock options option "name" was renamed: it is now label \(label: 'order'\)/,
+      ],
     ] as const
   ).map(
     ([what, options, message]): Row<Engine> => ({

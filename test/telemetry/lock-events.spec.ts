@@ -62,8 +62,8 @@ describe('diagnostics channels', () => {
   it('publish each event of a contended lock with its payload', async () => {
     listen();
     const locks = lockService(server());
-    const first = await locks.acquire('chan:1', { name: 'chan', ttl: 300, renew: true });
-    const second = locks.acquire('chan:1', { name: 'chan', waitTimeout: 10_000 });
+    const first = await locks.acquire('chan:1', { label: 'chan', ttl: 300, renew: true });
+    const second = locks.acquire('chan:1', { label: 'chan', waitTimeout: 10_000 });
     await lockState(locks, 'chan:1', (info) => info.queueLength === 1);
     // A renewal comes every ttl/3.
     await published('renewed', 'chan');
@@ -86,9 +86,9 @@ describe('diagnostics channels', () => {
     listen();
     const locks = lockService(server());
     const holder = await locks.acquire('chan:2', { ttl: 5_000 });
-    await outcome(locks.acquire('chan:2', { name: 'two', waitTimeout: 20 }));
+    await outcome(locks.acquire('chan:2', { label: 'two', waitTimeout: 20 }));
     const abort = new AbortController();
-    const waiting = locks.acquire('chan:2', { name: 'two', signal: abort.signal });
+    const waiting = locks.acquire('chan:2', { label: 'two', signal: abort.signal });
     await lockState(locks, 'chan:2', (info) => info.queueLength === 1);
     abort.abort();
     await outcome(waiting);
@@ -119,7 +119,7 @@ describe('diagnostics channels', () => {
 });
 
 describe('telemetry options', () => {
-  it('a bad telemetry option or lock name is a typed error saying what to give, and nothing is sent', async () => {
+  it('a bad telemetry option or lock label is a typed error saying what to give, and nothing is sent', async () => {
     const client = server().client();
     try {
       for (const [telemetry, message] of [
@@ -133,9 +133,9 @@ describe('telemetry options', () => {
         expect(() => new LockService(client, { telemetry } as never)).toThrow(message);
       }
       const locks = lockService(server());
-      for (const name of ['', 'x'.repeat(257), 42]) {
-        await expect(locks.acquire('named', { name } as never)).rejects.toThrow(
-          /name must be a non-empty string/,
+      for (const label of ['', 'x'.repeat(257), 42]) {
+        await expect(locks.acquire('named', { label } as never)).rejects.toThrow(
+          /label must be a non-empty string/,
         );
       }
       expect((await locks.inspect('named')).held).toBe(false);

@@ -28,10 +28,10 @@ describe('OpenTelemetry metrics and spans through LockService', () => {
   it('contention: waits, holds, waiters and held, and the spans in the caller trace', async () => {
     const locks = lockService(server(), { telemetry: providers() });
     const tracer = tracerProvider.getTracer('test');
-    const first = await locks.acquire('order:1', { name: 'order', ttl: 5_000 });
+    const first = await locks.acquire('order:1', { label: 'order', ttl: 5_000 });
     const request = tracer.startSpan('request');
     const second = context.with(trace.setSpan(context.active(), request), () =>
-      locks.acquire('order:1', { name: 'order', ttl: 5_000, waitTimeout: 10_000 }),
+      locks.acquire('order:1', { label: 'order', ttl: 5_000, waitTimeout: 10_000 }),
     );
     await lockState(locks, 'order:1', (info) => info.queueLength === 1);
     // While the second waits: one waiter, one lease held, by name (the key itself is no attribute).
@@ -67,19 +67,19 @@ describe('OpenTelemetry metrics and spans through LockService', () => {
   it('outcomes: timeout, busy try (skipped), aborted, error; each counted and timed', async () => {
     const locks = lockService(server(), { telemetry: providers() });
     const holder = await locks.acquire('busy', { ttl: 5_000 });
-    await expect(locks.acquire('busy', { name: 'busy', waitTimeout: 30 })).rejects.toBeInstanceOf(
+    await expect(locks.acquire('busy', { label: 'busy', waitTimeout: 30 })).rejects.toBeInstanceOf(
       LockTimeoutError,
     );
-    await expect(locks.tryAcquire('busy', { name: 'busy' })).resolves.toBeNull();
+    await expect(locks.tryAcquire('busy', { label: 'busy' })).resolves.toBeNull();
     const abort = new AbortController();
-    const aborted = locks.acquire('busy', { name: 'busy', signal: abort.signal, waitTimeout: 10_000 });
+    const aborted = locks.acquire('busy', { label: 'busy', signal: abort.signal, waitTimeout: 10_000 });
     await lockState(locks, 'busy', (info) => info.queueLength === 1);
     abort.abort();
     await expect(aborted).rejects.toBeInstanceOf(LockAbortedError);
     await holder.release();
     // A key of another Redis type: the script refuses it (LOCK_REDIS_ERROR), an error outcome.
     await server().admin((redis) => redis.sadd('lock:{foreign}', 'x'));
-    const { error } = await outcome(locks.acquire('foreign', { name: 'foreign' }));
+    const { error } = await outcome(locks.acquire('foreign', { label: 'foreign' }));
     expect((error as LockError).code).toBe('LOCK_REDIS_ERROR');
 
     for (const [name, result] of [
@@ -115,7 +115,7 @@ describe('OpenTelemetry metrics and spans through LockService', () => {
         // The next renewal (every ttl/3) finds the key gone.
         await whenAborted(lease.signal);
       },
-      { name: 'lost', ttl: 300 },
+      { label: 'lost', ttl: 300 },
     );
     await expect(result).rejects.toBeInstanceOf(LockLostError);
     expect(await sum('lock.lost', { 'lock.name': 'lost', 'lock.lost.reason': 'key-missing' })).toBe(1);
@@ -135,9 +135,9 @@ describe('OpenTelemetry metrics and spans through LockService', () => {
         async () => {
           tracer.startSpan('query').end();
           // Reentrant: the chain holds 'report' already.
-          await locks.using('report', async () => {}, { name: 'report' });
+          await locks.using('report', async () => {}, { label: 'report' });
         },
-        { name: 'report' },
+        { label: 'report' },
       );
       job.end();
     });
@@ -153,7 +153,7 @@ describe('OpenTelemetry metrics and spans through LockService', () => {
 
   it('several keys: one call, one acquisition, held until its last key is released', async () => {
     const locks = lockService(server(), { telemetry: providers() });
-    const lease = await locks.acquire(['a', 'b', 'c'], { name: 'transfer' });
+    const lease = await locks.acquire(['a', 'b', 'c'], { label: 'transfer' });
     expect(await sum('lock.held', { 'lock.name': 'transfer' })).toBe(1);
     await lease.release();
     expect(await sum('lock.held', { 'lock.name': 'transfer' })).toBe(0);
@@ -167,7 +167,7 @@ describe('OpenTelemetry metrics and spans through LockService', () => {
     trace.setGlobalTracerProvider(tracerProvider);
     try {
       const locks = lockService(server());
-      await (await locks.acquire('global', { name: 'global' })).release();
+      await (await locks.acquire('global', { label: 'global' })).release();
       expect(await sum('lock.acquisitions', { 'lock.name': 'global', 'lock.outcome': 'acquired' })).toBe(1);
       expect(finished('lock.acquire global')).toHaveLength(1);
     } finally {

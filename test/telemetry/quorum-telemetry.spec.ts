@@ -10,8 +10,8 @@ const quorum = useQuorum(3);
 describe('OpenTelemetry on the quorum store', () => {
   it('a grant, a timeout and a hold, with the same names and outcomes', async () => {
     const locks = quorum().service({ telemetry: providers() });
-    const holder = await locks.acquire('q-order', { name: 'order', ttl: 5_000 });
-    await expect(locks.acquire('q-order', { name: 'order', waitTimeout: 50 })).rejects.toBeInstanceOf(
+    const holder = await locks.acquire('q-order', { label: 'order', ttl: 5_000 });
+    await expect(locks.acquire('q-order', { label: 'order', waitTimeout: 50 })).rejects.toBeInstanceOf(
       LockTimeoutError,
     );
     await holder.release();
