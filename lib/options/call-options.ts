@@ -94,7 +94,12 @@ function noWait(value: unknown): 0 {
 const MAX_LABEL_LENGTH = 256;
 
 function checkLockLabel(value: unknown): string {
-  if (typeof value !== 'string' || value === '' || value.length > MAX_LABEL_LENGTH || hasLoneSurrogate(value)) {
+  if (
+    typeof value !== 'string' ||
+    value === '' ||
+    value.length > MAX_LABEL_LENGTH ||
+    hasLoneSurrogate(value)
+  ) {
     throw new LockOptionsError(
       `label must be a non-empty string of at most ${MAX_LABEL_LENGTH} characters (a fixed label such as ` +
         `'order', not the key), got ${describe(value)}.`,
@@ -246,7 +251,8 @@ function readLayer(
   // A misspelt option (timeout for waitTimeout) would otherwise be ignored without a word.
   if (given !== undefined) {
     for (const [old, now] of Object.entries(RENAMED)) {
-      if (Object.hasOwn(o, old)) throw new LockOptionsError(`The ${what} option "${old}" was renamed: ${now}.`);
+      if (Object.hasOwn(o, old))
+        throw new LockOptionsError(`The ${what} option "${old}" was renamed: ${now}.`);
     }
     checkKnownKeys(o, known, what);
   }
