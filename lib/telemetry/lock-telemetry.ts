@@ -15,7 +15,6 @@ import type { LockLostError } from '../errors/lock-lost.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import type { Lease } from '../lease';
-import { describeValue, hasLoneSurrogate } from '../options/describe-value';
 import { loggedEvents } from './event-log';
 import { anyChannelWatched, isWatched, type LockEvent, type LockEventKind, publish } from './lock-events';
 import { type Instruments, OpenTelemetry } from './open-telemetry';
