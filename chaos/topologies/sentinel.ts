@@ -22,7 +22,7 @@ import type { LockNode, SentinelConnection, Topology } from './topology';
  * 100 ms: well under a third of the shortest ttl (the library's bound), and long enough for a replica
  * on loopback under load. A refused grant costs more: Redis times WAIT on its clock tick (hz 10).
  */
-const REPLICAS = { count: 1, timeout: 100, onTimeout: 'wait' } as const;
+const REPLICAS = { count: 1, timeout: 100, unacknowledged: 'requeue' } as const;
 /**
  * A failover takes ~2 s with the harness' timings (down-after 500 ms); a second one within 2 x
  * failover-timeout (4 s) of the first is held back by Sentinel itself. Past this bound plus the

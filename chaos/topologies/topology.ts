@@ -78,7 +78,7 @@ export interface SentinelConnection {
   name: string;
   /** `host:port` the sentinels report, to the proxy workers reach that server through (ioredis natMap). */
   natMap: Record<string, { host: string; port: number }>;
-  replicas: { count: number; timeout: number; onTimeout: 'fail' | 'wait' };
+  replicas: { count: number; timeout: number; unacknowledged: 'fail' | 'requeue' };
 }
 
 export const TOPOLOGIES = ['single', 'redlock', 'sentinel'] as const;

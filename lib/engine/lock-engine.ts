@@ -45,7 +45,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   ) {
     const { replicas } = options;
     this.startsOnPush = !replicas;
-    this.waitsOnUnreplicated = replicas?.onTimeout === 'wait';
+    this.waitsOnUnreplicated = replicas?.unacknowledged === 'requeue';
     this.store = openStore(source, options, this);
   }
 

@@ -83,11 +83,11 @@ export interface ReplicaOptions {
   timeout: number;
   /**
    * A grant not acknowledged in time is released; then `fail` (default) rejects the call with
-   * LockNotReplicatedError, and `wait` keeps the caller in line (at the back) until its waitTimeout, when
-   * it rejects with that error. `tryAcquire` and waitTimeout 0 always fail. A renewal not acknowledged
-   * aborts the lease's signal either way (LockLostError, reason `not-replicated`).
+   * LockNotReplicatedError, and `requeue` puts the caller back in line (at the back) until its
+   * waitTimeout, when it rejects with that error. `tryAcquire` and waitTimeout 0 always fail. A renewal
+   * not acknowledged aborts the lease's signal either way (LockLostError, reason `not-replicated`).
    */
-  onTimeout?: 'fail' | 'wait';
+  unacknowledged?: 'fail' | 'requeue';
   /**
    * Wait for the writes to be fsynced to the append-only file as well (WAITAOF, Redis 7.2 or later), on
    * the master and on `count` replicas, rather than only received by the replicas. Default false.
@@ -99,7 +99,7 @@ export interface ReplicaOptions {
 export interface ResolvedReplicas {
   count: number;
   timeout: number;
-  onTimeout: 'fail' | 'wait';
+  unacknowledged: 'fail' | 'requeue';
   aof: boolean;
 }
 
@@ -139,7 +139,13 @@ export function checkOnWarning(value: unknown): ((warning: ServerRisk) => void) 
 
 function checkReplicas(value: unknown): ResolvedReplicas {
   const o = plainObject('replicas', value);
-  checkKnownKeys(o, ['count', 'timeout', 'onTimeout', 'aof'], 'replicas');
+  if (Object.hasOwn(o, 'onTimeout')) {
+    throw new LockOptionsError(
+      'replicas: "onTimeout" was renamed: it is now unacknowledged, "fail" or "requeue" (which was "wait"), ' +
+        "so that onTimeout is only ever a call's.",
+    );
+  }
+  checkKnownKeys(o, ['count', 'timeout', 'unacknowledged', 'aof'], 'replicas');
   const count = read(o, 'count', 'replicas.count');
   if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > MAX_REPLICAS) {
     throw new LockOptionsError(
@@ -148,14 +154,15 @@ function checkReplicas(value: unknown): ResolvedReplicas {
     );
   }
   const timeout = milliseconds('replicas.timeout', read(o, 'timeout', 'replicas.timeout'), 1);
-  const onTimeout = read(o, 'onTimeout', 'replicas.onTimeout') ?? 'fail';
-  if (onTimeout !== 'fail' && onTimeout !== 'wait') {
+  const unacknowledged = read(o, 'unacknowledged', 'replicas.unacknowledged') ?? 'fail';
+  if (unacknowledged !== 'fail' && unacknowledged !== 'requeue') {
     throw new LockOptionsError(
-      `replicas.onTimeout must be "fail" (reject the call) or "wait" (go back in line), got ${describe(onTimeout)}.`,
+      'replicas.unacknowledged must be "fail" (reject the call) or "requeue" (go back in line), got ' +
+        `${describe(unacknowledged)}.`,
     );
   }
   const aof = optionalBoolean('replicas.aof', read(o, 'aof', 'replicas.aof')) ?? false;
-  return { count, timeout, onTimeout, aof };
+  return { count, timeout, unacknowledged, aof };
 }
 
 /**

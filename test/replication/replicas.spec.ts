@@ -153,7 +153,7 @@ describe('a grant no replica acknowledges is given back', () => {
     await other?.release();
   });
 
-  it("acquire with onTimeout 'fail' rejects at the first refusal, long before its waitTimeout", async () => {
+  it("acquire with unacknowledged 'fail' rejects at the first refusal, long before its waitTimeout", async () => {
     replica.pause();
     const locks = lockService(master, acked({ timeout: 100 }));
     const started = performance.now();
@@ -164,7 +164,7 @@ describe('a grant no replica acknowledges is given back', () => {
     expect(await master.admin((a) => a.exists(ownerKey('refused-fail')))).toBe(0);
   });
 
-  it("a hand-off not acknowledged goes on to the next waiter; onTimeout 'fail' tells the one it skipped", async () => {
+  it("a hand-off not acknowledged goes on to the next waiter; unacknowledged 'fail' tells the one it skipped", async () => {
     const holder = await lockService(master).acquire('refused-handoff');
     const skipped = outcome(lockService(master, acked({ timeout: 100 })).acquire('refused-handoff'));
     await until(
@@ -185,12 +185,15 @@ describe('a grant no replica acknowledges is given back', () => {
     await lease.release();
   });
 
-  it("onTimeout 'wait' goes back in line and is served once the replica is back", async () => {
+  it("unacknowledged 'requeue' goes back in line and is served once the replica is back", async () => {
     replica.pause();
     await master.resetStats();
-    const pending = lockService(master, acked({ timeout: 100, onTimeout: 'wait' })).acquire('refused-wait', {
-      waitTimeout: 20_000,
-    });
+    const pending = lockService(master, acked({ timeout: 100, unacknowledged: 'requeue' })).acquire(
+      'refused-wait',
+      {
+        waitTimeout: 20_000,
+      },
+    );
     // Two refusals seen by Redis (two WAITs answered after their timeout), then the replica comes back.
     await until(
       () => master.commandStats(),
@@ -202,11 +205,11 @@ describe('a grant no replica acknowledges is given back', () => {
     await lease.release();
   });
 
-  it("onTimeout 'wait' rejects with LockNotReplicatedError at its waitTimeout, holding nothing", async () => {
+  it("unacknowledged 'requeue' rejects with LockNotReplicatedError at its waitTimeout, holding nothing", async () => {
     replica.pause();
     const started = performance.now();
     const result = await outcome(
-      lockService(master, acked({ timeout: 100, onTimeout: 'wait' })).acquire('refused-wait-out', {
+      lockService(master, acked({ timeout: 100, unacknowledged: 'requeue' })).acquire('refused-wait-out', {
         waitTimeout: 800,
       }),
     );
@@ -474,7 +477,8 @@ describe('replicas: bad input and stores it does not apply to', () => {
       { count: 1 },
       { count: 1, timeout: 0 },
       { count: 1, timeout: 20_000 },
-      { count: 1, timeout: 50, onTimeout: 'retry' },
+      { count: 1, timeout: 50, unacknowledged: 'retry' },
+      { count: 1, timeout: 50, unacknowledged: 'wait' },
       { count: 1, timeout: 50, aof: 'yes' },
       { count: 1, timeout: 50, timout: 5 },
     ];
@@ -487,6 +491,11 @@ describe('replicas: bad input and stores it does not apply to', () => {
     expect(
       () => new LockService(client, { replicas: { count: 1, timeout: 50, timout: 5 } as never }),
     ).toThrow(/timeout/);
+    expect(
+      () => new LockService(client, { replicas: { count: 1, timeout: 50, onTimeout: 'wait' } as never }),
+    ).toThrow(
+      /replicas: "onTimeout" was renamed: it is now unacknowledged, "fail" or "requeue" \(which was "wait"\)/,
+    );
     client.disconnect();
   });
 

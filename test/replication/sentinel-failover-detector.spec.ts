@@ -14,7 +14,9 @@ import { lockKeys } from '../../lib/protocol/keys';
 import { poll, type SentinelGroup, startSentinelGroup } from '../support/redis-sentinel';
 import { adminOn, type RedisServer } from '../support/redis-server';
 
-const REPLICAS = { replicas: { count: 1, timeout: 100, onTimeout: 'wait' } } satisfies LockServiceOptions;
+const REPLICAS = {
+  replicas: { count: 1, timeout: 100, unacknowledged: 'requeue' },
+} satisfies LockServiceOptions;
 
 /** Clean-up steps of the current test, run in reverse: services close before their group goes. */
 const cleanup: Array<() => Promise<unknown>> = [];
