@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
 import { type Lease, LockNotReplicatedError, LockService, type LockServiceOptions } from '../lib';
 import { DEFAULT_PREFIX } from '../lib/options/service-options';
-import { lockKeys } from '../lib/protocol/keys';
+import { redisKeys } from '../lib/protocol/keys';
 import { poll, type SentinelGroup, startSentinelGroup } from '../test/support/redis-sentinel';
 
 type Mode = 'without replicas' | 'with replicas';
@@ -37,7 +37,7 @@ interface RunResult {
 }
 
 const KEY = 'failover-window';
-const OWNER = lockKeys(DEFAULT_PREFIX, KEY).owner;
+const OWNER = redisKeys(DEFAULT_PREFIX, KEY).owner;
 const OPTIONS: Record<Mode, LockServiceOptions> = {
   'without replicas': {},
   'with replicas': { replicas: { count: 1, timeout: 100 } },

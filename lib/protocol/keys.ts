@@ -1,8 +1,8 @@
 /**
- * Names of the Redis keys and channels of a lock. Every key of lock K carries the hash tag {K}, so all
+ * Names of the Redis keys and channels of a lock (`RedisKeys`; what a caller passes as keys is `LockKeys`). Every key of lock K carries the hash tag {K}, so all
  * of them live in one Cluster slot and one script can touch them together.
  */
-export interface LockKeys {
+export interface RedisKeys {
   /** The lock key as the caller gave it (what errors name), not a Redis key. */
   lock: string;
   /** Holds the owner's token; its PX expiry is the lease. */
@@ -17,7 +17,7 @@ export interface LockKeys {
   semaphoreQueue: string;
 }
 
-export function lockKeys(prefix: string, key: string): LockKeys {
+export function redisKeys(prefix: string, key: string): RedisKeys {
   const owner = `${prefix}{${key}}`;
   return {
     lock: key,

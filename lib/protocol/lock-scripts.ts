@@ -5,7 +5,7 @@
  */
 import { LockNotReplicatedError, type ReplicatedWrite } from '../errors/lock-not-replicated.error';
 import type { RedisConnection } from './connection';
-import type { LockKeys } from './keys';
+import type { RedisKeys } from './keys';
 import {
   acquireLua,
   cancelLua,
@@ -43,7 +43,7 @@ export function extendOutcome(reply: unknown): ExtendOutcome {
 
 /** Parameters every owner-changing script takes (ARGV[1..6] in prelude.lua). */
 export interface ScriptContext {
-  keys: LockKeys;
+  keys: RedisKeys;
   token: string;
   ttl: number;
   claimWindow: number;
@@ -301,7 +301,7 @@ export class LockScripts {
     return new LockNotReplicatedError(key, write, acked.replicas, count, timeout, detail);
   }
 
-  async inspect(keys: LockKeys): Promise<LockSnapshot> {
+  async inspect(keys: RedisKeys): Promise<LockSnapshot> {
     const reply = (await this.run('inspect', keys.lock, [
       keys.owner,
       keys.queue,

@@ -6,7 +6,7 @@
  */
 
 import type { RedisConnection } from './connection';
-import type { LockKeys } from './keys';
+import type { RedisKeys } from './keys';
 import { extendOutcome } from './lock-scripts';
 import {
   extendLua,
@@ -31,9 +31,9 @@ const SOURCES: Record<QuorumScript, ScriptSource> = {
 };
 
 /** The waiters of a lock on one node (a sorted set, scored by when each entry expires). */
-const waitersKey = (keys: LockKeys): string => `${keys.owner}:w`;
+const waitersKey = (keys: RedisKeys): string => `${keys.owner}:w`;
 /** The same waiters in line (a sorted set, scored by the arrival each caller sent). */
-const lineKey = (keys: LockKeys): string => `${keys.owner}:l`;
+const lineKey = (keys: RedisKeys): string => `${keys.owner}:l`;
 
 /** A node's vote: granted with a fence floor, or refused because `owner` holds the lock here for `pttl`
  * more ms (`first`: the caller is first in this node's line); `serverUs`: the node's clock, µs. */
@@ -74,7 +74,7 @@ export class QuorumNode {
    * `waitFor`: how long to keep the caller in line if the lock is busy here (0: a try, not put in line);
    * `arrival`: when the caller started waiting, the same for every node (orders the line).
    */
-  async vote(keys: LockKeys, token: string, ttl: number, waitFor: number, arrival: number): Promise<Vote> {
+  async vote(keys: RedisKeys, token: string, ttl: number, waitFor: number, arrival: number): Promise<Vote> {
     const args = [keys.owner, keys.fence, waitersKey(keys), lineKey(keys), token, ttl, waitFor, arrival];
     const reply = (await this.runner.run('vote', keys.lock, args)) as [number, number, ...unknown[]];
     if (reply[0] === 1) return { voted: true, floor: reply[1], serverUs: Number(reply[2]) };
@@ -84,7 +84,7 @@ export class QuorumNode {
 
   /** Records `fence` and renews the hold to `ttl` if the caller holds the lock here (voted, or handed). */
   async commit(
-    keys: LockKeys,
+    keys: RedisKeys,
     token: string,
     fence: number,
     retention: number,
@@ -104,7 +104,7 @@ export class QuorumNode {
    * waits on. `retention`: how long the next fence is kept.
    */
   async release(
-    keys: LockKeys,
+    keys: RedisKeys,
     token: string,
     channelPrefix: string,
     leaving: boolean,
@@ -119,16 +119,16 @@ export class QuorumNode {
   }
 
   /** Resets the lock's expiry here to `ttl` if the caller holds it (renewal, or a shortened hold). */
-  async extend(keys: LockKeys, token: string, ttl: number): Promise<ExtendOutcome> {
+  async extend(keys: RedisKeys, token: string, ttl: number): Promise<ExtendOutcome> {
     return extendOutcome(await this.runner.run('extend', keys.lock, [keys.owner, token, ttl]));
   }
 
   /** Puts the holder's key back where it is missing (quorum-restore.lua); true if it was. */
-  async restore(keys: LockKeys, token: string, ttl: number): Promise<boolean> {
+  async restore(keys: RedisKeys, token: string, ttl: number): Promise<boolean> {
     return (await this.runner.run('restore', keys.lock, [keys.owner, token, ttl])) === 1;
   }
 
-  async inspect(keys: LockKeys): Promise<LockSnapshot> {
+  async inspect(keys: RedisKeys): Promise<LockSnapshot> {
     const [owner, ownerTtl, waiting, fence, serverMs] = (await this.runner.run('inspect', keys.lock, [
       keys.owner,
       keys.fence,

@@ -27,7 +27,7 @@ import { connectionOf, isRedisClient, type RedisClient } from '../clients';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { LockQuorumError, type NodeFailure } from '../errors/lock-quorum.error';
 import type { Subscriber } from '../protocol/connection';
-import { lockKeys, wakeChannelPrefix } from '../protocol/keys';
+import { redisKeys, wakeChannelPrefix } from '../protocol/keys';
 import { scanLockKeys } from '../protocol/lock-scan';
 import { QuorumNode, type Vote } from '../protocol/quorum-node';
 import { CONNECTING } from '../protocol/script-runner';
@@ -141,7 +141,7 @@ export class QuorumLockStore implements LockStore {
       // reached one yet): a full attempt follows.
     }
     const { key, token, ttl } = ticket;
-    const keys = lockKeys(this.options.prefix, key);
+    const keys = redisKeys(this.options.prefix, key);
     const waitFor = mode === 'try' ? 0 : Math.max(1, queueTtl);
     // A new service's connections may still be opening: nodeTimeout counts from when a node can answer,
     // so wait for them first, as a call on one server does: a call that may wait for half of its wait
@@ -213,7 +213,7 @@ export class QuorumLockStore implements LockStore {
     started: number,
   ): Promise<AcquireReply | undefined> {
     const { token, ttl } = ticket;
-    const keys = lockKeys(this.options.prefix, ticket.key);
+    const keys = redisKeys(this.options.prefix, ticket.key);
     const retention = Math.max(this.options.fenceRetention, ttl);
     const commits = await this.gather(
       (node) => node.commit(keys, token, fence, retention, ttl),
@@ -262,7 +262,7 @@ export class QuorumLockStore implements LockStore {
    * (restarted, evicted or deleted there) or taken by another caller.
    */
   async extend(ticket: LockTicket, ttl: number): Promise<ExtendOutcome> {
-    const keys = lockKeys(this.options.prefix, ticket.key);
+    const keys = redisKeys(this.options.prefix, ticket.key);
     // Nodes that lost the key (restarted empty, evicted) get it back while a majority still records the
     // holder: a rolling restart of the nodes then never takes the lease below a majority.
     let held = false;
@@ -291,7 +291,7 @@ export class QuorumLockStore implements LockStore {
   }
 
   async inspect(key: string): Promise<LockSnapshot> {
-    const keys = lockKeys(this.options.prefix, key);
+    const keys = redisKeys(this.options.prefix, key);
     const results = await this.gather((node) => node.inspect(keys));
     this.assertAnswered(results, key);
     const snapshots = results.flatMap((r) => (r?.ok ? [r.value] : []));
@@ -416,7 +416,7 @@ export class QuorumLockStore implements LockStore {
     only: readonly QuorumNode[] = this.nodes,
     fence = 0,
   ): Promise<number> {
-    const keys = lockKeys(this.options.prefix, ticket.key);
+    const keys = redisKeys(this.options.prefix, ticket.key);
     const retention = Math.max(this.options.fenceRetention, ticket.ttl);
     const results = await this.gather(
       (node) => node.release(keys, ticket.token, this.channelPrefix, leaving, fence, retention),

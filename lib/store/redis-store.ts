@@ -9,7 +9,7 @@
 import { connectionOf, type RedisClient } from '../clients';
 import { LockOptionsError } from '../errors/lock-options.error';
 import type { RedisConnection } from '../protocol/connection';
-import { lockKeys, wakeChannelPrefix } from '../protocol/keys';
+import { redisKeys, wakeChannelPrefix } from '../protocol/keys';
 import { scanLockKeys } from '../protocol/lock-scan';
 import { LockScripts, type ScriptContext } from '../protocol/lock-scripts';
 import type { ReplicaAck } from '../protocol/script-runner';
@@ -127,7 +127,7 @@ export class RedisLockStore implements LockStore {
     const fields = ticketFields(this.instanceId, ++this.sequence, key, ttl, claimWindow, member, kind);
     const ticket: RedisTicket = {
       ...fields,
-      keys: lockKeys(this.options.prefix, key),
+      keys: redisKeys(this.options.prefix, key),
       channelPrefix: this.channelPrefix,
       trustReceivers: this.trustReceivers,
       fenceRetention: this.options.fenceRetention,
@@ -176,7 +176,7 @@ export class RedisLockStore implements LockStore {
   }
 
   inspect(key: string): Promise<LockSnapshot> {
-    return this.scripts.inspect(lockKeys(this.options.prefix, key));
+    return this.scripts.inspect(redisKeys(this.options.prefix, key));
   }
 
   async list(limit: number, filter?: string): Promise<KeyList> {

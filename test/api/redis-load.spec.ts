@@ -3,7 +3,7 @@
 // bound the steps that do run: joining the queue, and a release that hands the lock on.
 import { describe, expect, it } from '@jest/globals';
 import { connectionOf } from '../../lib/clients';
-import { lockKeys } from '../../lib/protocol/keys';
+import { redisKeys } from '../../lib/protocol/keys';
 import { LockScripts, type ScriptContext } from '../../lib/protocol/lock-scripts';
 import type { LockTicket, WakeMessage } from '../../lib/store/lock-store';
 import { commandsIn, lockService, outcome, until } from '../support/lock-fixtures';
@@ -20,7 +20,7 @@ describe('Redis load of a contended lock', () => {
     const scripts = new LockScripts(connectionOf(server().client()), 5_000);
     const ctx = (token: string): ScriptContext & LockTicket => ({
       key: 'busy',
-      keys: lockKeys('lock:', 'busy'),
+      keys: redisKeys('lock:', 'busy'),
       token,
       ttl: 30_000,
       claimWindow: 2_000,

@@ -10,7 +10,7 @@ import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { type Lease, LockService, type LockServiceOptions, RedisLockModule } from '../../lib';
 import { DEFAULT_PREFIX } from '../../lib/options/service-options';
-import { lockKeys } from '../../lib/protocol/keys';
+import { redisKeys } from '../../lib/protocol/keys';
 import { poll, type SentinelGroup, startSentinelGroup } from '../support/redis-sentinel';
 import { adminOn, type RedisServer } from '../support/redis-server';
 
@@ -39,7 +39,7 @@ const role = async (server: RedisServer): Promise<string> =>
 async function masterHolding(group: SentinelGroup, key: string, lease: Lease): Promise<RedisServer> {
   const servers = [group.master, ...group.replicas];
   for (const server of servers) {
-    const owner = await server.admin((redis) => redis.get(lockKeys(DEFAULT_PREFIX, key).owner));
+    const owner = await server.admin((redis) => redis.get(redisKeys(DEFAULT_PREFIX, key).owner));
     if (owner === lease.token && (await role(server)) === 'master') return server;
   }
   throw new Error(`no master holds ${key} with the lease's token`);

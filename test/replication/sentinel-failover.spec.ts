@@ -15,7 +15,7 @@ import {
   RedisLockModule,
 } from '../../lib';
 import { DEFAULT_PREFIX } from '../../lib/options/service-options';
-import { lockKeys } from '../../lib/protocol/keys';
+import { redisKeys } from '../../lib/protocol/keys';
 import { abortedAt, outcome, until } from '../support/lock-fixtures';
 import { type SentinelGroup, type SentinelGroupOptions, startSentinelGroup } from '../support/redis-sentinel';
 import { useRedis } from '../support/redis-server';
@@ -57,7 +57,7 @@ const connected = (locks: LockService): Promise<unknown> =>
 const ownerOn = (group: SentinelGroup, port: number, key: string): Promise<string | null> => {
   const server = [group.master, ...group.replicas].find((candidate) => candidate.port === port);
   if (!server) throw new Error(`no server of the group listens on ${port}`);
-  return server.admin((redis) => redis.get(lockKeys(DEFAULT_PREFIX, key).owner));
+  return server.admin((redis) => redis.get(redisKeys(DEFAULT_PREFIX, key).owner));
 };
 
 /** Resolves with `promise`'s outcome, or 'hung' if it has not settled within `ms`. */
