@@ -1,5 +1,6 @@
 /** Options of RedisLockModule and of @Locked. */
 import type { RedisClient } from '../clients';
+import type { AcquireOptions, DeclaredOptionName } from '../options/call-options';
 import type { LockServiceOptions } from '../options/service-options';
 import type { LockBackend } from '../store/lock-store';
 import type { ServerRisk } from '../store/server-watch';
@@ -72,38 +73,12 @@ export interface RedisLockModuleExtras {
   httpErrors?: boolean;
 }
 
-/** Options of @Locked (and @LockedRoute). Unset values fall back to the module's `defaults`. */
-export interface LockedOptions {
-  /** Lease time to live, ms. */
-  ttl?: number;
-  /** How long to wait for the lock, ms; 0 tries once, `Infinity` waits without limit. */
-  waitTimeout?: number;
-  /** Renew the lease while the method runs. Default true. */
-  renew?: boolean;
-  /**
-   * Keep the lock at least this long after its grant, ms (0 to ttl), even when the method returns
-   * sooner. With `waitTimeout: 0, onTimeout: 'skip'` on a scheduled job, a little less than the
-   * schedule's period makes the job run once per tick across instances. Default: the module's `defaults`.
-   */
-  minHold?: number;
-  /**
-   * Stop renewing once the method has held the lock this long, ms (at least the ttl and minHold). A
-   * handler that hangs then loses the lock: its lease's signal aborts with LockLostError reason
-   * `max-hold`, and the next caller gets the lock within one ttl. Default: the module's `defaults`
-   * (none: Infinity).
-   */
-  maxHold?: number;
-  /**
-   * How many calls may hold the key at once across every instance: above 1 the key is a fair
-   * semaphore (`@Locked('export', { permits: 3 })`). Every caller of one key must give the same number.
-   * Default 1, the mutex.
-   */
-  permits?: number;
-  /**
-   * A read-write lock: `'read'` shares the key with other readers (`@Locked('doc:<0>', { mode: 'read' })`),
-   * `'write'` holds it alone. Every caller of a key read this way gives a mode. Default: none, a mutex.
-   */
-  mode?: 'read' | 'write';
+/**
+ * Options of @Locked (and @LockedRoute): the call options a declaration passes on to each call (`ttl`,
+ * `waitTimeout`, `renew`, `minHold`, `maxHold`, `permits`, `mode`, documented on AcquireOptions; unset
+ * ones fall back to the module's `defaults`), and those only a declaration has.
+ */
+export interface LockedOptions extends Pick<AcquireOptions, DeclaredOptionName> {
   /**
    * What happens when the lock is not granted in time: 'throw' (default) rejects with LockTimeoutError;
    * 'skip' returns undefined without running the method (for a job that must run on one instance only).

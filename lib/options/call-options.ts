@@ -187,8 +187,16 @@ type Checked<N extends CallOptionName> = ReturnType<(typeof CALL_OPTIONS)[N]['ch
 /** The values of one layer, each as its check returned it (undefined: not set in that layer). */
 type Layer = { -readonly [N in CallOptionName]?: Checked<N> };
 
-const namesWhere = (flag: 'defaults' | 'declared') =>
-  (Object.keys(CALL_OPTIONS) as CallOptionName[]).filter((name) => CALL_OPTIONS[name][flag]);
+type NamesWhere<F extends 'defaults' | 'declared'> = {
+  [N in CallOptionName]: (typeof CALL_OPTIONS)[N][F] extends true ? N : never;
+}[CallOptionName];
+/** The options a lock declaration (@Locked) passes on to every call it makes. */
+export type DeclaredOptionName = NamesWhere<'declared'>;
+
+const namesWhere = <F extends 'defaults' | 'declared'>(flag: F) =>
+  (Object.keys(CALL_OPTIONS) as CallOptionName[]).filter(
+    (name) => CALL_OPTIONS[name][flag],
+  ) as NamesWhere<F>[];
 
 /** The options a service's `defaults` may set. */
 export const DEFAULT_OPTION_NAMES: readonly string[] = namesWhere('defaults');
@@ -196,15 +204,7 @@ export const DEFAULT_OPTION_NAMES: readonly string[] = namesWhere('defaults');
  * The options a lock declaration (@Locked) passes on to every call it makes, as they are: one list, so
  * that the decorator accepts, the start-up check validates and the interceptor passes the same ones.
  */
-export const DECLARED_OPTION_NAMES = namesWhere('declared') as readonly (
-  | 'ttl'
-  | 'waitTimeout'
-  | 'renew'
-  | 'minHold'
-  | 'maxHold'
-  | 'permits'
-  | 'mode'
-)[];
+export const DECLARED_OPTION_NAMES: readonly DeclaredOptionName[] = namesWhere('declared');
 const CALL_OPTION_NAMES: readonly string[] = Object.keys(CALL_OPTIONS);
 /** Call options renamed before 1.0, with what to write instead: refused with that, never ignored. */
 const RENAMED: Readonly<Record<string, string>> = {
@@ -362,7 +362,8 @@ export function checkDeclaredOptions(options: object): void {
 }
 
 /** The options of `declared` that every call of a lock declaration passes on (DECLARED_OPTION_NAMES). */
-export function declaredOptions(declared: AcquireOptions): AcquireOptions {
-  const { ttl, waitTimeout, renew, minHold, maxHold, permits, mode } = declared;
-  return { ttl, waitTimeout, renew, minHold, maxHold, permits, mode };
+export function declaredOptions(declared: AcquireOptions): Pick<AcquireOptions, DeclaredOptionName> {
+  const passed: Record<string, unknown> = {};
+  for (const name of DECLARED_OPTION_NAMES) passed[name] = declared[name];
+  return passed;
 }

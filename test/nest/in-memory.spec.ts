@@ -70,7 +70,7 @@ describe('overriding the lock service in a Nest test', () => {
         {
           key: 'order:7',
           // The declaration's template names the lock in metrics and spans.
-          options: { ttl: 5_000, waitTimeout: 100, renew: undefined, minHold: undefined, name: 'order:<0>' },
+          options: { ttl: 5_000, waitTimeout: 100, renew: undefined, minHold: undefined, label: 'order:<0>' },
         },
       ]);
       // Nothing reached the real Redis.
