@@ -25,7 +25,12 @@ export interface AcquireOptions {
    * renewing. Short leases are fine: with `renew` they are extended every ttl/3. Default 30 000.
    */
   ttl?: number;
-  /** Extend the lease every ttl/3 while it is held. Default true inside `using` and `@Locked`, false for `acquire`. */
+  /**
+   * Who extends the lease: `true`, this library, every ttl/3 while it is held; `false`, you
+   * (`lease.extend()`) or nobody, and then the lease ends at its ttl (LockLostError reason
+   * `ttl-elapsed`). Either way `maxHold` caps the hold. Default true inside `using` and `@Locked`, false
+   * for `acquire`.
+   */
   renew?: boolean;
   /** How long to wait for the lock, in ms; 0 tries once, `Infinity` waits without limit. Default 10 000. */
   waitTimeout?: number;
@@ -37,8 +42,9 @@ export interface AcquireOptions {
    */
   minHold?: number;
   /**
-   * Stop renewing once the lease has been held this long, in ms (at least the ttl and minHold; Infinity
-   * for no cap). A holder that hangs (a call to a dead partner with no timeout) then loses the lock
+   * End the hold once the lease has been held this long, in ms (at least the ttl and minHold; Infinity
+   * for no cap), however it was extended: no renewal is sent after it, and `extend()` throws
+   * LockNotHeldError. A holder that hangs (a call to a dead partner with no timeout) then loses the lock
    * instead of keeping it for as long as its process lives: at maxHold its `signal` aborts with
    * LockLostError reason `max-hold`, and the lock expires in Redis within one ttl unless released first,
    * when the next waiter is served. Default: none (Infinity).

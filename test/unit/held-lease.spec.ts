@@ -47,6 +47,21 @@ describe('HeldLease on the memory store', () => {
     await next?.release();
   });
 
+  it('maxHold caps a lease extended by hand too: extend() after it throws LockNotHeldError', async () => {
+    const locks = engine();
+    const lease = await locks.takeOne('k', call({ ttl: 300, maxHold: 600, renew: false }));
+    // Extended by its holder well within each ttl, so only maxHold can end it.
+    const extending = setInterval(() => lease?.extend().catch(() => {}), 100);
+    try {
+      await new Promise((resolve) => lease?.signal.addEventListener('abort', resolve));
+    } finally {
+      clearInterval(extending);
+    }
+    expect(lease?.lossReason?.reason).toBe('max-hold');
+    await expect(lease?.extend()).rejects.toBeInstanceOf(LockNotHeldError);
+    await lease?.release().catch(() => {});
+  });
+
   it('minHold keeps a lock released early held until minHold after its grant', async () => {
     const locks = engine();
     // Taken before the call: the grant, and minHold with it, starts no sooner.
