@@ -106,7 +106,6 @@ export class Waiter<T> {
    */
   private late = false;
   private onQueued: (() => void) | undefined;
-  private readonly signal: AbortSignal | undefined;
 
   constructor(
     private readonly host: WaiterHost<T>,
@@ -116,8 +115,8 @@ export class Waiter<T> {
     readonly call: EngineCall,
   ) {
     this.deadline = started + call.options.waitTimeout;
-    this.signal = call.options.signal;
-    if (this.signal) this.onAbort = () => this.fail(new LockAbortedError(this.key, this.signal?.reason));
+    const { signal } = call.options;
+    if (signal) this.onAbort = () => this.fail(new LockAbortedError(this.key, signal.reason));
     this.done = new Promise<T>((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
@@ -144,9 +143,10 @@ export class Waiter<T> {
     this.onQueued = onQueued;
     this.host.register(this);
     this.arm();
-    if (this.signal && this.onAbort) {
-      this.signal.addEventListener('abort', this.onAbort, { once: true });
-      if (this.signal.aborted) {
+    const { signal } = this.call.options;
+    if (signal && this.onAbort) {
+      signal.addEventListener('abort', this.onAbort, { once: true });
+      if (signal.aborted) {
         this.onAbort();
         return this.done;
       }
@@ -405,7 +405,7 @@ export class Waiter<T> {
     this.settled = true;
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.signal && this.onAbort) this.signal.removeEventListener('abort', this.onAbort);
+    if (this.onAbort) this.call.options.signal?.removeEventListener('abort', this.onAbort);
     this.host.unregister(this);
     return true;
   }

@@ -243,18 +243,21 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
   const replicas = value('replicas');
   const telemetry = value('telemetry');
   const { ttl } = defaults;
-  if (nodeTimeout * 3 > ttl) {
+  // Both waits come out of a lease: a grant must still be valid after them.
+  const atMostAThird = (name: string, ms: number, why: string) => {
+    if (ms * 3 <= ttl) return;
     throw new LockOptionsError(
-      `nodeTimeout (${nodeTimeout} ms) must be at most a third of defaults.ttl (${ttl} ms): a grant takes two ` +
-        'rounds to the nodes and must still be valid after them. Lower nodeTimeout or raise defaults.ttl.',
+      `${name} (${ms} ms) must be at most a third of defaults.ttl (${ttl} ms): ${why}. Lower ${name} or ` +
+        'raise defaults.ttl.',
     );
-  }
-  if (replicas && replicas.timeout * 3 > ttl) {
-    throw new LockOptionsError(
-      `replicas.timeout (${replicas.timeout} ms) must be at most a third of defaults.ttl (${ttl} ms): the wait for ` +
-        'replicas comes out of the lease. Lower replicas.timeout or raise defaults.ttl.',
-    );
-  }
+  };
+  atMostAThird(
+    'nodeTimeout',
+    nodeTimeout,
+    'a grant takes two rounds to the nodes and must still be valid after them',
+  );
+  if (replicas)
+    atMostAThird('replicas.timeout', replicas.timeout, 'the wait for replicas comes out of the lease');
   return {
     prefix,
     instanceName,

@@ -5,6 +5,7 @@ import { type EngineCall, engineCall } from '../../lib/engine/call';
 import { LockEngine } from '../../lib/engine/lock-engine';
 import { type AcquireOptions, resolveAcquireOptions } from '../../lib/options/call-options';
 import { type LockServiceOptions, resolveServiceOptions } from '../../lib/options/service-options';
+import type { LockBackend, LockStore } from '../../lib/store/lock-store';
 import { MemoryLockBackend } from '../../lib/store/memory-store';
 
 const open: LockEngine[] = [];
@@ -18,6 +19,22 @@ export function engine(options?: LockServiceOptions, backend = new MemoryLockBac
   const made = new LockEngine({ kind: 'backend', backend }, resolveServiceOptions(options));
   open.push(made);
   return made;
+}
+
+/**
+ * A backend whose stores are `memory`'s with some calls replaced (`wrap` receives the real store and
+ * returns the replacements), to hold back or fail one reply; engines on `memory` itself see the same locks.
+ */
+export function wrappedBackend(
+  memory: MemoryLockBackend,
+  wrap: (store: LockStore) => Partial<LockStore>,
+): LockBackend {
+  return {
+    openStore: (handlers, name) => {
+      const store = memory.openStore(handlers, name);
+      return Object.assign(Object.create(store) as LockStore, wrap(store));
+    },
+  };
 }
 
 /** A call as LockService would make it (`using` defaults: renewed), with no telemetry listening. */

@@ -11,10 +11,9 @@ import { LockServiceClosedError } from '../../lib/errors/lock-service-closed.err
 import { LockTimeoutError } from '../../lib/errors/lock-timeout.error';
 import type { AcquireOptions } from '../../lib/options/call-options';
 import { resolveServiceOptions } from '../../lib/options/service-options';
-import type { WakeHandlers } from '../../lib/store/lock-store';
 import { MemoryLockBackend } from '../../lib/store/memory-store';
 import { deferred } from '../support/deferred';
-import { call, engine } from './engine-fixtures';
+import { call, engine, wrappedBackend } from './engine-fixtures';
 
 function waiter(locks: LockEngine, key: string, options?: AcquireOptions): Waiter<HeldLease> {
   const made = call(options);
@@ -78,25 +77,20 @@ describe('a grant that reaches a waiter after it gave up', () => {
     // The store runs each call at once; the first reply is held back past the waiter's deadline (a
     // client reconnecting), and the cancel fails (Redis unreachable as the waiter gives up).
     const held = deferred();
-    const backend = {
-      openStore: (handlers: WakeHandlers, name?: string) => {
-        const store = memory.openStore(handlers, name);
-        let first = true;
-        return Object.assign(Object.create(store) as typeof store, {
-          acquire: async (...args: Parameters<typeof store.acquire>) => {
-            const reply = await store.acquire(...args);
-            if (first) {
-              first = false;
-              await held.promise;
-            }
-            return reply;
-          },
-          cancel: async () => {
-            throw new Error('connection is reconnecting');
-          },
-        });
+    let first = true;
+    const backend = wrappedBackend(memory, (store) => ({
+      acquire: async (...args) => {
+        const reply = await store.acquire(...args);
+        if (first) {
+          first = false;
+          await held.promise;
+        }
+        return reply;
       },
-    };
+      cancel: async () => {
+        throw new Error('connection is reconnecting');
+      },
+    }));
     const locks = new LockEngine({ kind: 'backend', backend }, resolveServiceOptions({}));
     const observer = engine({}, memory);
     await expect(locks.takeOne('k', call({ waitTimeout: 30 }))).rejects.toBeInstanceOf(LockTimeoutError);
@@ -113,17 +107,12 @@ describe('a grant that reaches a waiter after it gave up', () => {
     const memory = new MemoryLockBackend();
     // The re-check (mode `wait`) reaches the store only when the test opens the gate: after the push.
     const gate = deferred();
-    const backend = {
-      openStore: (handlers: WakeHandlers, name?: string) => {
-        const store = memory.openStore(handlers, name);
-        return Object.assign(Object.create(store) as typeof store, {
-          acquire: async (...args: Parameters<typeof store.acquire>) => {
-            if (args[1] === 'wait') await gate.promise;
-            return store.acquire(...args);
-          },
-        });
+    const backend = wrappedBackend(memory, (store) => ({
+      acquire: async (...args) => {
+        if (args[1] === 'wait') await gate.promise;
+        return store.acquire(...args);
       },
-    };
+    }));
     const locks = new LockEngine({ kind: 'backend', backend }, resolveServiceOptions({}));
     const observer = engine({}, memory);
     const holder = await observer.takeOne('k', call());
