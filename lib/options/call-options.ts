@@ -257,8 +257,7 @@ function readLayer(
   // A misspelt option (timeout for waitTimeout) would otherwise be ignored without a word.
   if (given !== undefined) {
     for (const [old, now] of Object.entries(RENAMED)) {
-      if (Object.hasOwn(o, old))
-        throw new LockOptionsError(`The ${what} option "${old}" was renamed: ${now}.`);
+      if (Object.hasOwn(o, old)) throw new LockOptionsError(`In ${what}, "${old}" was renamed: ${now}.`);
     }
     checkKnownKeys(o, known, what);
   }

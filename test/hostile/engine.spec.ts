@@ -587,7 +587,7 @@ const syncRows: Row<Engine>[] = [
       [
         'name, renamed label',
         { name: 'order' },
-        /The lock options option "name" was renamed: it is now label \(label: 'order'\)/,
+        /In lock options, "name" was renamed: it is now label \(label: 'order'\)/,
       ],
     ] as const
   ).map(
