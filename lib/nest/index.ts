@@ -25,6 +25,8 @@ export {
   getRedisLockHealthToken,
 } from './redis-lock.tokens';
 export type {
+  ClosedRequests,
+  KeyScope,
   LockedKeyWarning,
   LockedKeyWarningCode,
   LockedOptions,
@@ -32,3 +34,4 @@ export type {
   RedisLockModuleExtras,
   RedisLockModuleOptions,
 } from './redis-lock-options.interface';
+export { RequestClosedError } from './request-scope';

@@ -11,16 +11,18 @@ import {
   type CallHandler,
   ConflictException,
   type ExecutionContext,
-  type HttpException,
+  HttpException,
   type HttpServer,
   type NestInterceptor,
   ServiceUnavailableException,
 } from '@nestjs/common';
 import type { HttpAdapterHost } from '@nestjs/core';
 import { catchError, type Observable, throwError } from 'rxjs';
+import { LockAbortedError } from '../errors/lock-aborted.error';
 import { LockKeyError } from '../errors/lock-key.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { RequestClosedError } from './request-scope';
 
 /** The HTTP exception for a lock error, or undefined for any other error (left as it is). */
 export function httpExceptionFor(error: unknown): HttpException | undefined {
@@ -58,6 +60,20 @@ export function httpExceptionFor(error: unknown): HttpException | undefined {
           error.detail ?? 'a value it is made of is missing or invalid.'
         }`,
       },
+      { cause: error },
+    );
+  }
+  if (error instanceof LockAbortedError && error.cause instanceof RequestClosedError) {
+    // Nobody reads it: a 4xx keeps Nest from logging each departure as a server error. 499 is the
+    // status proxies (nginx) log for a client that closed its request.
+    return new HttpException(
+      {
+        statusCode: 499,
+        error: 'Client Closed Request',
+        code: error.code,
+        message: 'The client closed the request while it waited for its lock; nothing ran for it.',
+      },
+      499,
       { cause: error },
     );
   }

@@ -3,7 +3,8 @@
  * @Locked method delegates here (the instance is injected into the decorated class), and it is also a
  * Nest interceptor for routes marked with @LockedRoute. Sync and Promise results give a Promise;
  * Observable results give an Observable that takes the lock on subscribe and holds it until it
- * completes, errors or is unsubscribed.
+ * completes, errors or is unsubscribed. A call made for an HTTP request whose client has gone stops
+ * waiting, and never starts on a lock granted after that (lib/nest/request-scope.ts).
  */
 import {
   type CallHandler,
@@ -14,12 +15,14 @@ import {
   Optional,
 } from '@nestjs/common';
 import { isObservable, Observable, of } from 'rxjs';
+import { LockAbortedError } from '../errors/lock-aborted.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { type LockKeys, LockService, USING_SKIPPABLE } from '../lock.service';
 import { declaredOptions } from '../options/call-options';
 import { prefixed, scopePrefix } from './key-scope';
 import { LOCKED_ROUTE_METADATA } from './redis-lock.constants';
-import type { KeyScope, LockedSpec } from './redis-lock-options.interface';
+import type { ClosedRequests, KeyScope, LockedSpec } from './redis-lock-options.interface';
+import { currentRequestSignal, requestSignal, withinRequest } from './request-scope';
 
 /**
  * What @Locked methods call on their lock service: all a hand-written fake given to
@@ -27,8 +30,9 @@ import type { KeyScope, LockedSpec } from './redis-lock-options.interface';
  */
 export type LockedMethodRunner = Pick<LockService, 'using'>;
 
-/** Never provided: the module passes its `scope` itself, and a LockInterceptor made elsewhere has none. */
+/** Never provided: the module passes its options itself, and a LockInterceptor made elsewhere has none. */
 const MODULE_SCOPE = 'nestjs-redis-lock: the module option scope';
+const MODULE_CLOSED_REQUESTS = 'nestjs-redis-lock: the module option closedRequests';
 
 @Injectable()
 export class LockInterceptor implements NestInterceptor {
@@ -36,6 +40,10 @@ export class LockInterceptor implements NestInterceptor {
     @Inject(LockService) readonly locks: LockService,
     /** The module's `scope`: what every key is prefixed with unless the decorator says otherwise. */
     @Optional() @Inject(MODULE_SCOPE) private readonly scope: KeyScope = false,
+    /** The module's `closedRequests`: 'ignore' leaves a call waiting after its client has gone. */
+    @Optional()
+    @Inject(MODULE_CLOSED_REQUESTS)
+    private readonly closedRequests: ClosedRequests = 'locked-routes',
   ) {}
 
   /**
@@ -43,15 +51,23 @@ export class LockInterceptor implements NestInterceptor {
    * method declares one, else a Promise of its result (undefined when skipped on timeout).
    */
   run(spec: LockedSpec, self: unknown, args: unknown[], method: (...a: unknown[]) => unknown): unknown {
-    if (spec.observable) return this.observe(spec, args, () => method.apply(self, args));
-    return this.call(spec, args, () => method.apply(self, args));
+    const request = this.closedRequests === 'ignore' ? undefined : currentRequestSignal();
+    if (spec.observable) return this.observe(spec, args, () => method.apply(self, args), false, request);
+    return this.call(spec, args, () => method.apply(self, args), request);
   }
 
-  /** As a Nest interceptor: the route's @LockedRoute key resolves against the handler's raw arguments. */
+  /**
+   * As a Nest interceptor: the route's @LockedRoute key resolves against the handler's raw arguments.
+   * The rest of the request runs in its scope, so @Locked methods it reaches see its client leave too.
+   */
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const spec = Reflect.getMetadata(LOCKED_ROUTE_METADATA, context.getHandler()) as LockedSpec | undefined;
     if (!spec) return next.handle();
-    return this.observe(spec, context.getArgs(), () => next.handle(), true);
+    const request = this.closedRequests === 'ignore' ? undefined : requestSignal(context);
+    const locked = {
+      handle: () => this.observe(spec, context.getArgs(), () => next.handle(), true, request),
+    };
+    return request ? withinRequest(context, locked) : locked.handle();
   }
 
   /** The lock key(s) of one call: the spec's, resolved from the arguments, with its scope in front. */
@@ -66,23 +82,35 @@ export class LockInterceptor implements NestInterceptor {
    */
   private hold<T>(spec: LockedSpec, key: LockKeys, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     const options = { ...declaredOptions(spec.options), label: spec.label, signal };
+    // A grant can reach the call in the same turn as the abort: the work must not start for nobody.
+    const start = signal ? () => (signal.aborted ? Promise.reject(abortedFor(key, signal)) : fn()) : fn;
     return spec.options.onTimeout === 'skip'
-      ? this.locks[USING_SKIPPABLE](key, fn, options)
-      : this.locks.using(key, fn, options);
+      ? this.locks[USING_SKIPPABLE](key, start, options)
+      : this.locks.using(key, start, options);
   }
 
-  private async call(spec: LockedSpec, args: unknown[], invoke: () => unknown): Promise<unknown> {
+  private async call(
+    spec: LockedSpec,
+    args: unknown[],
+    invoke: () => unknown,
+    request: AbortSignal | undefined,
+  ): Promise<unknown> {
     const key = this.keyOf(spec, args);
     // 'skip' is about this lock only: a LockTimeoutError from a lock the method itself takes must reach
     // the caller, not pass for a skip after the method has (partly) run.
     let started = false;
     try {
-      return await this.hold(spec, key, async () => {
-        started = true;
-        const result = invoke();
-        // An Observable the method did not declare: run it to completion under the lock.
-        return isObservable(result) ? lastValue(result) : result;
-      });
+      return await this.hold(
+        spec,
+        key,
+        async () => {
+          started = true;
+          const result = invoke();
+          // An Observable the method did not declare: run it to completion under the lock.
+          return isObservable(result) ? lastValue(result) : result;
+        },
+        request,
+      );
     } catch (error) {
       if (skipped(spec, error, started)) return undefined;
       throw error;
@@ -98,11 +126,13 @@ export class LockInterceptor implements NestInterceptor {
     spec: LockedSpec,
     args: unknown[],
     invoke: () => unknown,
-    answers = false,
+    answers: boolean,
+    request: AbortSignal | undefined,
   ): Observable<unknown> {
     return new Observable<unknown>((subscriber) => {
       // Unsubscribing while still waiting aborts the wait; while holding, it ends the hold.
       const abort = new AbortController();
+      const signal = request ? AbortSignal.any([abort.signal, request]) : abort.signal;
       let finish: (() => void) | undefined;
       let inner: { unsubscribe(): void } | undefined;
       let started = false;
@@ -132,7 +162,7 @@ export class LockInterceptor implements NestInterceptor {
             // synchronously): the teardown ran before `inner` was set, so end the source here.
             if (subscriber.closed) inner.unsubscribe();
           }),
-        abort.signal,
+        signal,
       ).then(
         () => subscriber.complete(),
         (error: unknown) => {
@@ -149,6 +179,11 @@ export class LockInterceptor implements NestInterceptor {
       };
     });
   }
+}
+
+/** What a call whose signal aborted between its grant and its start rejects with. */
+function abortedFor(key: LockKeys, signal: AbortSignal): LockAbortedError {
+  return new LockAbortedError(typeof key === 'string' ? key : key.join(', '), signal.reason);
 }
 
 /** Whether `error` means this call's own lock was busy and its spec says to skip (the method never ran). */

@@ -6,7 +6,7 @@
  * the function's name and every metadata key, above or below route, pipe and Swagger decorators.
  */
 import 'reflect-metadata';
-import { Inject, SetMetadata } from '@nestjs/common';
+import { Inject, SetMetadata, UseInterceptors } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { checkDeclaredOptions, DECLARED_OPTION_NAMES } from '../options/call-options';
@@ -21,6 +21,7 @@ import type { LockInterceptor } from './lock.interceptor';
 import { LOCKED_METADATA, LOCKED_ROUTE_METADATA } from './redis-lock.constants';
 import { getLockInterceptorToken, interceptorProperty } from './redis-lock.tokens';
 import type { LockedOptions, LockedSpec } from './redis-lock-options.interface';
+import { REQUEST_SCOPE } from './request-scope';
 
 const OPTION_NAMES = new Set<string>([
   ...DECLARED_OPTION_NAMES,
@@ -139,6 +140,8 @@ export function Locked(key: LockKeyTemplate, options: LockedOptions = {}): Metho
     copyIdentity(original as Method, wrapper);
     Reflect.defineMetadata(LOCKED_METADATA, spec, wrapper);
     descriptor.value = wrapper as never;
+    // When the method is a route's handler, it runs in its request's scope (ignored anywhere else).
+    UseInterceptors(REQUEST_SCOPE)(target, propertyKey, descriptor);
     return descriptor;
   };
 }

@@ -51,7 +51,7 @@ const RENAMED: Readonly<Record<string, string>> = {
   clients: "give the quorum's clients as client, an array (client: [a, b, c])",
 };
 /** Extras shape the module itself: they go beside the options, never inside what a factory returns. */
-const EXTRAS = ['isGlobal', 'name', 'httpErrors'];
+const EXTRAS = ['isGlobal', 'name', 'httpErrors', 'closedRequests'];
 
 /** Where the locks live: a store given as is (never closed), or connections the module opens (and closes). */
 export type ModuleConnection =

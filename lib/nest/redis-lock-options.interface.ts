@@ -57,6 +57,9 @@ export interface RedisLockModuleOptions extends LockServiceOptions {
   onWarning?: (warning: LockWarning) => void;
 }
 
+/** Whose closed requests end their locked calls' waits: see `closedRequests`. */
+export type ClosedRequests = 'locked-routes' | 'all-routes' | 'ignore';
+
 /** Set at `forRoot` / `forRootAsync` level, beside the options (they shape the module itself). */
 export interface RedisLockModuleExtras {
   /** Register the module globally, so every module can inject LockService. Default true. */
@@ -71,6 +74,15 @@ export interface RedisLockModuleExtras {
    * both with `Retry-After`. Outside HTTP the typed error propagates. Default true.
    */
   httpErrors?: boolean;
+  /**
+   * Which locked calls stop waiting when the HTTP client they serve closes its connection before the
+   * response is written (they reject with LockAbortedError, answered 499, and a lock granted after
+   * that runs nothing): `'locked-routes'` (default), those of a route whose handler is a @Locked or
+   * @LockedRoute method and what it calls; `'all-routes'`, those made for any request (a @Locked
+   * service method reached from a controller with no lock), at a cost on Node 20 (docs/nest.md);
+   * `'ignore'`, none.
+   */
+  closedRequests?: ClosedRequests;
 }
 
 /**

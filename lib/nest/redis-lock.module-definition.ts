@@ -1,7 +1,7 @@
 /**
  * The module definitions, built with ConfigurableModuleBuilder: `forRoot(options)` and
  * `forRootAsync({ imports, inject, useFactory | useClass | useExisting })`, plus the extras `isGlobal`
- * (default true), `name` and `httpErrors`. Each configuration gets its own providers; a named one
+ * (default true), `name`, `httpErrors` and `closedRequests`. Each configuration gets its own providers; a named one
  * exports them under named tokens so several can coexist in one application.
  */
 import { ConfigurableModuleBuilder, type DynamicModule, type Provider } from '@nestjs/common';
@@ -29,7 +29,12 @@ import {
   getLockServiceToken,
   getRedisLockHealthToken,
 } from './redis-lock.tokens';
-import type { RedisLockModuleExtras, RedisLockModuleOptions } from './redis-lock-options.interface';
+import type {
+  ClosedRequests,
+  RedisLockModuleExtras,
+  RedisLockModuleOptions,
+} from './redis-lock-options.interface';
+import { REQUEST_SCOPE } from './request-scope';
 
 /** Which module a definition is for: names its messages, picks the store, owns an options token. */
 interface ModuleKind extends ContextKind {
@@ -49,7 +54,7 @@ export function defineLockModule<O extends object>(kind: ModuleKind) {
     .setFactoryMethodName('createRedisLockOptions')
     // `name` is listed (undefined by default) so that forRoot() keeps it out of the lock options too.
     .setExtras<RedisLockModuleExtras>(
-      { isGlobal: true, httpErrors: true, name: undefined },
+      { isGlobal: true, httpErrors: true, name: undefined, closedRequests: 'locked-routes' },
       (definition, extras) => addProviders(definition, extras, kind),
     )
     .build();
@@ -122,6 +127,8 @@ export const {
   ConfigurableModuleClass,
 } = redisLock;
 
+const CLOSED_REQUESTS: readonly ClosedRequests[] = ['locked-routes', 'all-routes', 'ignore'];
+
 function addProviders(
   definition: DynamicModule,
   extras: RedisLockModuleExtras,
@@ -139,6 +146,14 @@ function addProviders(
         `${kind.label}: ${flag} must be true or false, got ${describeValue(extras[flag])}.`,
       );
     }
+  }
+  const closedRequests = extras.closedRequests ?? 'locked-routes';
+  if (!CLOSED_REQUESTS.includes(closedRequests)) {
+    throw new LockOptionsError(
+      `${kind.label}: closedRequests must be 'locked-routes' (a @Locked or @LockedRoute handler stops waiting ` +
+        "when its client leaves), 'all-routes' (a @Locked call made for any request does) or 'ignore', got " +
+        `${describeValue(closedRequests)}.`,
+    );
   }
   const serviceToken = getLockServiceToken(name);
   const interceptorToken = getLockInterceptorToken(name);
@@ -167,7 +182,8 @@ function addProviders(
       // LockService) (or a named configuration's token) is what @Locked methods use too.
       provide: interceptorToken,
       inject: [serviceToken, RedisLockContext],
-      useFactory: (service: LockService, c: RedisLockContext) => new LockInterceptor(service, c.scope),
+      useFactory: (service: LockService, c: RedisLockContext) =>
+        new LockInterceptor(service, c.scope, closedRequests),
     },
     {
       provide: healthToken,
@@ -181,6 +197,10 @@ function addProviders(
         new LockedMethodsChecker(discovery, c.service, name, c.warn, c.scope),
     },
   ];
+  // Every request in the scope that carries its signal, so that @Locked service methods reached from
+  // routes with no lock see their client leave: Node 20 then pays for an enabled AsyncLocalStorage on
+  // every request (docs/nest.md says how much), hence not the default.
+  if (closedRequests === 'all-routes') providers.push({ provide: APP_INTERCEPTOR, useValue: REQUEST_SCOPE });
   if (extras.httpErrors !== false) {
     // Lock errors become HttpExceptions before any filter (the app's own catch-all included) sees them:
     // where Nest hands the error to its filters, at no cost to requests that succeed; or, on a Nest

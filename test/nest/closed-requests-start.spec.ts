@@ -1,0 +1,87 @@
+// The check between a grant and the start of the work, made deterministic: the client's connection
+// closes in the very turn its waiter is granted (the telemetry event of the grant closes it), so the
+// waiter has no chance to leave the line first. The method must not run, the call rejects with
+// LockAbortedError caused by RequestClosedError, and the lock is free for the next caller. The request
+// is a stand-in with the two things read from a Node request (its socket and its response's close);
+// test/nest/closed-requests.spec.ts closes real connections over Express and Fastify.
+import { EventEmitter } from 'node:events';
+import { describe, expect, it } from '@jest/globals';
+import type { CallHandler, ExecutionContext } from '@nestjs/common';
+import { lastValueFrom, Observable } from 'rxjs';
+import { LockAbortedError, Locked, LockInterceptor, LockService, lockErrorResponse } from '../../lib';
+import { interceptorProperty } from '../../lib/nest/redis-lock.tokens';
+import { RequestClosedError, withinRequest } from '../../lib/nest/request-scope';
+
+class Response extends EventEmitter {
+  writableFinished = false;
+  destroyed = false;
+}
+
+function httpContext(response: Response): ExecutionContext {
+  const request = { socket: { destroyed: false } };
+  return {
+    getType: () => 'http',
+    switchToHttp: () => ({
+      getRequest: () => request,
+      getResponse: () => response,
+      getNext: () => undefined,
+    }),
+  } as unknown as ExecutionContext;
+}
+
+describe('a grant that reaches a request whose client left in the same turn', () => {
+  it('runs nothing: the call rejects with LockAbortedError (RequestClosedError) and the lock is free', async () => {
+    const response = new Response();
+    const ran: string[] = [];
+    const locks = LockService.inMemory({
+      telemetry: {
+        onEvent: (event) => {
+          // The grant of the request's call, not the holder's: the connection closes right then.
+          if (event.kind === 'granted' && event.name === 'order:<0>') response.emit('close');
+        },
+      },
+    });
+    class Orders {
+      @Locked('order:<0>')
+      async pay(id: string): Promise<string> {
+        ran.push(id);
+        return 'paid';
+      }
+    }
+    const orders = new Orders() as Orders & Record<symbol, unknown>;
+    orders[interceptorProperty()] = new LockInterceptor(locks);
+    const holder = await locks.acquire('order:1');
+    const handler: CallHandler = {
+      handle: () =>
+        new Observable(
+          (s) =>
+            void orders.pay('1').then(
+              (value) => {
+                s.next(value);
+                s.complete();
+              },
+              (error: unknown) => s.error(error),
+            ),
+        ),
+    };
+    const answered = lastValueFrom(withinRequest(httpContext(response), handler)).catch(
+      (error: unknown) => error,
+    );
+    await holder.release();
+    const error = await answered;
+    expect(error).toBeInstanceOf(LockAbortedError);
+    expect((error as LockAbortedError).cause).toBeInstanceOf(RequestClosedError);
+    expect(ran).toEqual([]);
+    const next = await locks.tryAcquire('order:1');
+    expect(next?.fence).toBeGreaterThan(holder.fence);
+    await next?.release();
+    await locks.close();
+  });
+
+  it('answers 499 (Client Closed Request), which Nest does not log as a server error, with no Retry-After', () => {
+    const response = lockErrorResponse(new LockAbortedError('order:1', new RequestClosedError()));
+    expect(response).toMatchObject({ status: 499, body: { code: 'LOCK_ABORTED' }, headers: {} });
+    // A caller's own signal is the application's business: no HTTP answer is made up for it.
+    expect(lockErrorResponse(new LockAbortedError('order:1', new Error('shutting down')))).toBeUndefined();
+  });
+});

@@ -1,0 +1,179 @@
+// A client that gives up while its request waits for a lock, over real HTTP on Express and Fastify: the
+// request's waiter leaves the line when the connection closes (not at its waitTimeout), and nothing runs
+// for it once the holder lets go. For a @Locked handler and a @LockedRoute by default; for a @Locked
+// service method reached from a route with no lock of its own (after an await) with closedRequests
+// 'all-routes'. Where the module is told not to follow requests, the body runs for nobody, as before.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { Controller, type INestApplication, Injectable, Param, Post, UseInterceptors } from '@nestjs/common';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { Test } from '@nestjs/testing';
+import {
+  Locked,
+  LockedRoute,
+  LockInterceptor,
+  LockService,
+  RedisLockModule,
+  type RedisLockModuleExtras,
+} from '../../lib';
+import { until } from '../support/lock-fixtures';
+import { useRedis } from '../support/redis-server';
+
+const server = useRedis();
+const apps: INestApplication[] = [];
+
+afterEach(async () => {
+  await Promise.all(apps.splice(0).map((app) => app.close().catch(() => {})));
+});
+
+/** Bodies that ran, by route: a body that runs after its client left is the waste this prevents. */
+const ran: string[] = [];
+
+@Injectable()
+class Stock {
+  @Locked('stock:<0>')
+  async reserve(id: string): Promise<string> {
+    ran.push(`service ${id}`);
+    return 'reserved';
+  }
+}
+
+@Controller('orders')
+class Orders {
+  constructor(private readonly stock: Stock) {}
+
+  @Post(':id/pay')
+  @Locked('order:<0>')
+  async pay(@Param('id') id: string): Promise<string> {
+    ran.push(`handler ${id}`);
+    return 'paid';
+  }
+
+  @Post(':id/ship')
+  @UseInterceptors(LockInterceptor)
+  @LockedRoute('shipment:<0.params.id>')
+  async ship(@Param('id') id: string): Promise<string> {
+    ran.push(`route ${id}`);
+    return 'shipped';
+  }
+
+  /** No lock of its own: the service's @Locked method is reached after an await. */
+  @Post(':id/reserve')
+  async reserve(@Param('id') id: string): Promise<string> {
+    await new Promise((resolve) => setImmediate(resolve));
+    return this.stock.reserve(id);
+  }
+}
+
+type Platform = 'express' | 'fastify';
+
+async function start(platform: Platform, extras: Partial<RedisLockModuleExtras> = {}) {
+  const ref = await Test.createTestingModule({
+    // Waits far longer than the test: a waiter gone before its end left because its client did.
+    imports: [RedisLockModule.forRoot({ url: server().url, defaults: { waitTimeout: 120_000 }, ...extras })],
+    controllers: [Orders],
+    providers: [Stock],
+  }).compile();
+  const app =
+    platform === 'fastify'
+      ? ref.createNestApplication(new FastifyAdapter(), { logger: false })
+      : ref.createNestApplication({ logger: false });
+  apps.push(app);
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as AddressInfo;
+  return { locks: app.get(LockService), port };
+}
+
+/** A POST whose client gives up when told to (its socket is destroyed, as a client timeout does). */
+function post(port: number, path: string): { giveUp: () => void; settled: Promise<unknown> } {
+  const request = http.request({ host: '127.0.0.1', port, path, method: 'POST' });
+  const settled = new Promise((resolve) => {
+    request.on('response', resolve);
+    request.on('error', resolve);
+  });
+  request.end();
+  return { giveUp: () => request.destroy(), settled };
+}
+
+const cases = [
+  { what: 'a @Locked handler', path: '/orders/1/pay', key: 'order:1', body: 'handler 1', extras: {} },
+  { what: 'a @LockedRoute', path: '/orders/1/ship', key: 'shipment:1', body: 'route 1', extras: {} },
+  {
+    what: "a @Locked service method reached from a route with no lock, with closedRequests 'all-routes'",
+    path: '/orders/1/reserve',
+    key: 'stock:1',
+    body: 'service 1',
+    extras: { closedRequests: 'all-routes' as const },
+  },
+];
+
+describe.each<Platform>(['express', 'fastify'])(
+  'on %s, a client that gives up while it waits',
+  (platform) => {
+    it.each(cases)('$what: leaves the line when it closes, and nothing runs for it', async (c) => {
+      ran.length = 0;
+      const { locks, port } = await start(platform, c.extras);
+      const holder = await locks.acquire(c.key);
+      const request = post(port, c.path);
+      await until(
+        () => locks.inspect(c.key),
+        (info) => info.queueLength === 1,
+      );
+      request.giveUp();
+      await request.settled;
+      // The waiter leaves as the connection closes: its waitTimeout is 2 minutes off.
+      await until(
+        () => locks.inspect(c.key),
+        (info) => info.queueLength === 0,
+      );
+      await holder.release();
+      // The lock is free again for the next caller, and nothing ran for the one that left.
+      const next = await locks.acquire(c.key, { waitTimeout: 2_000 });
+      expect(next.fence).toBeGreaterThan(holder.fence);
+      await next.release();
+      expect(ran).toEqual([]);
+    });
+
+    it.each([
+      {
+        what: "closedRequests 'ignore', a @Locked handler",
+        path: '/orders/2/pay',
+        key: 'order:2',
+        body: 'handler 2',
+        extras: { closedRequests: 'ignore' as const },
+      },
+      {
+        what: 'the default, a service method reached from a route with no lock',
+        path: '/orders/2/reserve',
+        key: 'stock:2',
+        body: 'service 2',
+        extras: {},
+      },
+    ])('$what: the waiter stays in line and its body runs after the client left', async (c) => {
+      ran.length = 0;
+      const { locks, port } = await start(platform, c.extras);
+      const holder = await locks.acquire(c.key);
+      const request = post(port, c.path);
+      await until(
+        () => locks.inspect(c.key),
+        (info) => info.queueLength === 1,
+      );
+      request.giveUp();
+      await request.settled;
+      await holder.release();
+      await until(
+        async () => ran,
+        (bodies) => bodies.includes(c.body),
+      );
+    });
+  },
+);
+
+describe('closedRequests', () => {
+  it('is an extra, checked when the module is declared', () => {
+    expect(() =>
+      RedisLockModule.forRoot({ url: server().url, closedRequests: 'sometimes' as never }),
+    ).toThrow(/closedRequests must be 'locked-routes' .*'all-routes' .* or 'ignore', got "sometimes"/);
+  });
+});
