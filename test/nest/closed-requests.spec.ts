@@ -96,6 +96,27 @@ function post(port: number, path: string): { giveUp: () => void; settled: Promis
   return { giveUp: () => request.destroy(), settled };
 }
 
+/**
+ * An app whose lock `c.key` is held by the test, a request to `c.path` waiting in its line, and that
+ * request's client gone.
+ */
+async function leftWhileWaiting(
+  platform: Platform,
+  c: { path: string; key: string; extras: Partial<RedisLockModuleExtras> },
+) {
+  ran.length = 0;
+  const { locks, port } = await start(platform, c.extras);
+  const holder = await locks.acquire(c.key);
+  const request = post(port, c.path);
+  await until(
+    () => locks.inspect(c.key),
+    (info) => info.queueLength === 1,
+  );
+  request.giveUp();
+  await request.settled;
+  return { locks, holder };
+}
+
 const cases = [
   { what: 'a @Locked handler', path: '/orders/1/pay', key: 'order:1', body: 'handler 1', extras: {} },
   { what: 'a @LockedRoute', path: '/orders/1/ship', key: 'shipment:1', body: 'route 1', extras: {} },
@@ -112,16 +133,7 @@ describe.each<Platform>(['express', 'fastify'])(
   'on %s, a client that gives up while it waits',
   (platform) => {
     it.each(cases)('$what: leaves the line when it closes, and nothing runs for it', async (c) => {
-      ran.length = 0;
-      const { locks, port } = await start(platform, c.extras);
-      const holder = await locks.acquire(c.key);
-      const request = post(port, c.path);
-      await until(
-        () => locks.inspect(c.key),
-        (info) => info.queueLength === 1,
-      );
-      request.giveUp();
-      await request.settled;
+      const { locks, holder } = await leftWhileWaiting(platform, c);
       // The waiter leaves as the connection closes: its waitTimeout is 2 minutes off.
       await until(
         () => locks.inspect(c.key),
@@ -151,16 +163,7 @@ describe.each<Platform>(['express', 'fastify'])(
         extras: {},
       },
     ])('$what: the waiter stays in line and its body runs after the client left', async (c) => {
-      ran.length = 0;
-      const { locks, port } = await start(platform, c.extras);
-      const holder = await locks.acquire(c.key);
-      const request = post(port, c.path);
-      await until(
-        () => locks.inspect(c.key),
-        (info) => info.queueLength === 1,
-      );
-      request.giveUp();
-      await request.settled;
+      const { holder } = await leftWhileWaiting(platform, c);
       await holder.release();
       await until(
         async () => ran,
