@@ -9,7 +9,9 @@
  * round on a fresh app process; the figure reported is the median over rounds.
  *
  * Usage: npm run bench:nest [-- --rounds 3 --requests 3000 --concurrency 4 --variants ours,murlock]
- * (`--variants ours,ours-board`: the same with the lock board mounted and nobody looking at it)
+ * (`--variants ours,ours-board`: the same with the lock board mounted and nobody looking at it;
+ * `ours-all-routes`: with the module's closedRequests: 'all-routes'; `ours-handler`: @Locked on the
+ * route's handler; `ours-handler-baseline`: that on the --baseline build)
  * To compare with another build of this library in the same run: `--baseline DIR` (a directory inside
  * the project, built with `npx tsc -p tsconfig.build.json --outDir DIR`) adds the variant ours-baseline.
  * BENCH_NODE=/path/to/node runs the applications on another Node; BENCH_APP_ARGS passes them flags.
@@ -22,7 +24,16 @@ import { type Admin, startRedis } from './redis-server';
 import { median, quantile, sorted } from './stats';
 
 const ALL_VARIANTS = ['none', 'module', 'ours', 'nest-redlock', 'murlock'] as const;
-const LOCKS = ['ours', 'nest-redlock', 'murlock', 'ours-baseline', 'ours-board'];
+const LOCKS = [
+  'ours',
+  'nest-redlock',
+  'murlock',
+  'ours-baseline',
+  'ours-board',
+  'ours-all-routes',
+  'ours-handler',
+  'ours-handler-baseline',
+];
 
 const ROUNDS = Number(option('rounds', '3'));
 const REQUESTS = Number(option('requests', '3000'));
@@ -49,7 +60,7 @@ interface Batch {
 
 /** The application of `variant`; `ours-baseline` runs on the build in BASELINE. */
 const startApp = (variant: string, redisPort: number) =>
-  App.start(variant, redisPort, variant === 'ours-baseline' ? { BENCH_DIST: join(ROOT, BASELINE) } : {});
+  App.start(variant, redisPort, variant.endsWith('-baseline') ? { BENCH_DIST: join(ROOT, BASELINE) } : {});
 
 let nextId = 0;
 

@@ -41,10 +41,19 @@ import { type CallRecord, LockTelemetry } from './telemetry/lock-telemetry';
 export type LockKeys = string | readonly string[];
 
 /**
- * The `@Locked` interceptor's `using`: the same call, whose timeouts telemetry reports as skips
- * (`onTimeout: 'skip'`). A symbol, so it is no part of the public API.
+ * The `@Locked` interceptor's `using`: the same call, whose timeouts telemetry reports as skips when
+ * `skips` (`onTimeout: 'skip'`), and which carries `request`, the signal of the HTTP request it serves,
+ * to the locked calls it makes. Symbols, so they are no part of the public API.
  */
-export const USING_SKIPPABLE: unique symbol = Symbol('nestjs-redis-lock: using, skipped on timeout');
+export const USING_LOCKED: unique symbol = Symbol('nestjs-redis-lock: using, for a lock declaration');
+/** The signal of the HTTP request the current call chain serves (USING_LOCKED's `request`), if any. */
+export const CHAIN_REQUEST: unique symbol = Symbol('nestjs-redis-lock: the request of the call chain');
+
+/** How a lock declaration's call differs from a plain `using`. */
+export interface LockedCall {
+  readonly skips: boolean;
+  readonly request: AbortSignal | undefined;
+}
 
 export class LockService {
   private readonly options: ResolvedServiceOptions;
@@ -160,12 +169,17 @@ export class LockService {
     return this.usingAs(key, fn, options, false);
   }
 
-  [USING_SKIPPABLE]<T>(
+  [USING_LOCKED]<T>(
     key: LockKeys,
     fn: (lease: Lease) => T | Promise<T>,
-    options?: AcquireOptions,
+    options: AcquireOptions,
+    how: LockedCall,
   ): Promise<T> {
-    return this.usingAs(key, fn, options, true);
+    return this.usingAs(key, fn, options, how.skips, how.request);
+  }
+
+  [CHAIN_REQUEST](): AbortSignal | undefined {
+    return this.chain.request();
   }
 
   /**
@@ -243,6 +257,7 @@ export class LockService {
     fn: (lease: Lease) => T | Promise<T>,
     options: AcquireOptions | undefined,
     skips: boolean,
+    request?: AbortSignal,
   ): Promise<T> {
     if (typeof fn !== 'function')
       throw new LockOptionsError('using() needs a function to run under the lock.');
@@ -253,7 +268,11 @@ export class LockService {
     const held = lease as OwnedLease;
     let result: T;
     try {
-      result = await this.chain.run(held, () => (record ? record.runHeld(held, () => fn(held)) : fn(held)));
+      result = await this.chain.run(
+        held,
+        () => (record ? record.runHeld(held, () => fn(held)) : fn(held)),
+        request,
+      );
     } catch (error) {
       await held.release().catch(() => {});
       throw error;

@@ -10,6 +10,10 @@
  * - module: RedisLockModule imported, no @Locked anywhere;
  * - ours: RedisLockModule and `@Locked('order:<0>', { ttl: 5000 })`;
  * - ours-board: `ours` with the lock board mounted (RedisLockBoardModule), nobody looking at it;
+ * - ours-handler: `@Locked('order:<0>')` on the route's handler itself rather than on a service method
+ *   (the handler then runs in its request's scope, which carries the client's departure);
+ * - ours-all-routes: `ours` with `closedRequests: 'all-routes'` (every request in the scope that carries
+ *   its client's departure to the service's @Locked method);
  * - nest-redlock: RedlockModule.register and `@Redlock((_, id) => \`order:${id}\`, 5000)`;
  * - murlock: MurLockModule.forRoot and `@MurLock(5000, 'id')`;
  * - ours-baseline: `ours` on another build of this library (BENCH_DIST), to compare two builds.
@@ -143,7 +147,16 @@ function lockImports(): DynamicModule[] {
   switch (variant) {
     case 'module':
     case 'ours':
+    case 'ours-handler':
       return [RedisLockModule.forRoot({ url: redisUrl, httpErrors: !process.env.BENCH_NO_HTTP })];
+    case 'ours-all-routes':
+      return [
+        RedisLockModule.forRoot({
+          url: redisUrl,
+          httpErrors: !process.env.BENCH_NO_HTTP,
+          closedRequests: 'all-routes',
+        }),
+      ];
     case 'ours-board':
       return [
         RedisLockModule.forRoot({ url: redisUrl, httpErrors: !process.env.BENCH_NO_HTTP }),
@@ -180,9 +193,27 @@ function lockImports(): DynamicModule[] {
 const services: Record<string, Type<PayService>> = {
   ours: OursService,
   'ours-board': OursService,
+  'ours-all-routes': OursService,
   'nest-redlock': RedlockService,
   murlock: retryMs ? MurlockFixedRetryService : MurlockService,
 };
+
+/** ours-handler: the lock on the controller's handler, with the same two routes. */
+@Controller()
+class LockedHandlerController {
+  constructor(private readonly plain: PlainService) {}
+
+  @Post('pay/:id')
+  @Locked('order:<0>', waitTimeout === undefined ? { ttl: 5000 } : { ttl: 5000, waitTimeout })
+  async pay(@Param('id') id: string): Promise<{ paid: number }> {
+    return { paid: await work(id) };
+  }
+
+  @Post('plain/:id')
+  async unlocked(@Param('id') id: string): Promise<{ paid: number }> {
+    return { paid: await this.plain.pay(id) };
+  }
+}
 
 @Module({})
 class AppModule {
@@ -190,7 +221,7 @@ class AppModule {
     return {
       module: AppModule,
       imports: lockImports(),
-      controllers: [PayController],
+      controllers: [variant === 'ours-handler' ? LockedHandlerController : PayController],
       providers: [PlainService, { provide: PayService, useClass: services[variant] ?? PlainService }],
     };
   }

@@ -20,6 +20,8 @@ interface LeaseScope {
   readonly innermost: OwnedLease;
   /** Some lease of the chain holds several keys: new keys must then come in canonical order. */
   readonly multi: boolean;
+  /** The signal of the HTTP request the chain serves, if a locked call for one opened it. */
+  readonly request: AbortSignal | undefined;
 }
 
 export class CallChain {
@@ -79,13 +81,17 @@ export class CallChain {
     return together(owned);
   }
 
-  /** Runs `fn` with `held` added to the chain's scope, as one of the running calls. */
-  async run<T>(held: OwnedLease, fn: () => T | Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` with `held` added to the chain's scope, as one of the running calls; `request`, the signal
+   * of the HTTP request it serves, reaches the locked calls `fn` makes (an outer one's is kept).
+   */
+  async run<T>(held: OwnedLease, fn: () => T | Promise<T>, request?: AbortSignal): Promise<T> {
     const outer = this.scope.getStore();
     const byKey = new Map(outer?.byKey);
     for (const part of held.parts) byKey.set(part.key, part);
     const multi = outer?.multi === true || held.parts.length > 1;
-    const run = this.scope.run({ byKey, innermost: held, multi }, async () => fn());
+    const scope = { byKey, innermost: held, multi, request: outer?.request ?? request };
+    const run = this.scope.run(scope, async () => fn());
     this.running.add(run);
     try {
       return await run;
@@ -104,6 +110,11 @@ export class CallChain {
     if (!scope) return undefined;
     const held = key === undefined ? scope.innermost : scope.byKey.get(key);
     return held?.isHeld ? new ReentrantLease(held) : undefined;
+  }
+
+  /** The signal of the HTTP request the current chain serves, if any. */
+  request(): AbortSignal | undefined {
+    return this.scope.getStore()?.request;
   }
 
   /** Waits until every running `using` function has settled, or `grace` ms have passed. */

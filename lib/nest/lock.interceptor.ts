@@ -17,12 +17,12 @@ import {
 import { isObservable, Observable, of } from 'rxjs';
 import { LockAbortedError } from '../errors/lock-aborted.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
-import { type LockKeys, LockService, USING_SKIPPABLE } from '../lock.service';
+import { CHAIN_REQUEST, type LockKeys, LockService, USING_LOCKED } from '../lock.service';
 import { declaredOptions } from '../options/call-options';
 import { prefixed, scopePrefix } from './key-scope';
 import { LOCKED_ROUTE_METADATA } from './redis-lock.constants';
 import type { ClosedRequests, KeyScope, LockedSpec } from './redis-lock-options.interface';
-import { currentRequestSignal, requestSignal, withinRequest } from './request-scope';
+import { currentRequestSignal, requestSignal } from './request-scope';
 
 /**
  * What @Locked methods call on their lock service: all a hand-written fake given to
@@ -50,24 +50,30 @@ export class LockInterceptor implements NestInterceptor {
    * Runs `method` on `self` with `args` under the lock `spec` names. Returns an Observable when the
    * method declares one, else a Promise of its result (undefined when skipped on timeout).
    */
-  run(spec: LockedSpec, self: unknown, args: unknown[], method: (...a: unknown[]) => unknown): unknown {
-    const request = this.closedRequests === 'ignore' ? undefined : currentRequestSignal();
+  run(
+    spec: LockedSpec,
+    self: unknown,
+    args: unknown[],
+    method: (...a: unknown[]) => unknown,
+    /** Given to a @Locked route handler by Nest (the decorator declares it). */
+    handlerRequest?: AbortSignal,
+  ): unknown {
+    const request =
+      this.closedRequests === 'ignore'
+        ? undefined
+        : (handlerRequest ?? this.locks[CHAIN_REQUEST]?.() ?? currentRequestSignal());
     if (spec.observable) return this.observe(spec, args, () => method.apply(self, args), false, request);
     return this.call(spec, args, () => method.apply(self, args), request);
   }
 
   /**
    * As a Nest interceptor: the route's @LockedRoute key resolves against the handler's raw arguments.
-   * The rest of the request runs in its scope, so @Locked methods it reaches see its client leave too.
    */
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const spec = Reflect.getMetadata(LOCKED_ROUTE_METADATA, context.getHandler()) as LockedSpec | undefined;
     if (!spec) return next.handle();
     const request = this.closedRequests === 'ignore' ? undefined : requestSignal(context);
-    const locked = {
-      handle: () => this.observe(spec, context.getArgs(), () => next.handle(), true, request),
-    };
-    return request ? withinRequest(context, locked) : locked.handle();
+    return this.observe(spec, context.getArgs(), () => next.handle(), true, request);
   }
 
   /** The lock key(s) of one call: the spec's, resolved from the arguments, with its scope in front. */
@@ -78,15 +84,23 @@ export class LockInterceptor implements NestInterceptor {
   /**
    * `using` with the declaration's options; one that skips on timeout says so to telemetry. renew left
    * unset falls back to the module defaults, then to true (as in `using`). The name in metrics and
-   * spans is the declaration's (its template), never the resolved key.
+   * spans is the declaration's (its template), never the resolved key. `signal` ends the wait;
+   * `request`, the HTTP request's (part of it), is carried on to the locked calls the method makes.
    */
-  private hold<T>(spec: LockedSpec, key: LockKeys, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  private hold<T>(
+    spec: LockedSpec,
+    key: LockKeys,
+    fn: () => Promise<T>,
+    signal: AbortSignal | undefined,
+    request: AbortSignal | undefined,
+  ): Promise<T> {
     const options = { ...declaredOptions(spec.options), label: spec.label, signal };
     // A grant can reach the call in the same turn as the abort: the work must not start for nobody.
     const start = signal ? () => (signal.aborted ? Promise.reject(abortedFor(key, signal)) : fn()) : fn;
-    return spec.options.onTimeout === 'skip'
-      ? this.locks[USING_SKIPPABLE](key, start, options)
-      : this.locks.using(key, start, options);
+    const skips = spec.options.onTimeout === 'skip';
+    // A hand-written LockService stand-in (overrideProvider) may have `using` only.
+    if (!skips && (!request || !this.locks[USING_LOCKED])) return this.locks.using(key, start, options);
+    return this.locks[USING_LOCKED](key, start, options, { skips, request });
   }
 
   private async call(
@@ -109,6 +123,7 @@ export class LockInterceptor implements NestInterceptor {
           // An Observable the method did not declare: run it to completion under the lock.
           return isObservable(result) ? lastValue(result) : result;
         },
+        request,
         request,
       );
     } catch (error) {
@@ -163,6 +178,7 @@ export class LockInterceptor implements NestInterceptor {
             if (subscriber.closed) inner.unsubscribe();
           }),
         signal,
+        request,
       ).then(
         () => subscriber.complete(),
         (error: unknown) => {

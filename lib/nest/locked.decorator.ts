@@ -6,7 +6,7 @@
  * the function's name and every metadata key, above or below route, pipe and Swagger decorators.
  */
 import 'reflect-metadata';
-import { Inject, SetMetadata, UseInterceptors } from '@nestjs/common';
+import { Inject, SetMetadata } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { checkDeclaredOptions, DECLARED_OPTION_NAMES } from '../options/call-options';
@@ -21,7 +21,7 @@ import type { LockInterceptor } from './lock.interceptor';
 import { LOCKED_METADATA, LOCKED_ROUTE_METADATA } from './redis-lock.constants';
 import { getLockInterceptorToken, interceptorProperty } from './redis-lock.tokens';
 import type { LockedOptions, LockedSpec } from './redis-lock-options.interface';
-import { REQUEST_SCOPE } from './request-scope';
+import { REQUEST_PARAM, RequestArgument } from './request-scope';
 
 const OPTION_NAMES = new Set<string>([
   ...DECLARED_OPTION_NAMES,
@@ -124,7 +124,13 @@ export function Locked(key: LockKeyTemplate, options: LockedOptions = {}): Metho
     // Nest sets this property on every instance it creates of the class, whatever its scope.
     Inject(getLockInterceptorToken(spec.options.service))(target, property);
 
-    const wrapper = function (this: Record<symbol, LockInterceptor | undefined>, ...args: unknown[]) {
+    // On a route, Nest passes the request's signal after the method's own arguments (the highest
+    // parameter index Nest knows, or the method's length).
+    REQUEST_PARAM()(target, propertyKey, nextParameter(target, propertyKey, original as Method));
+    const wrapper = function (this: Record<symbol, LockInterceptor | undefined>, ...given: unknown[]) {
+      const last = given[given.length - 1];
+      const request = last instanceof RequestArgument ? last : undefined;
+      const args = request ? given.slice(0, -1) : given;
       const interceptor = this?.[property];
       if (!interceptor) {
         const error = new LockOptionsError(
@@ -135,13 +141,11 @@ export function Locked(key: LockKeyTemplate, options: LockedOptions = {}): Metho
         );
         return spec.observable ? new Observable((s) => s.error(error)) : Promise.reject(error);
       }
-      return interceptor.run(spec, this, args, original as Method);
+      return interceptor.run(spec, this, args, original as Method, request?.signal);
     };
     copyIdentity(original as Method, wrapper);
     Reflect.defineMetadata(LOCKED_METADATA, spec, wrapper);
     descriptor.value = wrapper as never;
-    // When the method is a route's handler, it runs in its request's scope (ignored anywhere else).
-    UseInterceptors(REQUEST_SCOPE)(target, propertyKey, descriptor);
     return descriptor;
   };
 }
@@ -212,6 +216,20 @@ function compileSpec(
     options: Object.freeze({ ...options }),
     observable: returnType === Observable,
   };
+}
+
+/** Where Nest keeps a handler's parameters: `{ '<type>:<index>': { index, ... } }` on the class. */
+const ROUTE_ARGS_METADATA = '__routeArguments__';
+
+/** The index after every parameter of the method: those it declares and those Nest was told of. */
+function nextParameter(target: object, propertyKey: string | symbol, method: Method): number {
+  const declared = (Reflect.getMetadata(ROUTE_ARGS_METADATA, target.constructor, propertyKey) ??
+    {}) as Record<string, { index?: unknown }>;
+  let next = method.length;
+  for (const { index } of Object.values(declared)) {
+    if (typeof index === 'number' && index >= next) next = index + 1;
+  }
+  return next;
 }
 
 function describeMethod(target: object, propertyKey: string | symbol): string {

@@ -2,13 +2,22 @@
  * The HTTP request a locked call serves, so that a client who has gone leaves the line: its signal
  * aborts when the connection closes before the response is written, and a lock granted after that runs
  * nothing. Nest never tells a route's handler that its client left (it does not unsubscribe), so the
- * request is read from the connection itself. The scope that carries it is an AsyncLocalStorage, set on
- * locked routes (the method of @Locked or @LockedRoute is the handler) and, with `requests: 'all-routes'`,
- * on every route, so that @Locked on a service method reached from any controller sees it too.
+ * request is read from the connection itself. How a call finds its request:
+ * - a @Locked handler receives it as one more argument, which the decorator declares (REQUEST_PARAM) and
+ *   takes off before the method sees its arguments; a @LockedRoute reads it from its ExecutionContext;
+ * - the locked calls those make find it in their call chain (lib/engine/call-chain.ts);
+ * - with `closedRequests: 'all-routes'`, every request runs in a scope of its own (an AsyncLocalStorage,
+ *   which Node 20 pays for on every promise while enabled), so @Locked service methods reached from a
+ *   route with no lock find it too.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
+import {
+  type CallHandler,
+  createParamDecorator,
+  type ExecutionContext,
+  type NestInterceptor,
+} from '@nestjs/common';
 import { Observable } from 'rxjs';
 
 /** Why a request's signal aborted: the `cause` of the LockAbortedError its locked call rejects with. */
@@ -83,8 +92,21 @@ export function withinRequest(context: ExecutionContext, next: CallHandler): Obs
   });
 }
 
-/** Put on the method of each @Locked declaration: on a route, its handler runs in the request's scope. */
+/** With `closedRequests: 'all-routes'`, app-wide: every request runs in its scope. */
 export const REQUEST_SCOPE: NestInterceptor = { intercept: withinRequest };
+
+/** The argument a @Locked handler is given beyond its own: its request's signal. */
+export class RequestArgument {
+  constructor(readonly signal: AbortSignal | undefined) {}
+}
+
+/**
+ * Declared by @Locked after the method's own parameters: on a route Nest passes the request's signal
+ * there (nothing is read elsewhere, and Nest reads no parameters of a method that is not a handler).
+ */
+export const REQUEST_PARAM = createParamDecorator(
+  (_data: unknown, context: ExecutionContext) => new RequestArgument(requestSignal(context)),
+);
 
 /** Fastify's request and reply wrap Node's; Express's are Node's own. */
 function raw<T>(value: unknown): T | undefined {

@@ -1,8 +1,8 @@
 // A client that gives up while its request waits for a lock, over real HTTP on Express and Fastify: the
 // request's waiter leaves the line when the connection closes (not at its waitTimeout), and nothing runs
-// for it once the holder lets go. For a @Locked handler and a @LockedRoute by default; for a @Locked
-// service method reached from a route with no lock of its own (after an await) with closedRequests
-// 'all-routes'. Where the module is told not to follow requests, the body runs for nobody, as before.
+// for it once the holder lets go. For a @Locked handler, a @LockedRoute and the @Locked calls a handler
+// makes by default; for a @Locked service method reached from a route with no lock of its own (after an
+// await) with closedRequests 'all-routes'. Where the module is told not to follow requests, the body runs for nobody, as before.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from '@jest/globals';
@@ -56,6 +56,14 @@ class Orders {
   async ship(@Param('id') id: string): Promise<string> {
     ran.push(`route ${id}`);
     return 'shipped';
+  }
+
+  /** Its own lock, then the service's, whose wait the client's departure ends too. */
+  @Post(':id/settle')
+  @Locked('settle:<0>')
+  async settle(@Param('id') id: string): Promise<string> {
+    await new Promise((resolve) => setImmediate(resolve));
+    return this.stock.reserve(id);
   }
 
   /** No lock of its own: the service's @Locked method is reached after an await. */
@@ -120,6 +128,13 @@ async function leftWhileWaiting(
 const cases = [
   { what: 'a @Locked handler', path: '/orders/1/pay', key: 'order:1', body: 'handler 1', extras: {} },
   { what: 'a @LockedRoute', path: '/orders/1/ship', key: 'shipment:1', body: 'route 1', extras: {} },
+  {
+    what: 'a @Locked service method called by a @Locked handler',
+    path: '/orders/3/settle',
+    key: 'stock:3',
+    body: 'service 3',
+    extras: {},
+  },
   {
     what: "a @Locked service method reached from a route with no lock, with closedRequests 'all-routes'",
     path: '/orders/1/reserve',

@@ -20,7 +20,6 @@ import {
 import {
   GUARDS_METADATA,
   HTTP_CODE_METADATA,
-  INTERCEPTORS_METADATA,
   METHOD_METADATA,
   PATH_METADATA,
   PIPES_METADATA,
@@ -29,7 +28,6 @@ import { ApiOperation, DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import request from 'supertest';
 import { Locked, LockService, RedisLockModule } from '../../lib';
 import { LOCKED_METADATA } from '../../lib/nest/redis-lock.constants';
-import { REQUEST_SCOPE } from '../../lib/nest/request-scope';
 import { useRedis } from '../support/redis-server';
 import { boot, connection, Meter, queued, send } from './locked-fixtures';
 
@@ -165,11 +163,7 @@ describe('@Locked keeps the identity of the method', () => {
     const handle = controllers[order].prototype.handle;
     const plain = PlainController.prototype.handle;
     const keys = Reflect.getOwnMetadataKeys(handle);
-    // Plus the interceptor that runs a route's handler in its request's scope (lib/nest/request-scope.ts).
-    expect(new Set(keys)).toEqual(
-      new Set([...Reflect.getOwnMetadataKeys(plain), LOCKED_METADATA, INTERCEPTORS_METADATA]),
-    );
-    expect(Reflect.getOwnMetadata(INTERCEPTORS_METADATA, handle)).toEqual([REQUEST_SCOPE]);
+    expect(new Set(keys)).toEqual(new Set([...Reflect.getOwnMetadataKeys(plain), LOCKED_METADATA]));
     for (const key of [PATH_METADATA, METHOD_METADATA, HTTP_CODE_METADATA, GUARDS_METADATA, PIPES_METADATA]) {
       expect(keys).toContain(key);
     }
