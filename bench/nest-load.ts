@@ -59,6 +59,16 @@ const VARIANTS: Record<string, { app: string; env: Record<string, string>; what:
     env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS) },
     what: `@Locked('order:<0>', { ttl: 5000, waitTimeout: ${TIMEOUT_MS} }): FIFO queue woken by push`,
   },
+  'ours-handler': {
+    app: 'ours-handler',
+    env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS) },
+    what: 'the same on the route handler: the wait ends when the client closes the connection',
+  },
+  'ours-all-routes': {
+    app: 'ours-all-routes',
+    env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS) },
+    what: "ours with closedRequests: 'all-routes': the service method's wait ends when the client leaves",
+  },
   'nest-redlock': {
     app: 'nest-redlock',
     env: {},

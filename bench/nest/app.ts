@@ -206,7 +206,13 @@ class LockedHandlerController {
   @Post('pay/:id')
   @Locked('order:<0>', waitTimeout === undefined ? { ttl: 5000 } : { ttl: 5000, waitTimeout })
   async pay(@Param('id') id: string): Promise<{ paid: number }> {
-    return { paid: await work(id) };
+    if (!sections) return { paid: await work(id) };
+    sections.inflight++;
+    try {
+      return { paid: await work(id) };
+    } finally {
+      sections.inflight--;
+    }
   }
 
   @Post('plain/:id')

@@ -13,3 +13,4 @@ export * from './lock-quorum.error';
 export * from './lock-service-closed.error';
 export * from './lock-timeout.error';
 export * from './redis-unavailable.error';
+export * from './request-closed.error';

@@ -34,4 +34,3 @@ export type {
   RedisLockModuleExtras,
   RedisLockModuleOptions,
 } from './redis-lock-options.interface';
-export { RequestClosedError } from './request-scope';

@@ -22,7 +22,7 @@ import { LockAbortedError } from '../errors/lock-aborted.error';
 import { LockKeyError } from '../errors/lock-key.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
-import { RequestClosedError } from './request-scope';
+import { RequestClosedError } from '../errors/request-closed.error';
 
 /** The HTTP exception for a lock error, or undefined for any other error (left as it is). */
 export function httpExceptionFor(error: unknown): HttpException | undefined {

@@ -19,14 +19,8 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import { Observable } from 'rxjs';
+import { RequestClosedError } from '../errors/request-closed.error';
 
-/** Why a request's signal aborted: the `cause` of the LockAbortedError its locked call rejects with. */
-export class RequestClosedError extends Error {
-  constructor() {
-    super('The client closed the connection before the response was written: nobody is waiting for it.');
-    this.name = 'RequestClosedError';
-  }
-}
 
 const scope = new AsyncLocalStorage<AbortSignal>();
 /** Requests in the scope now: at 0 the scope is disabled, as Node 20 pays for an enabled one on every promise. */

@@ -14,6 +14,7 @@ import { LockAbortedError } from '../errors/lock-aborted.error';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
+import { RequestClosedError } from '../errors/request-closed.error';
 import type { Lease } from '../lease';
 import { loggedEvents } from './event-log';
 import { anyChannelWatched, isWatched, type LockEvent, type LockEventKind, publish } from './lock-events';
@@ -150,7 +151,9 @@ export class CallRecord implements LeaseObserver {
           ? 'skipped'
           : 'timeout'
         : error instanceof LockAbortedError
-          ? 'aborted'
+          ? error.cause instanceof RequestClosedError
+            ? 'abandoned'
+            : 'aborted'
           : 'error';
     const waited = this.finish(outcome);
     if (this.span) {
@@ -163,7 +166,8 @@ export class CallRecord implements LeaseObserver {
     if (outcome === 'timeout') this.telemetry.emit('timeout', this, { waitedMs: waited, error });
     else if (outcome === 'skipped')
       this.telemetry.emit('timeout', this, { waitedMs: waited, error, skipped: true });
-    else if (outcome === 'aborted') this.telemetry.emit('aborted', this, { waitedMs: waited, error });
+    else if (outcome === 'aborted' || outcome === 'abandoned')
+      this.telemetry.emit('aborted', this, { waitedMs: waited, error });
   }
 
   /**

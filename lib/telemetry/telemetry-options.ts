@@ -38,4 +38,4 @@ export interface LockLogger {
 }
 
 /** `lock.outcome` of a call. */
-export type LockOutcome = 'acquired' | 'timeout' | 'aborted' | 'skipped' | 'error';
+export type LockOutcome = 'acquired' | 'timeout' | 'aborted' | 'abandoned' | 'skipped' | 'error';

@@ -8,9 +8,17 @@ import { EventEmitter } from 'node:events';
 import { describe, expect, it } from '@jest/globals';
 import type { CallHandler, ExecutionContext } from '@nestjs/common';
 import { lastValueFrom, Observable } from 'rxjs';
-import { LockAbortedError, Locked, LockInterceptor, LockService, lockErrorResponse } from '../../lib';
+import {
+  LockAbortedError,
+  Locked,
+  LockInterceptor,
+  LockService,
+  lockErrorResponse,
+  RequestClosedError,
+} from '../../lib';
 import { interceptorProperty } from '../../lib/nest/redis-lock.tokens';
-import { RequestClosedError, withinRequest } from '../../lib/nest/request-scope';
+import { withinRequest } from '../../lib/nest/request-scope';
+import { providers, sum } from '../telemetry/otel-fixtures';
 
 class Response extends EventEmitter {
   writableFinished = false;
@@ -83,5 +91,41 @@ describe('a grant that reaches a request whose client left in the same turn', ()
     expect(response).toMatchObject({ status: 499, body: { code: 'LOCK_ABORTED' }, headers: {} });
     // A caller's own signal is the application's business: no HTTP answer is made up for it.
     expect(lockErrorResponse(new LockAbortedError('order:1', new Error('shutting down')))).toBeUndefined();
+  });
+
+  it("a call whose client leaves while it waits counts as 'abandoned' in lock.acquisitions, not 'aborted'", async () => {
+    const response = new Response();
+    const locks = LockService.inMemory({ telemetry: providers() });
+    class Reports {
+      @Locked('report:<0>')
+      async build(id: string): Promise<string> {
+        return id;
+      }
+    }
+    const reports = new Reports() as Reports & Record<symbol, unknown>;
+    reports[interceptorProperty()] = new LockInterceptor(locks);
+    const holder = await locks.acquire('report:1');
+    const handler: CallHandler = {
+      handle: () =>
+        new Observable((s) => {
+          reports.build('1').then(
+            (value) => s.next(value),
+            (error: unknown) => s.error(error),
+          );
+        }),
+    };
+    const answered = lastValueFrom(withinRequest(httpContext(response), handler)).catch(
+      (error: unknown) => error,
+    );
+    // In line behind the holder, then the client leaves.
+    while ((await locks.inspect('report:1')).queueLength === 0) await new Promise((r) => setImmediate(r));
+    response.emit('close');
+    expect(await answered).toBeInstanceOf(LockAbortedError);
+    expect(await sum('lock.acquisitions', { 'lock.name': 'report:<0>', 'lock.outcome': 'abandoned' })).toBe(
+      1,
+    );
+    expect(await sum('lock.acquisitions', { 'lock.name': 'report:<0>', 'lock.outcome': 'aborted' })).toBe(0);
+    await holder.release();
+    await locks.close();
   });
 });
