@@ -21,7 +21,6 @@ import {
 import { Observable } from 'rxjs';
 import { RequestClosedError } from '../errors/request-closed.error';
 
-
 const scope = new AsyncLocalStorage<AbortSignal>();
 /** Requests in the scope now: at 0 the scope is disabled, as Node 20 pays for an enabled one on every promise. */
 let inFlight = 0;
