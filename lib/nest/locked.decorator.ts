@@ -21,7 +21,7 @@ import type { LockInterceptor } from './lock.interceptor';
 import { LOCKED_METADATA, LOCKED_ROUTE_METADATA } from './redis-lock.constants';
 import { getLockInterceptorToken, interceptorProperty } from './redis-lock.tokens';
 import type { LockedOptions, LockedSpec } from './redis-lock-options.interface';
-import { REQUEST_PARAM, RequestArgument } from './request-scope';
+import { REQUEST_PARAM, requestArgument } from './request-scope';
 
 const OPTION_NAMES = new Set<string>([
   ...DECLARED_OPTION_NAMES,
@@ -128,8 +128,7 @@ export function Locked(key: LockKeyTemplate, options: LockedOptions = {}): Metho
     // parameter index Nest knows, or the method's length).
     REQUEST_PARAM()(target, propertyKey, nextParameter(target, propertyKey, original as Method));
     const wrapper = function (this: Record<symbol, LockInterceptor | undefined>, ...given: unknown[]) {
-      const last = given[given.length - 1];
-      const request = last instanceof RequestArgument ? last : undefined;
+      const request = requestArgument(given[given.length - 1]);
       const args = request ? given.slice(0, -1) : given;
       const interceptor = this?.[property];
       if (!interceptor) {

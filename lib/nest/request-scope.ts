@@ -89,17 +89,28 @@ export function withinRequest(context: ExecutionContext, next: CallHandler): Obs
 export const REQUEST_SCOPE: NestInterceptor = { intercept: withinRequest };
 
 /** The argument a @Locked handler is given beyond its own: its request's signal. */
-export class RequestArgument {
+class RequestArgument {
   constructor(readonly signal: AbortSignal | undefined) {}
+}
+/** Those Nest made; told apart by identity, as a caller's argument (a revoked Proxy) may throw on any other check. */
+const madeByNest = new WeakSet<object>();
+
+/** The request's signal when `value` is the argument REQUEST_PARAM made, else undefined. */
+export function requestArgument(value: unknown): RequestArgument | undefined {
+  return typeof value === 'object' && value !== null && madeByNest.has(value)
+    ? (value as RequestArgument)
+    : undefined;
 }
 
 /**
  * Declared by @Locked after the method's own parameters: on a route Nest passes the request's signal
  * there (nothing is read elsewhere, and Nest reads no parameters of a method that is not a handler).
  */
-export const REQUEST_PARAM = createParamDecorator(
-  (_data: unknown, context: ExecutionContext) => new RequestArgument(requestSignal(context)),
-);
+export const REQUEST_PARAM = createParamDecorator((_data: unknown, context: ExecutionContext) => {
+  const made = new RequestArgument(requestSignal(context));
+  madeByNest.add(made);
+  return made;
+});
 
 /** Fastify's request and reply wrap Node's; Express's are Node's own. */
 function raw<T>(value: unknown): T | undefined {
