@@ -22,7 +22,7 @@ import { declaredOptions } from '../options/call-options';
 import { prefixed, scopePrefix } from './key-scope';
 import { LOCKED_ROUTE_METADATA } from './redis-lock.constants';
 import type { ClosedRequests, KeyScope, LockedSpec } from './redis-lock-options.interface';
-import { currentRequestSignal, requestSignal } from './request-scope';
+import { currentRequestSignal, type RequestArgument, requestSignal } from './request-scope';
 
 /**
  * What @Locked methods call on their lock service: all a hand-written fake given to
@@ -56,12 +56,12 @@ export class LockInterceptor implements NestInterceptor {
     args: unknown[],
     method: (...a: unknown[]) => unknown,
     /** Given to a @Locked route handler by Nest (the decorator declares it). */
-    handlerRequest?: AbortSignal,
+    handlerRequest?: RequestArgument,
   ): unknown {
     const request =
       this.closedRequests === 'ignore'
         ? undefined
-        : (handlerRequest ?? this.locks[CHAIN_REQUEST]?.() ?? currentRequestSignal());
+        : (handlerRequest?.signal ?? this.locks[CHAIN_REQUEST]?.() ?? currentRequestSignal());
     if (spec.observable) return this.observe(spec, args, () => method.apply(self, args), false, request);
     return this.call(spec, args, () => method.apply(self, args), request);
   }

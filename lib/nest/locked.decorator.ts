@@ -140,7 +140,7 @@ export function Locked(key: LockKeyTemplate, options: LockedOptions = {}): Metho
         );
         return spec.observable ? new Observable((s) => s.error(error)) : Promise.reject(error);
       }
-      return interceptor.run(spec, this, args, original as Method, request?.signal);
+      return interceptor.run(spec, this, args, original as Method, request);
     };
     copyIdentity(original as Method, wrapper);
     Reflect.defineMetadata(LOCKED_METADATA, spec, wrapper);

@@ -88,9 +88,16 @@ export function withinRequest(context: ExecutionContext, next: CallHandler): Obs
 /** With `closedRequests: 'all-routes'`, app-wide: every request runs in its scope. */
 export const REQUEST_SCOPE: NestInterceptor = { intercept: withinRequest };
 
-/** The argument a @Locked handler is given beyond its own: its request's signal. */
-class RequestArgument {
-  constructor(readonly signal: AbortSignal | undefined) {}
+/**
+ * The argument a @Locked handler is given beyond its own: its request, whose signal is made only when
+ * read (a module with `closedRequests: 'ignore'` never reads it).
+ */
+export class RequestArgument {
+  constructor(private readonly context: ExecutionContext) {}
+
+  get signal(): AbortSignal | undefined {
+    return requestSignal(this.context);
+  }
 }
 /** Those Nest made; told apart by identity, as a caller's argument (a revoked Proxy) may throw on any other check. */
 const madeByNest = new WeakSet<object>();
@@ -107,7 +114,7 @@ export function requestArgument(value: unknown): RequestArgument | undefined {
  * there (nothing is read elsewhere, and Nest reads no parameters of a method that is not a handler).
  */
 export const REQUEST_PARAM = createParamDecorator((_data: unknown, context: ExecutionContext) => {
-  const made = new RequestArgument(requestSignal(context));
+  const made = new RequestArgument(context);
   madeByNest.add(made);
   return made;
 });
