@@ -33,6 +33,8 @@ export interface LeaseHost {
 export interface GrantLinks {
   readonly next?: readonly Successor[];
   readonly handedOn?: HandedOn;
+  /** The waiter's check still on its way (see Waiter): Redis must run it before the release. */
+  readonly unanswered?: Promise<unknown>;
 }
 
 type State = 'held' | 'released' | 'lost';
@@ -84,6 +86,8 @@ export class HeldLease implements OwnedLease {
   private readonly renew: boolean;
   private readonly minHold: number;
   private readonly observer: LeaseObserver | undefined;
+  /** A check its waiter sent before this grant reached it, not yet answered: the release waits for it. */
+  private unanswered: Promise<void> | undefined;
   /** This service's waiters next in line after this lease, to hand the lock to locally on release. */
   private followers: readonly Successor[];
   /** How the lock came to this lease by a local hand-off, until Redis has recorded it (transfer). */
@@ -120,6 +124,12 @@ export class HeldLease implements OwnedLease {
     this.confirmed = confirmed;
     this.followers = links?.next ?? [];
     this.handedOn = links?.handedOn;
+    if (links?.unanswered) {
+      const answered = () => {
+        this.unanswered = undefined;
+      };
+      this.unanswered = links.unanswered.then(answered, answered);
+    }
     this.holdEnds = this.grantedAt + terms.maxHold;
     this.armExpiry();
     if (Number.isFinite(terms.maxHold)) this.armMaxHold();
@@ -198,6 +208,10 @@ export class HeldLease implements OwnedLease {
 
   async release(): Promise<void> {
     if (this.state === 'released') return;
+    if (this.unanswered) {
+      await this.unanswered;
+      if (this.state === 'released') return;
+    }
     const validTo = this.validUntil - this.margin();
     // Not while a transfer is on its way: the lock's name in Redis is about to change.
     const handOff = this.state === 'held' && this.followers.length > 0 && !this.recording && now() < validTo;

@@ -48,6 +48,8 @@ export interface Granted {
   next?: readonly Successor[];
   /** Handed on locally: the lease records the hand-off in Redis when it must (LockStore.transfer). */
   handedOn?: HandedOn;
+  /** A check of the waiter's still unanswered as it starts: the lease's release waits for its answer. */
+  unanswered?: Promise<unknown>;
 }
 
 /**
@@ -90,6 +92,8 @@ export class Waiter<T> {
   private reject!: (error: unknown) => void;
   private settled = false;
   private checking = false;
+  /** The check on its way (set while `checking`). */
+  private inFlight: Promise<unknown> | undefined;
   private recheck = false;
   private lastError: unknown;
   /** Upper bound of (server clock - local clock), in ms, from this waiter's round trips. */
@@ -168,7 +172,7 @@ export class Waiter<T> {
     const window = this.ticket.claimWindow;
     const validUntil = serverMs + window - this.offsetBound - elapsed / 1000 - 1;
     if (this.host.startsOnPush && now() < validUntil - safetyMargin(window)) {
-      this.win({ fence, validUntil, confirmed: false, next });
+      this.win({ fence, validUntil, confirmed: false, next, unanswered: this.unanswered() });
     } else {
       // Too late (or no round trip to bound the clocks yet): let Redis confirm it first. If it moved on
       // meanwhile, this waiter keeps its place: it was first in line when it was granted.
@@ -193,7 +197,8 @@ export class Waiter<T> {
     }
     this.settle();
     try {
-      const lease = this.host.granted(this, { fence, validUntil, confirmed: false, handedOn, next });
+      const grant = { fence, validUntil, confirmed: false, handedOn, next, unanswered: this.unanswered() };
+      const lease = this.host.granted(this, grant);
       this.resolve(lease);
       return lease;
     } catch (error) {
@@ -252,13 +257,15 @@ export class Waiter<T> {
     // refreshes it each time it joins, as every waiter does.
     const queueTtl = queueLifetime(this.deadline - sent, this.ticket.claimWindow);
     const mode = first ? this.firstMode : this.late ? 'late' : 'wait';
-    this.host.store.acquire(this.ticket, mode, queueTtl).then(
+    this.inFlight = this.host.store.acquire(this.ticket, mode, queueTtl);
+    this.inFlight.then(
       (reply) => {
         if (mode === 'late') this.late = false;
         this.checked(reply, sent);
       },
       (error: unknown) => {
         this.checking = false;
+        this.inFlight = undefined;
         if (this.settled) return;
         if (error instanceof LockNotReplicatedError) {
           // The grant was given back. Back in line (at the end), or give up, as the option says; a
@@ -280,6 +287,7 @@ export class Waiter<T> {
 
   private checked(reply: AcquireReply, sent: number): void {
     this.checking = false;
+    this.inFlight = undefined;
     // A refused grant stays the reason given at the deadline: the caller should learn of the replicas.
     if (!(this.lastError instanceof LockNotReplicatedError)) this.lastError = undefined;
     this.offsetBound = Math.min(this.offsetBound, reply.serverMs - sent);
@@ -374,6 +382,16 @@ export class Waiter<T> {
     const error =
       this.lastError instanceof LockError ? this.lastError : new LockTimeoutError(this.key, waited);
     this.fail(error);
+  }
+
+  /**
+   * A check still on its way as the waiter starts on a grant it did not bring. Its client may send it
+   * after later commands (a cluster client retries each across a failover on its own timer): run after
+   * the lease's release, it would take the free lock, or join the line again, under a token nobody
+   * uses any more. So the release waits for its answer.
+   */
+  private unanswered(): Promise<unknown> | undefined {
+    return this.inFlight;
   }
 
   private win(grant: Granted): void {

@@ -129,4 +129,39 @@ describe('a grant that reaches a waiter after it gave up', () => {
     await lease?.release();
     await locks.close(async () => {});
   });
+
+  it('is not made again by a re-check that the client sends only after the lease was released', async () => {
+    const memory = new MemoryLockBackend();
+    // The re-check (mode `wait`) is held back until the test opens the gate, as a cluster client holds
+    // a command across a failover and sends it after later ones: here, after the release.
+    const gate = deferred();
+    const backend = wrappedBackend(memory, (store) => ({
+      acquire: async (...args) => {
+        if (args[1] === 'wait') await gate.promise;
+        return store.acquire(...args);
+      },
+    }));
+    const locks = new LockEngine({ kind: 'backend', backend }, resolveServiceOptions({}));
+    const observer = engine({}, memory);
+    const holder = await observer.takeOne('k', call());
+    const waiting = locks.takeOne('k', call({ waitTimeout: 5_000 }));
+    expect((await observer.store.inspect('k')).queueLength).toBe(1);
+    locks.onResubscribed();
+    await holder?.release();
+    const lease = await waiting;
+    const released = lease?.release();
+    gate.resolve();
+    await released;
+    // Run after the release, the re-check would have taken the free lock under the lease's token (or,
+    // with others in line, joined it again), for a caller that is gone: nobody else could have it for
+    // a whole ttl. The release waits for it instead.
+    await new Promise((resolve) => setImmediate(resolve));
+    const after = await observer.store.inspect('k');
+    expect(after.owner).toBeNull();
+    expect(after.queueLength).toBe(0);
+    const next = await observer.takeOne('k', call({ waitTimeout: 0 }));
+    expect(next?.isHeld).toBe(true);
+    await next?.release();
+    await locks.close(async () => {});
+  });
 });
