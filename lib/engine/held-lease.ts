@@ -207,11 +207,8 @@ export class HeldLease implements OwnedLease {
   }
 
   async release(): Promise<void> {
+    if (this.unanswered) await this.unanswered;
     if (this.state === 'released') return;
-    if (this.unanswered) {
-      await this.unanswered;
-      if (this.state === 'released') return;
-    }
     const validTo = this.validUntil - this.margin();
     // Not while a transfer is on its way: the lock's name in Redis is about to change.
     const handOff = this.state === 'held' && this.followers.length > 0 && !this.recording && now() < validTo;

@@ -93,7 +93,7 @@ export class Waiter<T> {
   private settled = false;
   private checking = false;
   /** The check on its way (set while `checking`). */
-  private inFlight: Promise<unknown> | undefined;
+  private inFlight: Promise<AcquireReply> | undefined;
   private recheck = false;
   private lastError: unknown;
   /** Upper bound of (server clock - local clock), in ms, from this waiter's round trips. */
