@@ -3,6 +3,7 @@
  * will be held under, and the telemetry record that observes it, passed explicitly from the service's
  * entry point down to the waiter and the lease (never carried on the caller's options).
  */
+import type { DeadlineShortfall } from '../errors/lock-timeout.error';
 import type { ResolvedAcquireOptions } from '../options/call-options';
 import type { CallRecord } from '../telemetry/lock-telemetry';
 import type { LeaseTerms } from './held-lease';
@@ -15,6 +16,8 @@ export interface EngineCall {
   readonly record: CallRecord | undefined;
   /** A try-once call that finds a key busy rejects with LockTimeoutError, rather than resolving null. */
   readonly busyIsTimeout: boolean;
+  /** Set when the call's deadline cut its wait short: what its LockTimeoutError says. */
+  readonly deadline?: DeadlineShortfall;
 }
 
 export function engineCall(
@@ -29,4 +32,13 @@ export function engineCall(
 /** The same call with what is left of its wait (a multi-key call's later keys share one waitTimeout). */
 export function withWaitLeft(call: EngineCall, waitTimeout: number): EngineCall {
   return { ...call, options: { ...call.options, waitTimeout } };
+}
+
+/** The same call with its wait cut short by its deadline. */
+export function withinDeadline(
+  call: EngineCall,
+  waitTimeout: number,
+  deadline: DeadlineShortfall,
+): EngineCall {
+  return { ...call, options: { ...call.options, waitTimeout }, deadline };
 }

@@ -13,8 +13,11 @@ import { now, safetyMargin, validFor } from './clock';
 
 export interface LeaseHost {
   readonly store: LockStore;
-  /** Called once when the lease is released or lost, so the host stops tracking it. */
-  forget(lease: HeldLease): void;
+  /**
+   * Called when the lease is released or lost, so the host stops tracking it; `heldFor`, how long it
+   * was held (ms), the first time only.
+   */
+  forget(lease: HeldLease, heldFor: number | undefined): void;
   validateTtl(ttl: unknown): number;
   /**
    * The local hand-off: gives the lock, held in Redis as `handedOn` says, to the first of `followers`
@@ -292,11 +295,12 @@ export class HeldLease implements OwnedLease {
   private stop(state: State): void {
     // A lost lease is reported by lose(), with its reason; its release later is not a second end.
     if (this.state === 'held' && state === 'released') this.observer?.ended(this, undefined);
+    const heldFor = this.state === 'held' ? now() - this.grantedAt : undefined;
     this.state = state;
     clearTimeout(this.renewTimer);
     clearTimeout(this.expiryTimer);
     clearTimeout(this.maxHoldTimer);
-    this.host.forget(this);
+    this.host.forget(this, heldFor);
   }
 
   private prolong(validUntil: number): void {

@@ -23,9 +23,10 @@ import type {
 } from '../store/lock-store';
 import { openStore, type StoreSource } from '../store/open-store';
 import { claimWindowOf } from '../store/token';
-import type { EngineCall } from './call';
+import { type EngineCall, withinDeadline } from './call';
 import { now, validFor } from './clock';
 import { type GrantLinks, HeldLease, type LeaseHost } from './held-lease';
+import { HoldTimes } from './hold-times';
 import { type KeyTaker, takeInOrder } from './key-sequence';
 import { type Granted, handOnLocally, queueLifetime, Waiter, type WaiterHost } from './waiter';
 
@@ -37,6 +38,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   private readonly waiters = new Map<string, Waiter<HeldLease>>();
   private readonly leases = new Set<HeldLease>();
   private readonly orphans = new Map<string, LockTicket>();
+  private readonly holds = new HoldTimes();
   private closed = false;
 
   constructor(
@@ -82,8 +84,16 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   ): Promise<HeldLease | null> {
     const { key } = ticket;
     this.assertOpen(key);
-    const { signal, waitTimeout } = call.options;
+    const { signal, deadline } = call.options;
     if (signal?.aborted) throw new LockAbortedError(key, signal.reason);
+    if (deadline !== undefined) {
+      const within = this.withinDeadline(key, call, deadline);
+      if (within === null || within instanceof LockTimeoutError) {
+        return within ? Promise.reject(within) : Promise.resolve(null);
+      }
+      call = within;
+    }
+    const { waitTimeout } = call.options;
     const started = now();
     if (claim) return this.claim(ticket, started, call, onQueued);
     const { wakeReady, joinsUnheard } = this.store;
@@ -93,6 +103,23 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     // Joins at once, subscribed or not, so the line keeps the order calls came in (docs/protocol.md,
     // "The first wait"); one that finds itself in line opens the subscription if nobody has yet.
     return this.wait(ticket, started, call, 'join', onQueued, !wakeReady);
+  }
+
+  /**
+   * A call with a deadline waits only as long as leaves the key's usual hold before it: a caller served
+   * later would have its result too late. Past the deadline it does not ask Redis at all (null for a
+   * try-once call, else LockTimeoutError).
+   */
+  private withinDeadline(
+    key: string,
+    call: EngineCall,
+    deadline: number,
+  ): EngineCall | LockTimeoutError | null {
+    const left = Math.round(deadline - Date.now());
+    const holdMs = Math.round(this.holds.typical(key));
+    if (left <= 0) return call.busyIsTimeout ? new LockTimeoutError(key, 0, { leftMs: left, holdMs }) : null;
+    const wait = Math.max(0, left - holdMs);
+    return wait < call.options.waitTimeout ? withinDeadline(call, wait, { leftMs: left, holdMs }) : call;
   }
 
   /** Stops new work, ends the waiters, lets `settle` run (the grace period), then loses and releases every lease. */
@@ -166,8 +193,9 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
 
   // LeaseHost: what a held lease asks of the engine.
 
-  forget(lease: HeldLease): void {
+  forget(lease: HeldLease, heldFor: number | undefined): void {
     this.leases.delete(lease);
+    if (heldFor !== undefined) this.holds.record(lease.key, heldFor);
   }
 
   validateTtl(ttl: unknown): number {
@@ -222,7 +250,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
       return this.lease(ticket, reply.fence, from + validFor(this.store, ttl), call, true);
     }
     if (waitTimeout === 0) {
-      if (call.busyIsTimeout) throw new LockTimeoutError(key, 0);
+      if (call.busyIsTimeout) throw new LockTimeoutError(key, 0, call.deadline);
       return null;
     }
     // A store whose waiters cannot join unheard: pushes must flow before this one queues.

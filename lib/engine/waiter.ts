@@ -380,7 +380,9 @@ export class Waiter<T> {
   private expire(time: number): void {
     const waited = Math.round(time - this.started);
     const error =
-      this.lastError instanceof LockError ? this.lastError : new LockTimeoutError(this.key, waited);
+      this.lastError instanceof LockError
+        ? this.lastError
+        : new LockTimeoutError(this.key, waited, this.call.deadline);
     this.fail(error);
   }
 

@@ -65,6 +65,14 @@ export interface AcquireOptions {
   /** Stops waiting when aborted (the call rejects with LockAbortedError). */
   signal?: AbortSignal;
   /**
+   * When the caller needs its work done by: a Date, or ms since the epoch (`Date.now() + 2_000`). The
+   * wait ends early enough that, if served, the usual hold of this key (as this service has seen it)
+   * still ends in time; a deadline already past fails at once, without a command. Either way the call
+   * rejects with LockTimeoutError, `deadline` true. It shortens `waitTimeout`, never lengthens it. In an
+   * HTTP request, `@Locked` takes it from the request itself (docs/nest.md, "Deadlines"). Default: none.
+   */
+  deadline?: number | Date;
+  /**
    * What metrics, spans and events call this lock (their `lock.name`): a few fixed labels (`'order'`),
    * never the key itself, whose values would make a metric series each. Default `'unnamed'`; `@Locked`
    * gives its key template.
@@ -112,6 +120,16 @@ function checkLockLabel(value: unknown): string {
     );
   }
   return value;
+}
+
+/** A deadline, as ms since the epoch (Date.now()'s clock). */
+function deadlineTime(value: unknown): number {
+  const at = value instanceof Date ? value.getTime() : value;
+  if (typeof at === 'number' && Number.isFinite(at)) return at;
+  throw new LockOptionsError(
+    `deadline must be a Date or a time in ms since the epoch (Date.now() + 2_000 for two seconds from ` +
+      `now), got ${describe(value)}.`,
+  );
 }
 
 function abortSignal(value: unknown): AbortSignal {
@@ -179,6 +197,8 @@ const CALL_OPTIONS = {
     declared: true,
   },
   signal: { nullIsUnset: false, check: abortSignal, default: undefined, defaults: false, declared: false },
+  // A deadline belongs to one call (its request's): a service or a declaration has none to give.
+  deadline: { nullIsUnset: true, check: deadlineTime, default: undefined, defaults: false, declared: false },
   label: {
     nullIsUnset: false,
     check: (v: unknown) => checkLockLabel(v),
@@ -235,6 +255,8 @@ export interface ResolvedAcquireOptions {
   /** Infinity when unset. */
   maxHold: number;
   signal: AbortSignal | undefined;
+  /** ms since the epoch, or undefined for none. */
+  deadline: number | undefined;
   label: string | undefined;
   /** How many callers may hold the key at once: 1 for a mutex. */
   permits: number;
@@ -337,6 +359,7 @@ export function resolveAcquireOptions(
     minHold: own.minHold ?? defaults.minHold,
     maxHold: own.maxHold ?? defaults.maxHold,
     signal: own.signal,
+    deadline: own.deadline,
     label: own.label,
     permits: own.permits ?? CALL_OPTIONS.permits.default,
     mode: own.mode,

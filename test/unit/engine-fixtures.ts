@@ -15,7 +15,10 @@ afterEach(async () => {
 });
 
 /** An engine on `backend` (a fresh one unless given: engines that share one share their locks). */
-export function engine(options?: LockServiceOptions, backend = new MemoryLockBackend()): LockEngine {
+export function engine(
+  options?: LockServiceOptions,
+  backend: LockBackend = new MemoryLockBackend(),
+): LockEngine {
   const made = new LockEngine({ kind: 'backend', backend }, resolveServiceOptions(options));
   open.push(made);
   return made;

@@ -28,6 +28,8 @@ type Command =
       minHold?: number;
       permits?: number;
       mode?: 'read' | 'write';
+      /** ms since the epoch. */
+      deadline?: number;
     }
   | { type: 'release'; id: string };
 
@@ -56,6 +58,7 @@ onMessage(async (message: Command) => {
         minHold: message.minHold,
         permits: message.permits,
         mode: message.mode,
+        deadline: message.deadline,
       });
       leases.set(message.id, lease);
       send({ type: 'granted', id: message.id, fence: lease.fence, fences: lease.fences, at: Date.now() });
@@ -63,7 +66,14 @@ onMessage(async (message: Command) => {
       if (lease.signal.aborted) send({ type: 'lost', id: message.id });
       else lease.signal.addEventListener('abort', () => send({ type: 'lost', id: message.id }));
     } catch (error) {
-      send({ type: 'failed', id: message.id, code: error instanceof LockError ? error.code : String(error) });
+      send({
+        type: 'failed',
+        id: message.id,
+        code: error instanceof LockError ? error.code : String(error),
+        // Whether the call's deadline, not its waitTimeout, ended the wait (LockTimeoutError.deadline).
+        byDeadline: (error as { deadline?: unknown }).deadline !== undefined,
+        at: Date.now(),
+      });
     }
   } else if (message.type === 'release') {
     const lease = leases.get(message.id);
