@@ -7,7 +7,7 @@
 
 import type { RedisClient } from './clients';
 import { engineCall } from './engine/call';
-import { CallChain } from './engine/call-chain';
+import { CallChain, type ServedRequest } from './engine/call-chain';
 import { alive, type OwnedLease } from './engine/held-lease';
 import { LockEngine } from './engine/lock-engine';
 import { lockInfo } from './engine/lock-info';
@@ -42,17 +42,17 @@ export type LockKeys = string | readonly string[];
 
 /**
  * The `@Locked` interceptor's `using`: the same call, whose timeouts telemetry reports as skips when
- * `skips` (`onTimeout: 'skip'`), and which carries `request`, the signal of the HTTP request it serves,
- * to the locked calls it makes. Symbols, so they are no part of the public API.
+ * `skips` (`onTimeout: 'skip'`), and which carries `request`, the request it serves (its signal and
+ * deadline), to the locked calls it makes. Symbols, so they are no part of the public API.
  */
 export const USING_LOCKED: unique symbol = Symbol('nestjs-redis-lock: using, for a lock declaration');
-/** The signal of the HTTP request the current call chain serves (USING_LOCKED's `request`), if any. */
+/** The request the current call chain serves (USING_LOCKED's `request`), if any. */
 export const CHAIN_REQUEST: unique symbol = Symbol('nestjs-redis-lock: the request of the call chain');
 
 /** How a lock declaration's call differs from a plain `using`. */
 export interface LockedCall {
   readonly skips: boolean;
-  readonly request: AbortSignal | undefined;
+  readonly request: ServedRequest | undefined;
 }
 
 export class LockService {
@@ -178,7 +178,7 @@ export class LockService {
     return this.usingAs(key, fn, options, how.skips, how.request);
   }
 
-  [CHAIN_REQUEST](): AbortSignal | undefined {
+  [CHAIN_REQUEST](): ServedRequest | undefined {
     return this.chain.request();
   }
 
@@ -257,7 +257,7 @@ export class LockService {
     fn: (lease: Lease) => T | Promise<T>,
     options: AcquireOptions | undefined,
     skips: boolean,
-    request?: AbortSignal,
+    request?: ServedRequest,
   ): Promise<T> {
     if (typeof fn !== 'function')
       throw new LockOptionsError('using() needs a function to run under the lock.');

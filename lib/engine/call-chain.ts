@@ -15,13 +15,24 @@ import type { LockEngine } from './lock-engine';
 import { MultiLease } from './multi-lease';
 import { ReentrantLease } from './reentrant-lease';
 
+/**
+ * The request a locked call serves, which the locked calls it makes serve too (lib/nest/request-scope.ts
+ * makes it from an HTTP request).
+ */
+export interface ServedRequest {
+  /** Aborts when the request's client has gone. */
+  readonly signal?: AbortSignal;
+  /** When the request must be answered by, in ms since the epoch. */
+  readonly deadline?: number;
+}
+
 interface LeaseScope {
   readonly byKey: ReadonlyMap<string, HeldLease>;
   readonly innermost: OwnedLease;
   /** Some lease of the chain holds several keys: new keys must then come in canonical order. */
   readonly multi: boolean;
-  /** The signal of the HTTP request the chain serves, if a locked call for one opened it. */
-  readonly request: AbortSignal | undefined;
+  /** The request the chain serves, if a locked call for one opened it. */
+  readonly request: ServedRequest | undefined;
 }
 
 export class CallChain {
@@ -82,10 +93,10 @@ export class CallChain {
   }
 
   /**
-   * Runs `fn` with `held` added to the chain's scope, as one of the running calls; `request`, the signal
-   * of the HTTP request it serves, reaches the locked calls `fn` makes (an outer one's is kept).
+   * Runs `fn` with `held` added to the chain's scope, as one of the running calls; `request`, the request
+   * it serves, reaches the locked calls `fn` makes (an outer one's is kept).
    */
-  async run<T>(held: OwnedLease, fn: () => T | Promise<T>, request?: AbortSignal): Promise<T> {
+  async run<T>(held: OwnedLease, fn: () => T | Promise<T>, request?: ServedRequest): Promise<T> {
     const outer = this.scope.getStore();
     const byKey = new Map(outer?.byKey);
     for (const part of held.parts) byKey.set(part.key, part);
@@ -112,8 +123,8 @@ export class CallChain {
     return held?.isHeld ? new ReentrantLease(held) : undefined;
   }
 
-  /** The signal of the HTTP request the current chain serves, if any. */
-  request(): AbortSignal | undefined {
+  /** The request the current chain serves, if any. */
+  request(): ServedRequest | undefined {
     return this.scope.getStore()?.request;
   }
 

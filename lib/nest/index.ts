@@ -34,3 +34,4 @@ export type {
   RedisLockModuleExtras,
   RedisLockModuleOptions,
 } from './redis-lock-options.interface';
+export type { RequestDeadline } from './request-deadline';

@@ -1,7 +1,7 @@
 /**
  * Lock errors as HTTP exceptions. In an HTTP request a busy lock is the client's to retry (409
- * Conflict; 423 is WebDAV's), Redis out of reach is ours (503 Service Unavailable), both with
- * `Retry-After`, and a key that cannot be built from the request is the client's mistake (400 Bad
+ * Conflict; 423 is WebDAV's), Redis out of reach or a line longer than the request's deadline is ours
+ * (503 Service Unavailable), both with `Retry-After`, and a key that cannot be built from the request is the client's mistake (400 Bad
  * Request). They are thrown as Nest's own HttpException subclasses, so any exception filter, an
  * application's catch-all included, renders the right status; the typed lock error stays the `cause`.
  * Outside HTTP (microservices, WebSockets, GraphQL, plain providers) nothing is converted.
@@ -26,6 +26,19 @@ import { RequestClosedError } from '../errors/request-closed.error';
 
 /** The HTTP exception for a lock error, or undefined for any other error (left as it is). */
 export function httpExceptionFor(error: unknown): HttpException | undefined {
+  if (error instanceof LockTimeoutError && error.deadline) {
+    // Not the resource's business but the server's: its line is longer than the request can wait.
+    return new ServiceUnavailableException(
+      {
+        statusCode: 503,
+        error: 'Service Unavailable',
+        code: error.code,
+        message:
+          "The request's deadline would pass before its turn for the lock came, so it was answered now; nothing ran for it.",
+      },
+      { cause: error },
+    );
+  }
   if (error instanceof LockTimeoutError) {
     return new ConflictException(
       {
@@ -92,8 +105,8 @@ export interface LockErrorResponse {
 
 /**
  * The response the module's conversion would give a lock error, for an exception filter of your own
- * (with `httpErrors: false`, or outside Nest's HTTP layer): 409 for a busy lock and 503 for Redis out of
- * reach, both with `Retry-After: retryAfterSeconds` (default 1, as the module's option), 400 for a key the
+ * (with `httpErrors: false`, or outside Nest's HTTP layer): 409 for a busy lock, 503 for Redis out of
+ * reach or a request's deadline that came before its turn, both with `Retry-After: retryAfterSeconds` (default 1, as the module's option), 400 for a key the
  * request cannot build; undefined for any other error.
  */
 export function lockErrorResponse(

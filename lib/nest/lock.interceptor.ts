@@ -15,14 +15,21 @@ import {
   Optional,
 } from '@nestjs/common';
 import { isObservable, Observable, of } from 'rxjs';
+import type { ServedRequest } from '../engine/call-chain';
 import { LockAbortedError } from '../errors/lock-aborted.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { CHAIN_REQUEST, type LockKeys, LockService, USING_LOCKED } from '../lock.service';
 import { declaredOptions } from '../options/call-options';
 import { prefixed, scopePrefix } from './key-scope';
 import { LOCKED_ROUTE_METADATA } from './redis-lock.constants';
-import type { ClosedRequests, KeyScope, LockedSpec } from './redis-lock-options.interface';
-import { currentRequestSignal, type RequestArgument, requestSignal } from './request-scope';
+import type { KeyScope, LockedSpec } from './redis-lock-options.interface';
+import {
+  currentRequest,
+  DEFAULT_REQUEST_SETTINGS,
+  type RequestArgument,
+  type RequestSettings,
+  servedRequest,
+} from './request-scope';
 
 /**
  * What @Locked methods call on their lock service: all a hand-written fake given to
@@ -32,7 +39,7 @@ export type LockedMethodRunner = Pick<LockService, 'using'>;
 
 /** Never provided: the module passes its options itself, and a LockInterceptor made elsewhere has none. */
 const MODULE_SCOPE = 'nestjs-redis-lock: the module option scope';
-const MODULE_CLOSED_REQUESTS = 'nestjs-redis-lock: the module option closedRequests';
+const MODULE_REQUESTS = 'nestjs-redis-lock: the module options closedRequests and requestDeadline';
 
 @Injectable()
 export class LockInterceptor implements NestInterceptor {
@@ -40,11 +47,17 @@ export class LockInterceptor implements NestInterceptor {
     @Inject(LockService) readonly locks: LockService,
     /** The module's `scope`: what every key is prefixed with unless the decorator says otherwise. */
     @Optional() @Inject(MODULE_SCOPE) private readonly scope: KeyScope = false,
-    /** The module's `closedRequests`: 'ignore' leaves a call waiting after its client has gone. */
+    /** The module's `closedRequests` and `requestDeadline`: what a call takes from its HTTP request. */
     @Optional()
-    @Inject(MODULE_CLOSED_REQUESTS)
-    private readonly closedRequests: ClosedRequests = 'locked-routes',
-  ) {}
+    @Inject(MODULE_REQUESTS)
+    private readonly requests: RequestSettings = DEFAULT_REQUEST_SETTINGS,
+  ) {
+    const { closedRequests, deadline } = requests;
+    this.readsRequests = closedRequests !== 'ignore' || deadline.headers || deadline.budget !== undefined;
+  }
+
+  /** Whether a call made for a request takes anything from it (its close, its deadline). */
+  private readonly readsRequests: boolean;
 
   /**
    * Runs `method` on `self` with `args` under the lock `spec` names. Returns an Observable when the
@@ -58,10 +71,9 @@ export class LockInterceptor implements NestInterceptor {
     /** Given to a @Locked route handler by Nest (the decorator declares it). */
     handlerRequest?: RequestArgument,
   ): unknown {
-    const request =
-      this.closedRequests === 'ignore'
-        ? undefined
-        : (handlerRequest?.signal ?? this.locks[CHAIN_REQUEST]?.() ?? currentRequestSignal());
+    const request = this.readsRequests
+      ? (handlerRequest?.served(this.requests) ?? this.locks[CHAIN_REQUEST]?.() ?? currentRequest())
+      : undefined;
     if (spec.observable) return this.observe(spec, args, () => method.apply(self, args), false, request);
     return this.call(spec, args, () => method.apply(self, args), request);
   }
@@ -72,7 +84,7 @@ export class LockInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const spec = Reflect.getMetadata(LOCKED_ROUTE_METADATA, context.getHandler()) as LockedSpec | undefined;
     if (!spec) return next.handle();
-    const request = this.closedRequests === 'ignore' ? undefined : requestSignal(context);
+    const request = this.readsRequests ? servedRequest(context, this.requests) : undefined;
     return this.observe(spec, context.getArgs(), () => next.handle(), true, request);
   }
 
@@ -85,16 +97,22 @@ export class LockInterceptor implements NestInterceptor {
    * `using` with the declaration's options; one that skips on timeout says so to telemetry. renew left
    * unset falls back to the module defaults, then to true (as in `using`). The name in metrics and
    * spans is the declaration's (its template), never the resolved key. `signal` ends the wait;
-   * `request`, the HTTP request's (part of it), is carried on to the locked calls the method makes.
+   * `request`, the HTTP request served, gives the call its deadline and is carried on to the locked
+   * calls the method makes.
    */
   private hold<T>(
     spec: LockedSpec,
     key: LockKeys,
     fn: () => Promise<T>,
     signal: AbortSignal | undefined,
-    request: AbortSignal | undefined,
+    request: ServedRequest | undefined,
   ): Promise<T> {
-    const options = { ...declaredOptions(spec.options), label: spec.label, signal };
+    const options = {
+      ...declaredOptions(spec.options),
+      label: spec.label,
+      signal,
+      deadline: request?.deadline,
+    };
     // A grant can reach the call in the same turn as the abort: the work must not start for nobody.
     const start = signal ? () => (signal.aborted ? Promise.reject(abortedFor(key, signal)) : fn()) : fn;
     const skips = spec.options.onTimeout === 'skip';
@@ -107,7 +125,7 @@ export class LockInterceptor implements NestInterceptor {
     spec: LockedSpec,
     args: unknown[],
     invoke: () => unknown,
-    request: AbortSignal | undefined,
+    request: ServedRequest | undefined,
   ): Promise<unknown> {
     const key = this.keyOf(spec, args);
     // 'skip' is about this lock only: a LockTimeoutError from a lock the method itself takes must reach
@@ -123,7 +141,7 @@ export class LockInterceptor implements NestInterceptor {
           // An Observable the method did not declare: run it to completion under the lock.
           return isObservable(result) ? lastValue(result) : result;
         },
-        request,
+        request?.signal,
         request,
       );
     } catch (error) {
@@ -142,12 +160,12 @@ export class LockInterceptor implements NestInterceptor {
     args: unknown[],
     invoke: () => unknown,
     answers: boolean,
-    request: AbortSignal | undefined,
+    request: ServedRequest | undefined,
   ): Observable<unknown> {
     return new Observable<unknown>((subscriber) => {
       // Unsubscribing while still waiting aborts the wait; while holding, it ends the hold.
       const abort = new AbortController();
-      const signal = request ? AbortSignal.any([abort.signal, request]) : abort.signal;
+      const signal = request?.signal ? AbortSignal.any([abort.signal, request.signal]) : abort.signal;
       let finish: (() => void) | undefined;
       let inner: { unsubscribe(): void } | undefined;
       let started = false;

@@ -1,6 +1,7 @@
 /**
  * The options of one module configuration, checked once: where Redis is (`client`, `url`, `redis`),
- * what only the module does (`gracePeriod`, `retryAfterSeconds`, `scope`, `onWarning`), and the rest
+ * what only the module does (`gracePeriod`, `retryAfterSeconds`, `scope`, `onWarning`,
+ * `requestDeadline`), and the rest
  * passed on to LockService, which checks its own. Renamed options are refused with their new name.
  * Nothing is opened here: lib/nest/redis-lock.context.ts opens what this says to.
  */
@@ -14,6 +15,11 @@ import { MemoryLockBackend } from '../store/memory-store';
 import { checkScope } from './key-scope';
 import { DEFAULT_RETRY_AFTER } from './lock-http.errors';
 import type { KeyScope, LockWarning } from './redis-lock-options.interface';
+import {
+  checkRequestDeadline,
+  DEFAULT_REQUEST_DEADLINE,
+  type ResolvedRequestDeadline,
+} from './request-deadline';
 
 /** Largest delay a Node timer can hold (about 24.8 days). */
 const MAX_GRACE_PERIOD = 2 ** 31 - 1;
@@ -35,6 +41,7 @@ const MODULE_OPTIONS = {
     check: (v: unknown) => checkOnWarning(v) as ((warning: LockWarning) => void) | undefined,
     default: undefined,
   },
+  requestDeadline: { check: checkRequestDeadline, default: DEFAULT_REQUEST_DEADLINE },
 } as const;
 
 /** The three ways to say where Redis is. */
@@ -69,6 +76,7 @@ export interface ResolvedModuleOptions {
   readonly retryAfterSeconds: number;
   readonly scope: KeyScope;
   readonly onWarning: ((warning: LockWarning) => void) | undefined;
+  readonly requestDeadline: ResolvedRequestDeadline;
   /** What LockService checks itself. */
   readonly service: Record<string, unknown>;
 }
@@ -103,7 +111,17 @@ export function resolveModuleOptions(
     if (Object.hasOwn(options, old)) throw new LockOptionsError(`${label}: "${old}" was renamed: ${now}.`);
   }
   checkOptionNames(options, MODULE_OPTION_NAMES, `the ${label} options`);
-  const { client, url, redis, gracePeriod, retryAfterSeconds, scope, onWarning, ...service } = options;
+  const {
+    client,
+    url,
+    redis,
+    gracePeriod,
+    retryAfterSeconds,
+    scope,
+    onWarning,
+    requestDeadline,
+    ...service
+  } = options;
   const value = <N extends keyof typeof MODULE_OPTIONS>(name: N, given: unknown) =>
     (given === undefined ? MODULE_OPTIONS[name].default : MODULE_OPTIONS[name].check(given)) as ReturnType<
       (typeof MODULE_OPTIONS)[N]['check']
@@ -120,6 +138,7 @@ export function resolveModuleOptions(
     retryAfterSeconds: value('retryAfterSeconds', retryAfterSeconds),
     scope: value('scope', scope),
     onWarning: value('onWarning', onWarning),
+    requestDeadline: value('requestDeadline', requestDeadline),
     service,
   };
 }

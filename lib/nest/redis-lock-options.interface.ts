@@ -5,6 +5,7 @@ import type { LockServiceOptions } from '../options/service-options';
 import type { LockBackend } from '../store/lock-store';
 import type { ServerRisk } from '../store/server-watch';
 import type { KeyResolver, LockKeyTemplate } from './key-template';
+import type { RequestDeadline } from './request-deadline';
 
 /**
  * What @Locked keys are prefixed with: `true` their method's `Class.method:`, a name `name:`, `false`
@@ -55,6 +56,13 @@ export interface RedisLockModuleOptions extends LockServiceOptions {
    * logged through the Nest logger. It must not throw (what it throws is ignored).
    */
   onWarning?: (warning: LockWarning) => void;
+  /**
+   * Where the locked calls made for an HTTP request take their deadline from (AcquireOptions.deadline):
+   * by default the deadline its client or a proxy sent (`grpc-timeout`, `x-envoy-expected-rq-timeout-ms`,
+   * `x-request-deadline`); with `budget`, also at most that many ms after the request arrived.
+   * docs/nest.md, "Deadlines".
+   */
+  requestDeadline?: RequestDeadline;
 }
 
 /** Whose closed requests end their locked calls' waits: see `closedRequests`. */

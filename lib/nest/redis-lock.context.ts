@@ -14,6 +14,7 @@ import { isLockBackend, type LockBackend } from '../store/lock-store';
 import { type ResolvedModuleOptions, resolveModuleOptions } from './module-options';
 import { openOwned } from './owned-connections';
 import type { KeyScope, LockWarning, RedisLockModuleOptions } from './redis-lock-options.interface';
+import type { ResolvedRequestDeadline } from './request-deadline';
 
 /** Which module a configuration belongs to: the name its messages give, and where its locks live. */
 export interface ContextKind {
@@ -36,6 +37,8 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
   readonly retryAfterSeconds: number;
   /** The module's `scope`: what @Locked keys are prefixed with unless their decorator says otherwise. */
   readonly scope: KeyScope;
+  /** The module's `requestDeadline`: where a request's locked calls take their deadline from. */
+  readonly requestDeadline: ResolvedRequestDeadline;
   /** Where warnings go: the Nest logger, then the application's `onWarning` if it gave one. */
   readonly warn: (warning: LockWarning) => void;
   private readonly gracePeriod: number;
@@ -48,6 +51,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
     name: string | undefined,
   ) {
     this.scope = options.scope;
+    this.requestDeadline = options.requestDeadline;
     this.gracePeriod = options.gracePeriod;
     this.retryAfterSeconds = options.retryAfterSeconds;
     const appHandler = options.onWarning;

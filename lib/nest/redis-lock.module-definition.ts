@@ -34,7 +34,8 @@ import type {
   RedisLockModuleExtras,
   RedisLockModuleOptions,
 } from './redis-lock-options.interface';
-import { REQUEST_SCOPE } from './request-scope';
+import { RequestArrivals } from './request-deadline';
+import { type RequestSettings, requestScope } from './request-scope';
 
 /** Which module a definition is for: names its messages, picks the store, owns an options token. */
 interface ModuleKind extends ContextKind {
@@ -183,7 +184,14 @@ function addProviders(
       provide: interceptorToken,
       inject: [serviceToken, RedisLockContext],
       useFactory: (service: LockService, c: RedisLockContext) =>
-        new LockInterceptor(service, c.scope, closedRequests),
+        new LockInterceptor(service, c.scope, requestSettings(closedRequests, c)),
+    },
+    // Relative deadlines count from a request's arrival, which only the HTTP server sees.
+    {
+      provide: RequestArrivals,
+      inject: [HttpAdapterHost, RedisLockContext],
+      useFactory: (host: HttpAdapterHost, { requestDeadline }: RedisLockContext) =>
+        new RequestArrivals(host, requestDeadline.headers || requestDeadline.budget !== undefined),
     },
     {
       provide: healthToken,
@@ -200,7 +208,13 @@ function addProviders(
   // Every request in the scope that carries its signal, so that @Locked service methods reached from
   // routes with no lock see their client leave: Node 20 then pays for an enabled AsyncLocalStorage on
   // every request (docs/nest.md says how much), hence not the default.
-  if (closedRequests === 'all-routes') providers.push({ provide: APP_INTERCEPTOR, useValue: REQUEST_SCOPE });
+  if (closedRequests === 'all-routes') {
+    providers.push({
+      provide: APP_INTERCEPTOR,
+      inject: [RedisLockContext],
+      useFactory: (c: RedisLockContext) => requestScope(requestSettings(closedRequests, c)),
+    });
+  }
   if (extras.httpErrors !== false) {
     // Lock errors become HttpExceptions before any filter (the app's own catch-all included) sees them:
     // where Nest hands the error to its filters, at no cost to requests that succeed; or, on a Nest
@@ -235,4 +249,8 @@ function addProviders(
     providers: [...(definition.providers ?? []), ...providers],
     exports: [...(definition.exports ?? []), serviceToken, interceptorToken, healthToken],
   };
+}
+
+function requestSettings(closedRequests: ClosedRequests, context: RedisLockContext): RequestSettings {
+  return { closedRequests, deadline: context.requestDeadline };
 }

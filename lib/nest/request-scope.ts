@@ -1,8 +1,9 @@
 /**
- * The HTTP request a locked call serves, so that a client who has gone leaves the line: its signal
- * aborts when the connection closes before the response is written, and a lock granted after that runs
- * nothing. Nest never tells a route's handler that its client left (it does not unsubscribe), so the
- * request is read from the connection itself. How a call finds its request:
+ * The HTTP request a locked call serves, so that a client who has gone leaves the line and a request's
+ * deadline reaches the waiter: its signal aborts when the connection closes before the response is
+ * written, and a lock granted after that runs nothing; its deadline comes from lib/nest/request-deadline.ts.
+ * Nest never tells a route's handler that its client left (it does not unsubscribe), so the request is
+ * read from the connection itself. How a call finds its request:
  * - a @Locked handler receives it as one more argument, which the decorator declares (REQUEST_PARAM) and
  *   takes off before the method sees its arguments; a @LockedRoute reads it from its ExecutionContext;
  * - the locked calls those make find it in their call chain (lib/engine/call-chain.ts);
@@ -19,44 +20,76 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import { Observable } from 'rxjs';
+import type { ServedRequest } from '../engine/call-chain';
 import { RequestClosedError } from '../errors/request-closed.error';
+import type { ClosedRequests } from './redis-lock-options.interface';
+import { DEFAULT_REQUEST_DEADLINE, deadlineOf, type ResolvedRequestDeadline } from './request-deadline';
 
-const scope = new AsyncLocalStorage<AbortSignal>();
+/** What a module makes of the requests its locked calls serve. */
+export interface RequestSettings {
+  readonly closedRequests: ClosedRequests;
+  readonly deadline: ResolvedRequestDeadline;
+}
+
+export const DEFAULT_REQUEST_SETTINGS: RequestSettings = {
+  closedRequests: 'locked-routes',
+  deadline: DEFAULT_REQUEST_DEADLINE,
+};
+
+const scope = new AsyncLocalStorage<ServedRequest>();
 /** Requests in the scope now: at 0 the scope is disabled, as Node 20 pays for an enabled one on every promise. */
 let inFlight = 0;
-/** One signal per response, whichever locked calls of the request ask. */
-const signals = new WeakMap<object, AbortSignal>();
+/** One per response, whichever locked calls of the request ask. */
+const served = new WeakMap<object, ServedRequest>();
 
-/** The signal of the request the current call chain serves, if it runs inside one. */
-export function currentRequestSignal(): AbortSignal | undefined {
+/** The request the current call chain serves, if it runs inside one. */
+export function currentRequest(): ServedRequest | undefined {
   return inFlight > 0 ? scope.getStore() : undefined;
 }
 
-/** The signal of an HTTP context's request (Express or Fastify); undefined outside HTTP. */
-export function requestSignal(context: ExecutionContext): AbortSignal | undefined {
+/** What an HTTP context's request (Express or Fastify) gives its locked calls; undefined outside HTTP. */
+export function servedRequest(
+  context: ExecutionContext,
+  settings: RequestSettings,
+): ServedRequest | undefined {
   if (context.getType() !== 'http') return undefined;
   const http = context.switchToHttp();
   const response = raw<ServerResponse>(http.getResponse());
   const request = raw<IncomingMessage>(http.getRequest());
-  if (!response || typeof response.once !== 'function') return undefined;
-  let signal = signals.get(response);
-  if (signal) return signal;
+  if (!response || typeof response.once !== 'function' || !request?.headers) return undefined;
+  let made = served.get(response);
+  if (made) return made;
+  made = {
+    signal: settings.closedRequests === 'ignore' ? undefined : closeSignal(request, response),
+    deadline: deadlineOf(request, settings.deadline),
+  };
+  served.set(response, made);
+  return made;
+}
+
+/** Aborts when the client closes the connection before the response is written. */
+function closeSignal(request: IncomingMessage, response: ServerResponse): AbortSignal {
   const controller = new AbortController();
-  signal = controller.signal;
-  signals.set(response, signal);
   const closed = () => {
     if (!response.writableFinished) controller.abort(new RequestClosedError());
   };
   // The client may have left already, while guards or pipes ran: its close event is then past.
-  if (request?.socket?.destroyed || response.destroyed) closed();
+  if (request.socket?.destroyed || response.destroyed) closed();
   else response.once('close', closed);
-  return signal;
+  return controller.signal;
+}
+
+/**
+ * With `closedRequests: 'all-routes'`, app-wide: every request runs in its scope, so a @Locked service
+ * method reached from any route finds it.
+ */
+export function requestScope(settings: RequestSettings): NestInterceptor {
+  return { intercept: (context, next) => withinRequest(servedRequest(context, settings), next) };
 }
 
 /** Runs the rest of the request (pipes, the handler and what it calls) inside the request's scope. */
-export function withinRequest(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-  const signal = requestSignal(context);
-  if (!signal) return next.handle();
+function withinRequest(request: ServedRequest | undefined, next: CallHandler): Observable<unknown> {
+  if (!request) return next.handle();
   return new Observable((subscriber) => {
     inFlight++;
     let left = false;
@@ -65,7 +98,7 @@ export function withinRequest(context: ExecutionContext, next: CallHandler): Obs
       left = true;
       if (--inFlight === 0) scope.disable();
     };
-    const inner = scope.run(signal, () =>
+    const inner = scope.run(request, () =>
       next.handle().subscribe({
         next: (value) => subscriber.next(value),
         error: (error: unknown) => {
@@ -85,24 +118,21 @@ export function withinRequest(context: ExecutionContext, next: CallHandler): Obs
   });
 }
 
-/** With `closedRequests: 'all-routes'`, app-wide: every request runs in its scope. */
-export const REQUEST_SCOPE: NestInterceptor = { intercept: withinRequest };
-
 /**
- * The argument a @Locked handler is given beyond its own: its request, whose signal is made only when
- * read (a module with `closedRequests: 'ignore'` never reads it).
+ * The argument a @Locked handler is given beyond its own: its request, read only when asked (a module
+ * that neither ends waits on a close nor reads deadlines never asks).
  */
 export class RequestArgument {
   constructor(private readonly context: ExecutionContext) {}
 
-  get signal(): AbortSignal | undefined {
-    return requestSignal(this.context);
+  served(settings: RequestSettings): ServedRequest | undefined {
+    return servedRequest(this.context, settings);
   }
 }
 /** Those Nest made; told apart by identity, as a caller's argument (a revoked Proxy) may throw on any other check. */
 const madeByNest = new WeakSet<object>();
 
-/** The request's signal when `value` is the argument REQUEST_PARAM made, else undefined. */
+/** The request when `value` is the argument REQUEST_PARAM made, else undefined. */
 export function requestArgument(value: unknown): RequestArgument | undefined {
   return typeof value === 'object' && value !== null && madeByNest.has(value)
     ? (value as RequestArgument)
@@ -110,8 +140,7 @@ export function requestArgument(value: unknown): RequestArgument | undefined {
 }
 
 /**
- * Declared by @Locked after the method's own parameters: on a route Nest passes the request's signal
- * there (nothing is read elsewhere, and Nest reads no parameters of a method that is not a handler).
+ * Declared by @Locked after the method's own parameters: on a route Nest passes the request there (nothing is read elsewhere, and Nest reads no parameters of a method that is not a handler).
  */
 export const REQUEST_PARAM = createParamDecorator((_data: unknown, context: ExecutionContext) => {
   const made = new RequestArgument(context);

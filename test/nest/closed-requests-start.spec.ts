@@ -17,7 +17,7 @@ import {
   RequestClosedError,
 } from '../../lib';
 import { interceptorProperty } from '../../lib/nest/redis-lock.tokens';
-import { withinRequest } from '../../lib/nest/request-scope';
+import { DEFAULT_REQUEST_SETTINGS, requestScope } from '../../lib/nest/request-scope';
 import { providers, sum } from '../telemetry/otel-fixtures';
 
 class Response extends EventEmitter {
@@ -26,7 +26,7 @@ class Response extends EventEmitter {
 }
 
 function httpContext(response: Response): ExecutionContext {
-  const request = { socket: { destroyed: false } };
+  const request = { socket: { destroyed: false }, headers: {} };
   return {
     getType: () => 'http',
     switchToHttp: () => ({
@@ -36,6 +36,13 @@ function httpContext(response: Response): ExecutionContext {
     }),
   } as unknown as ExecutionContext;
 }
+
+/** As the app-wide interceptor of `closedRequests: 'all-routes'` runs a request. */
+const inRequestScope = (context: ExecutionContext, next: CallHandler) =>
+  requestScope({ ...DEFAULT_REQUEST_SETTINGS, closedRequests: 'all-routes' }).intercept(
+    context,
+    next,
+  ) as Observable<unknown>;
 
 describe('a grant that reaches a request whose client left in the same turn', () => {
   it('runs nothing: the call rejects with LockAbortedError (RequestClosedError) and the lock is free', async () => {
@@ -72,7 +79,7 @@ describe('a grant that reaches a request whose client left in the same turn', ()
             ),
         ),
     };
-    const answered = lastValueFrom(withinRequest(httpContext(response), handler)).catch(
+    const answered = lastValueFrom(inRequestScope(httpContext(response), handler)).catch(
       (error: unknown) => error,
     );
     await holder.release();
@@ -114,7 +121,7 @@ describe('a grant that reaches a request whose client left in the same turn', ()
           );
         }),
     };
-    const answered = lastValueFrom(withinRequest(httpContext(response), handler)).catch(
+    const answered = lastValueFrom(inRequestScope(httpContext(response), handler)).catch(
       (error: unknown) => error,
     );
     // In line behind the holder, then the client leaves.

@@ -1,0 +1,289 @@
+// A request's deadline reaches its locked calls, over real HTTP on Express and Fastify: sent by the
+// client or a proxy (grpc-timeout, x-envoy-expected-rq-timeout-ms, an absolute x-request-deadline) or
+// the module's budget counted from the request's arrival. A request whose deadline comes before its
+// turn is answered 503 while the lock is still held (its waitTimeout is far beyond the test), leaves the
+// line, and nothing runs for it. Headers a module does not read, or cannot parse, change nothing.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from '@jest/globals';
+import {
+  type ArgumentsHost,
+  Catch,
+  Controller,
+  type ExceptionFilter,
+  type INestApplication,
+  Injectable,
+  Param,
+  Post,
+  UseFilters,
+  UseGuards,
+  UseInterceptors,
+} from '@nestjs/common';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { Test } from '@nestjs/testing';
+import {
+  Locked,
+  LockedRoute,
+  LockInterceptor,
+  LockOptionsError,
+  LockService,
+  LockTimeoutError,
+  RedisLockModule,
+  type RedisLockModuleOptions,
+} from '../../lib';
+import { deadlineOf } from '../../lib/nest/request-deadline';
+import { until } from '../support/lock-fixtures';
+import { useRedis } from '../support/redis-server';
+
+const server = useRedis();
+const apps: INestApplication[] = [];
+
+afterEach(async () => {
+  await Promise.all(apps.splice(0).map((app) => app.close().catch(() => {})));
+});
+
+/** Bodies that ran: one that runs for a request past its deadline is the waste this prevents. */
+const ran: string[] = [];
+/** The LockTimeoutErrors that reached the filter of the route that keeps them. */
+const timeouts: LockTimeoutError[] = [];
+
+/** Keeps the LockTimeoutError (the cause of the 503 the module made of it) and answers 503. */
+@Catch()
+class KeepTimeouts implements ExceptionFilter {
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const cause =
+      exception instanceof LockTimeoutError ? exception : (exception as { cause?: unknown }).cause;
+    if (cause instanceof LockTimeoutError) timeouts.push(cause);
+    const response = host.switchToHttp().getResponse();
+    const reply = response.raw ?? response;
+    reply.statusCode = 503;
+    reply.end();
+  }
+}
+
+/** Work done before the handler, which the request's client waits through too. */
+@Injectable()
+class SlowGuard {
+  async canActivate(): Promise<boolean> {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    return true;
+  }
+}
+
+@Injectable()
+class Stock {
+  @Locked('stock:<0>')
+  async reserve(id: string): Promise<string> {
+    ran.push(`service ${id}`);
+    return 'reserved';
+  }
+}
+
+@Controller('orders')
+class Orders {
+  constructor(private readonly stock: Stock) {}
+
+  @Post(':id/pay')
+  @Locked('order:<0>')
+  async pay(@Param('id') id: string): Promise<string> {
+    ran.push(`handler ${id}`);
+    return 'paid';
+  }
+
+  @Post(':id/ship')
+  @UseInterceptors(LockInterceptor)
+  @LockedRoute('shipment:<0.params.id>')
+  async ship(@Param('id') id: string): Promise<string> {
+    ran.push(`route ${id}`);
+    return 'shipped';
+  }
+
+  @Post(':id/settle')
+  @Locked('settle:<0>')
+  async settle(@Param('id') id: string): Promise<string> {
+    return this.stock.reserve(id);
+  }
+
+  @Post(':id/audit')
+  @UseGuards(SlowGuard)
+  @UseFilters(KeepTimeouts)
+  @Locked('audit:<0>')
+  async audit(@Param('id') id: string): Promise<string> {
+    ran.push(`audit ${id}`);
+    return 'audited';
+  }
+}
+
+type Platform = 'express' | 'fastify';
+
+async function start(platform: Platform, options: Partial<RedisLockModuleOptions> = {}) {
+  const ref = await Test.createTestingModule({
+    // Waits far longer than the test: a wait that ended before the holder let go ended by its deadline.
+    imports: [RedisLockModule.forRoot({ url: server().url, defaults: { waitTimeout: 120_000 }, ...options })],
+    controllers: [Orders],
+    providers: [Stock, SlowGuard],
+  }).compile();
+  const app =
+    platform === 'fastify'
+      ? ref.createNestApplication(new FastifyAdapter(), { logger: false })
+      : ref.createNestApplication({ logger: false });
+  apps.push(app);
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as AddressInfo;
+  return { locks: app.get(LockService), port };
+}
+
+function post(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const request = http.request({ host: '127.0.0.1', port, path, method: 'POST', headers }, (response) => {
+      let body = '';
+      response.on('data', (chunk) => (body += chunk));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+    });
+    request.on('error', reject);
+    request.end();
+  });
+}
+
+const cases: Array<{
+  what: string;
+  path: string;
+  key: string;
+  headers: Record<string, string> | (() => Record<string, string>);
+}> = [
+  {
+    what: 'a @Locked handler, from grpc-timeout',
+    path: '/orders/1/pay',
+    key: 'order:1',
+    headers: { 'grpc-timeout': '300m' },
+  },
+  {
+    what: 'a @LockedRoute, from x-envoy-expected-rq-timeout-ms',
+    path: '/orders/1/ship',
+    key: 'shipment:1',
+    headers: { 'x-envoy-expected-rq-timeout-ms': '300' },
+  },
+  {
+    what: 'a @Locked service method a @Locked handler calls, from an absolute x-request-deadline',
+    path: '/orders/2/settle',
+    key: 'stock:2',
+    headers: () => ({ 'x-request-deadline': String(Date.now() + 300) }),
+  },
+];
+
+describe.each(['express', 'fastify'] as const)('on %s, a request with a deadline', (platform) => {
+  it.each(cases)('$what: answered 503 while the lock is held, out of line, nothing run', async (c) => {
+    ran.length = 0;
+    const { locks, port } = await start(platform);
+    const holder = await locks.acquire(c.key, { ttl: 30_000, renew: true });
+    const headers = typeof c.headers === 'function' ? c.headers() : c.headers;
+    const response = await post(port, c.path, headers);
+    expect(response.status).toBe(503);
+    expect(JSON.parse(response.body)).toMatchObject({ code: 'LOCK_TIMEOUT' });
+    expect(holder.signal.aborted).toBe(false);
+    expect((await locks.inspect(c.key)).queueLength).toBe(0);
+    await holder.release();
+    expect(ran).toEqual([]);
+  });
+
+  it('from the module’s budget, counted from the request’s arrival: time spent in a guard is spent', async () => {
+    ran.length = 0;
+    timeouts.length = 0;
+    const { locks, port } = await start(platform, { requestDeadline: { budget: 600 } });
+    const holder = await locks.acquire('audit:1', { ttl: 30_000, renew: true });
+    expect((await post(port, '/orders/1/audit', {})).status).toBe(503);
+    // The guard took at least 300 ms of the 600: at most 300 were left when the call began to wait.
+    expect(timeouts).toHaveLength(1);
+    expect(timeouts[0].deadline?.leftMs).toBeLessThanOrEqual(300);
+    await holder.release();
+    expect(ran).toEqual([]);
+  });
+
+  it('a request with no deadline, one the module does not read, or one it cannot parse waits its turn', async () => {
+    ran.length = 0;
+    const { locks, port } = await start(platform, { requestDeadline: { headers: false } });
+    const other = await start(platform);
+    const holder = await locks.acquire('order:7', { ttl: 30_000, renew: true });
+    const unread = post(port, '/orders/7/pay', { 'grpc-timeout': '1m' });
+    const unparsed = post(other.port, '/orders/7/pay', {
+      'grpc-timeout': '1 ms',
+      'x-request-deadline': 'soon',
+    });
+    await until(
+      () => locks.inspect('order:7'),
+      (info) => info.queueLength === 2,
+    );
+    await holder.release();
+    expect((await unread).status).toBe(201);
+    expect((await unparsed).status).toBe(201);
+    expect(ran).toEqual(['handler 7', 'handler 7']);
+  });
+});
+
+describe('the module option requestDeadline', () => {
+  it('each invalid value fails the module’s start with LockOptionsError', async () => {
+    for (const requestDeadline of [
+      5,
+      { budget: -1 },
+      { budget: 1.5 },
+      { headers: 'yes' },
+      { header: 'a b' },
+      { timeout: 1 },
+    ]) {
+      const compiled = Test.createTestingModule({
+        imports: [
+          RedisLockModule.forRoot({
+            url: server().url,
+            requestDeadline,
+          } as unknown as RedisLockModuleOptions),
+        ],
+      }).compile();
+      await expect(compiled).rejects.toThrow(LockOptionsError);
+      await expect(compiled).rejects.toThrow(/requestDeadline must be an object such as \{ budget: 2000 \}/);
+    }
+  });
+});
+
+describe('a request’s deadline', () => {
+  const request = (headers: Record<string, string>) => ({ headers }) as unknown as http.IncomingMessage;
+  const settings = { budget: undefined, headers: true, header: 'x-request-deadline' };
+
+  it('reads every unit of grpc-timeout, and the earliest of all that are sent', () => {
+    const before = Date.now();
+    const after = (value: string) => (deadlineOf(request({ 'grpc-timeout': value }), settings) ?? 0) - before;
+    expect(after('2H')).toBeGreaterThanOrEqual(7_200_000);
+    expect(after('2M')).toBeGreaterThanOrEqual(120_000);
+    expect(after('2S')).toBeGreaterThanOrEqual(2_000);
+    expect(after('250m')).toBeGreaterThanOrEqual(250);
+    expect(after('250m')).toBeLessThan(250 + 1_000);
+    expect(after('5000000u')).toBeGreaterThanOrEqual(5_000);
+    expect(after('5000000n')).toBeGreaterThanOrEqual(5);
+    const absolute = before + 100;
+    const all = deadlineOf(
+      request({
+        'grpc-timeout': '5S',
+        'x-envoy-expected-rq-timeout-ms': '3000',
+        'x-request-deadline': String(absolute),
+      }),
+      { ...settings, budget: 4_000 },
+    );
+    expect(all).toBe(absolute);
+    expect(deadlineOf(request({ 'x-request-deadline': new Date(absolute).toISOString() }), settings)).toBe(
+      absolute,
+    );
+  });
+
+  it('is none when nothing is sent and no budget is set, or what is sent does not parse', () => {
+    expect(deadlineOf(request({}), settings)).toBeUndefined();
+    for (const value of ['', '1', '123456789S', '1s', '-1S', '1.5S']) {
+      expect(deadlineOf(request({ 'grpc-timeout': value }), settings)).toBeUndefined();
+    }
+    expect(deadlineOf(request({ 'x-envoy-expected-rq-timeout-ms': '1e3' }), settings)).toBeUndefined();
+    expect(deadlineOf(request({ 'x-request-deadline': 'tomorrow' }), settings)).toBeUndefined();
+    expect(deadlineOf(request({ 'grpc-timeout': '1S' }), { ...settings, headers: false })).toBeUndefined();
+  });
+});
