@@ -7,6 +7,7 @@
  *
  * Usage: npm run bench:nest-load [-- --quick | --smoke] [--rounds 3] [--window 10000] [--warmup 2000]
  *        [--loads 0.5,1.2] [--timeout 2000] [--variants ours,murlock] [--seed 1] [--no-build]
+ *        [--no-deadline-header]
  * BENCH_NODE=/path/to/node runs the applications on another Node; BENCH_APP_ARGS passes them flags.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -42,6 +43,8 @@ const LOADS = option('loads', SMOKE ? '1.2' : '0.5,1.2')
   .split(',')
   .map(Number);
 const SEED = Number(option('seed', '1'));
+/** Each request says when its client gives up (x-request-deadline), unless --no-deadline-header. */
+const DEADLINE_HEADER = !process.argv.includes('--no-deadline-header');
 const INSTANCES = 3;
 const HOT_IDS = 4;
 /** How long the critical section is run back to back to measure one id's capacity, ms. */
@@ -63,6 +66,11 @@ const VARIANTS: Record<string, { app: string; env: Record<string, string>; what:
     app: 'ours-handler',
     env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS) },
     what: 'the same on the route handler: the wait ends when the client closes the connection',
+  },
+  'ours-handler-no-deadline': {
+    app: 'ours-handler',
+    env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS), BENCH_NO_DEADLINE: '1' },
+    what: 'ours-handler reading no deadline header (requestDeadline: { headers: false })',
   },
   'ours-all-routes': {
     app: 'ours-all-routes',
@@ -119,7 +127,10 @@ function send(agent: Agent, port: number, id: string, arrival: number): Promise<
         port,
         method: 'POST',
         path: `/pay/${id}`,
-        headers: { 'content-length': 0 },
+        // Every variant is told when its client gives up; only ours reads it (docs/nest.md, "Deadlines").
+        headers: DEADLINE_HEADER
+          ? { 'content-length': 0, 'x-request-deadline': String(Date.now() + (arrival + TIMEOUT_MS - hr())) }
+          : { 'content-length': 0 },
       },
       (res) => {
         res.resume();
@@ -439,6 +450,7 @@ async function main(): Promise<void> {
       windowMs: WINDOW_MS,
       warmupMs: WARMUP_MS,
       timeoutMs: TIMEOUT_MS,
+      deadlineHeader: DEADLINE_HEADER,
       loads: LOADS,
       instances: INSTANCES,
       hotIds: HOT_IDS,

@@ -20,6 +20,7 @@
  *
  * How long a call may wait for a busy lock, for the load benchmark (unset: each library's defaults):
  * - BENCH_WAIT_TIMEOUT (ms): `ours` gets it as `waitTimeout`, its own bound on the wait;
+ * - BENCH_NO_DEADLINE=1: ours reads no deadline header (requestDeadline: { headers: false });
  * - BENCH_RETRY_MS (ms): nest-redlock and murlock retry at this fixed interval instead of their
  *   defaults, as many times as fit in BENCH_WAIT_TIMEOUT (they have a retry count, not a deadline).
  * BENCH_SECTIONS=1 counts requests in the `/pay` handler and completed critical sections per id, which
@@ -143,18 +144,24 @@ class PayController {
   }
 }
 
+/** BENCH_NO_DEADLINE=1: ours reads no deadline from the request's headers (the option's other side). */
+const requestDeadline = process.env.BENCH_NO_DEADLINE ? { headers: false } : undefined;
+
 function lockImports(): DynamicModule[] {
   switch (variant) {
     case 'module':
     case 'ours':
     case 'ours-handler':
-      return [RedisLockModule.forRoot({ url: redisUrl, httpErrors: !process.env.BENCH_NO_HTTP })];
+      return [
+        RedisLockModule.forRoot({ url: redisUrl, httpErrors: !process.env.BENCH_NO_HTTP, requestDeadline }),
+      ];
     case 'ours-all-routes':
       return [
         RedisLockModule.forRoot({
           url: redisUrl,
           httpErrors: !process.env.BENCH_NO_HTTP,
           closedRequests: 'all-routes',
+          requestDeadline,
         }),
       ];
     case 'ours-board':

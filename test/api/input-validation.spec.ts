@@ -85,7 +85,7 @@ describe('bad input gets a typed error before anything is sent to Redis', () => 
       'Unknown option "waittimeout" in lock options: did you mean "waitTimeout"?',
     );
     await expect(locks.tryAcquire('k', { timeout: 5_000 } as never)).rejects.toThrow(
-      'Unknown option "timeout" in lock options (known: ttl, waitTimeout, renew, minHold, maxHold, permits, mode, signal, label).',
+      'Unknown option "timeout" in lock options (known: ttl, waitTimeout, renew, minHold, maxHold, permits, mode, signal, deadline, label).',
     );
   });
 
