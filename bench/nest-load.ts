@@ -7,7 +7,7 @@
  *
  * Usage: npm run bench:nest-load [-- --quick | --smoke] [--rounds 3] [--window 10000] [--warmup 2000]
  *        [--loads 0.5,1.2] [--timeout 2000] [--variants ours,murlock] [--seed 1] [--no-build]
- *        [--no-deadline-header]
+ *        [--no-deadline-header] [--baseline DIR (another build, for ours-handler-baseline)]
  * BENCH_NODE=/path/to/node runs the applications on another Node; BENCH_APP_ARGS passes them flags.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -43,6 +43,8 @@ const LOADS = option('loads', SMOKE ? '1.2' : '0.5,1.2')
   .split(',')
   .map(Number);
 const SEED = Number(option('seed', '1'));
+/** Another build of this library (a directory inside the project), for the `-baseline` variants. */
+const BASELINE = option('baseline', '');
 /** Each request says when its client gives up (x-request-deadline), unless --no-deadline-header. */
 const DEADLINE_HEADER = !process.argv.includes('--no-deadline-header');
 const INSTANCES = 3;
@@ -66,6 +68,11 @@ const VARIANTS: Record<string, { app: string; env: Record<string, string>; what:
     app: 'ours-handler',
     env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS) },
     what: 'the same on the route handler: the wait ends when the client closes the connection',
+  },
+  'ours-handler-baseline': {
+    app: 'ours-handler-baseline',
+    env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS) },
+    what: 'ours-handler on the build given as --baseline, to compare two builds in one run',
   },
   'ours-handler-no-deadline': {
     app: 'ours-handler',
@@ -327,8 +334,11 @@ async function runVariant(variant: string, round: number, capacityPerS: number):
   const apps: App[] = [];
   const runs: LevelRun[] = [];
   try {
+    const build: Record<string, string> = app.endsWith('-baseline') ? { BENCH_DIST: join(ROOT, BASELINE) } : {};
     for (let i = 0; i < INSTANCES; i++)
-      apps.push(await App.start(app, redis.port, { ...env, BENCH_SECTIONS: '1', BENCH_QUIET: '1' }));
+      apps.push(
+        await App.start(app, redis.port, { ...env, ...build, BENCH_SECTIONS: '1', BENCH_QUIET: '1' }),
+      );
     for (let level = 0; level < LOADS.length; level++) {
       const run = await runLevel(apps, redis, variant, round, level, LOADS[level] * capacityPerS);
       runs.push(run);

@@ -26,9 +26,9 @@ import { claimWindowOf } from '../store/token';
 import { type EngineCall, withinDeadline } from './call';
 import { now, validFor } from './clock';
 import { type GrantLinks, HeldLease, type LeaseHost } from './held-lease';
-import { HoldTimes } from './hold-times';
 import { type KeyTaker, takeInOrder } from './key-sequence';
-import { type Granted, handOnLocally, queueLifetime, Waiter, type WaiterHost } from './waiter';
+import { LineTimes } from './line-times';
+import { type Door, type Granted, handOnLocally, queueLifetime, Waiter, type WaiterHost } from './waiter';
 
 export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease>, KeyTaker {
   readonly store: LockStore;
@@ -38,7 +38,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   private readonly waiters = new Map<string, Waiter<HeldLease>>();
   private readonly leases = new Set<HeldLease>();
   private readonly orphans = new Map<string, LockTicket>();
-  private readonly holds = new HoldTimes();
+  private readonly times = new LineTimes();
   private closed = false;
 
   constructor(
@@ -116,7 +116,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     deadline: number,
   ): EngineCall | LockTimeoutError | null {
     const left = Math.round(deadline - Date.now());
-    const holdMs = Math.round(this.holds.typical(key));
+    const holdMs = Math.round(this.times.typicalHold(key));
     if (left <= 0) return call.busyIsTimeout ? new LockTimeoutError(key, 0, { leftMs: left, holdMs }) : null;
     const wait = Math.max(0, left - holdMs);
     return wait < call.options.waitTimeout ? withinDeadline(call, wait, { leftMs: left, holdMs }) : call;
@@ -188,6 +188,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   }
 
   granted(waiter: Waiter<HeldLease>, grant: Granted): HeldLease {
+    if (waiter.place) this.times.place(waiter.key, (now() - waiter.started) / waiter.place);
     return this.lease(waiter.ticket, grant.fence, grant.validUntil, waiter.call, grant.confirmed, grant);
   }
 
@@ -195,7 +196,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
 
   forget(lease: HeldLease, heldFor: number | undefined): void {
     this.leases.delete(lease);
-    if (heldFor !== undefined) this.holds.record(lease.key, heldFor);
+    if (heldFor !== undefined) this.times.hold(lease.key, heldFor);
   }
 
   validateTtl(ttl: unknown): number {
@@ -293,7 +294,18 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
       if (listen) this.subscribe(ticket.key).catch((error: unknown) => waiter.onUnheard(error));
       onQueued?.();
     };
-    return waiter.run(first, queued);
+    return waiter.run(first, queued, undefined, first === 'join' ? this.door(ticket.key, call) : undefined);
+  }
+
+  /**
+   * How many may be in line before a join is turned away: as many as its wait can see through at the
+   * pace this service has seen the line move. None before any waiter was served from this key's line.
+   */
+  private door(key: string, call: EngineCall): Door | undefined {
+    const perPlaceMs = this.times.perPlace(key);
+    const { waitTimeout } = call.options;
+    if (!perPlaceMs || !Number.isFinite(waitTimeout)) return undefined;
+    return { places: Math.max(1, Math.floor(waitTimeout / perPlaceMs)), perPlaceMs };
   }
 
   private lease(

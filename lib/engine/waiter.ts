@@ -14,6 +14,7 @@ import { LockError } from '../errors/lock.error';
 import { LockAbortedError } from '../errors/lock-aborted.error';
 import { LockNotReplicatedError } from '../errors/lock-not-replicated.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
+import { LockShedError } from '../errors/lock-shed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { MAX_MS } from '../options/option-checks';
@@ -82,6 +83,15 @@ export function handOnLocally<T>(
   return false;
 }
 
+/**
+ * A join's door: it is turned away if `places` or more are in line, the most it could wait through at
+ * `perPlaceMs` each.
+ */
+export interface Door {
+  readonly places: number;
+  readonly perPlaceMs: number;
+}
+
 /** Retry delay after a failed re-check while Redis is unreachable. */
 const RETRY_MS = 100;
 
@@ -110,6 +120,9 @@ export class Waiter<T> {
    */
   private late = false;
   private onQueued: (() => void) | undefined;
+  private door: Door | undefined;
+  /** Its place in line as it joined (1: first), where the store says it: how the line's pace is learnt. */
+  place: number | undefined;
 
   constructor(
     private readonly host: WaiterHost<T>,
@@ -140,9 +153,16 @@ export class Waiter<T> {
    * of the first call: `join` for a ticket the store has not seen, `wait` to claim a reservation.
    * `onQueued` runs once, when a reply first says the caller is in line rather than granted. `refused`:
    * a grant the replicas did not acknowledge before this waiter was made, the reason given at the deadline.
+   * `door`: the first join is turned away, unqueued, past that many in line (LockShedError).
    */
-  run(first: 'join' | 'wait' = 'join', onQueued?: () => void, refused?: LockNotReplicatedError): Promise<T> {
+  run(
+    first: 'join' | 'wait' = 'join',
+    onQueued?: () => void,
+    refused?: LockNotReplicatedError,
+    door?: Door,
+  ): Promise<T> {
     this.firstMode = first;
+    this.door = door;
     this.lastError = refused;
     this.onQueued = onQueued;
     this.host.register(this);
@@ -257,7 +277,8 @@ export class Waiter<T> {
     // refreshes it each time it joins, as every waiter does.
     const queueTtl = queueLifetime(this.deadline - sent, this.ticket.claimWindow);
     const mode = first ? this.firstMode : this.late ? 'late' : 'wait';
-    this.inFlight = this.host.store.acquire(this.ticket, mode, queueTtl);
+    const door = mode === 'join' ? this.door?.places : undefined;
+    this.inFlight = this.host.store.acquire(this.ticket, mode, queueTtl, door);
     this.inFlight.then(
       (reply) => {
         if (mode === 'late') this.late = false;
@@ -300,6 +321,8 @@ export class Waiter<T> {
       if (reply.granted && this.cancelled !== undefined) this.host.store.release(this.ticket).catch(() => {});
       return;
     }
+    if (!reply.granted && reply.turnedAway !== undefined) return this.turnAway(reply.turnedAway);
+    if (!reply.granted && reply.place !== undefined) this.place = reply.place;
     if (reply.granted) {
       this.win({
         fence: reply.fence,
@@ -403,6 +426,13 @@ export class Waiter<T> {
     } catch (error) {
       this.reject(error);
     }
+  }
+
+  /** Turned away at the door: not in line, so there is nothing to leave. */
+  private turnAway(inLine: number): void {
+    if (!this.settle()) return;
+    const { places, perPlaceMs } = this.door ?? { places: 0, perPlaceMs: 0 };
+    this.reject(new LockShedError(this.key, inLine, perPlaceMs, Math.round(places * perPlaceMs)));
   }
 
   private fail(error: unknown): void {

@@ -11,6 +11,7 @@ export * from './lock-order.error';
 export { LockPermitsError } from './lock-permits.error';
 export * from './lock-quorum.error';
 export * from './lock-service-closed.error';
+export * from './lock-shed.error';
 export * from './lock-timeout.error';
 export * from './redis-unavailable.error';
 export * from './request-closed.error';

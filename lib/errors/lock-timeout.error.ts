@@ -18,8 +18,8 @@ export class LockTimeoutError extends LockError {
   /** Set when the call's deadline, not its waitTimeout, ended the wait. */
   readonly deadline: DeadlineShortfall | undefined;
 
-  constructor(key: string, waitedMs: number, deadline?: DeadlineShortfall) {
-    super('LOCK_TIMEOUT', message(key, waitedMs, deadline), { key });
+  constructor(key: string, waitedMs: number, deadline?: DeadlineShortfall, text?: string) {
+    super('LOCK_TIMEOUT', text ?? message(key, waitedMs, deadline), { key });
     this.waitedMs = waitedMs;
     this.deadline = deadline;
   }

@@ -20,12 +20,25 @@ import type { HttpAdapterHost } from '@nestjs/core';
 import { catchError, type Observable, throwError } from 'rxjs';
 import { LockAbortedError } from '../errors/lock-aborted.error';
 import { LockKeyError } from '../errors/lock-key.error';
+import { LockShedError } from '../errors/lock-shed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { RequestClosedError } from '../errors/request-closed.error';
 
 /** The HTTP exception for a lock error, or undefined for any other error (left as it is). */
 export function httpExceptionFor(error: unknown): HttpException | undefined {
+  if (error instanceof LockShedError) {
+    return new ServiceUnavailableException(
+      {
+        statusCode: 503,
+        error: 'Service Unavailable',
+        code: error.code,
+        message:
+          'The line for this resource is longer than the request could wait through, so it was turned away at once; nothing ran for it. Retry after the time given.',
+      },
+      { cause: error },
+    );
+  }
   if (error instanceof LockTimeoutError && error.deadline) {
     // Not the resource's business but the server's: its line is longer than the request can wait.
     return new ServiceUnavailableException(
@@ -118,13 +131,19 @@ export function lockErrorResponse(
   return {
     status: exception.getStatus(),
     body: exception.getResponse() as LockErrorResponse['body'],
-    headers: retryable(exception) ? { 'Retry-After': String(retryAfterSeconds) } : {},
+    headers: retryable(exception) ? { 'Retry-After': String(retryAfter(exception, retryAfterSeconds)) } : {},
   };
 }
 
 /** Whether the exception asks the client to retry later (409 and 503 carry `Retry-After`). */
 function retryable(exception: HttpException): boolean {
   return exception instanceof ConflictException || exception instanceof ServiceUnavailableException;
+}
+
+/** The module's `Retry-After`, or, for a call turned away at the door, when the line it saw clears. */
+function retryAfter(exception: HttpException, seconds: number): number {
+  const { cause } = exception;
+  return cause instanceof LockShedError ? Math.max(1, Math.ceil(cause.retryAfterMs / 1000)) : seconds;
 }
 
 /** Sets `Retry-After` on the response the exception will be rendered on, whichever filter renders it. */
@@ -135,7 +154,7 @@ export function setRetryAfter(
   seconds: number,
 ): void {
   if (!adapter || !retryable(exception)) return;
-  adapter.setHeader(response, 'Retry-After', String(seconds));
+  adapter.setHeader(response, 'Retry-After', String(retryAfter(exception, seconds)));
 }
 
 /**

@@ -118,7 +118,14 @@ const SOURCES: Record<ScriptName, ScriptSource> = {
 
 function acquireReply(reply: number[]): AcquireReply {
   if (reply[0] === 1) return { granted: true, fence: reply[1], serverMs: reply[2] / 1000 };
-  return { granted: false, ownerTtl: reply[1], serverMs: reply[2] / 1000, isHead: reply[3] === 1 };
+  const waiting = {
+    granted: false,
+    ownerTtl: reply[1],
+    serverMs: reply[2] / 1000,
+    isHead: reply[3] === 1,
+  } as const;
+  if (reply.length < 5) return waiting;
+  return reply[5] === 1 ? { ...waiting, turnedAway: reply[4] } : { ...waiting, place: reply[4] };
 }
 
 /**
@@ -192,19 +199,29 @@ export class LockScripts {
 
   /**
    * `listenLater`: a join from a service whose wake subscription is not live yet keeps its place this
-   * long (ms) though pushes reach nobody (prelude.lua, listening_later).
+   * long (ms) though pushes reach nobody (prelude.lua, listening_later). `door`: a join is turned away
+   * when this many are in line already (a mutex's; acquire.lua).
    */
   async acquire(
     ctx: ScriptContext,
     mode: AcquireMode,
     queueTtl: number,
     listenLater?: number,
+    door?: number,
   ): Promise<AcquireReply> {
     // The optional arguments only when given: an argument less for every other call.
-    const later = listenLater === undefined ? [] : [listenLater];
+    const withDoor = door !== undefined && !ctx.kind;
+    const later = listenLater === undefined ? (withDoor ? [''] : []) : [listenLater];
     const args =
       ctx.reserved || later.length > 0
-        ? this.argv(ctx, mode, queueTtl, ...(ctx.kind ? [] : [ctx.reserved ?? '']), ...later)
+        ? this.argv(
+            ctx,
+            mode,
+            queueTtl,
+            ...(ctx.kind ? [] : [ctx.reserved ?? '']),
+            ...later,
+            ...(withDoor ? [door] : []),
+          )
         : this.argv(ctx, mode, queueTtl);
     const name = this.named('acquire', ctx);
     if (!this.ack) return acquireReply((await this.run(name, ctx.keys.lock, args)) as number[]);

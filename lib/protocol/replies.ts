@@ -26,7 +26,16 @@ export type AcquireReply =
        */
       from?: number;
     }
-  | { granted: false; ownerTtl: number; serverMs: number; isHead: boolean };
+  | {
+      granted: false;
+      ownerTtl: number;
+      serverMs: number;
+      isHead: boolean;
+      /** A join's place in line as it joined (1: first), where the store says it. */
+      place?: number;
+      /** A join turned away at the door (`door`), not queued: how many were in line. */
+      turnedAway?: number;
+    };
 
 /**
  * What a renewal found. `extended`: the caller holds the lock, now for the ttl asked. `missing`: no owner

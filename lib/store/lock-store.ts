@@ -102,9 +102,11 @@ export interface LockStore {
    * Take the lock, or join its queue (per `mode`), or confirm a grant; idempotent per ticket. A `wait`
    * call whose ticket holds a reservation on the key (reserve) claims it: it is queued at that place.
    * `queueTtl`: how long a place in line outlives this call (the wait left plus a claim window); a `try`
-   * never queues, and gets it from a waiting call's first attempt, 0 from tryAcquire.
+   * never queues, and gets it from a waiting call's first attempt, 0 from tryAcquire. `door`, for a
+   * `join`: with this many or more in line the caller is turned away, not queued (reply `turnedAway`);
+   * a store that keeps no such count ignores it, and says no `place`.
    */
-  acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number): Promise<AcquireReply>;
+  acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number, door?: number): Promise<AcquireReply>;
   /**
    * Optional. Keeps a place in `ticket.key`'s line for a later key of a multi-key call that still waits
    * for the keys before it: never granted, passed over by every hand-off (so it makes nobody wait), and

@@ -248,7 +248,12 @@ export class MemoryLockBackend implements LockBackend {
     ticket.reserved = entry;
   }
 
-  /** @internal */ acquire(ticket: MemoryTicket, asked: AcquireMode, queueTtl: number): AcquireReply {
+  /** @internal */ acquire(
+    ticket: MemoryTicket,
+    asked: AcquireMode,
+    queueTtl: number,
+    door?: number,
+  ): AcquireReply {
     const now = this.now();
     const kind = kindOf(ticket);
     if (kind) return this.semaphores.acquire(ticket, kind, asked, queueTtl, now);
@@ -259,7 +264,7 @@ export class MemoryLockBackend implements LockBackend {
     const mode = late ? 'wait' : asked;
     const lock = this.stateFor(ticket.key, now);
     const { token } = ticket;
-    const waiting = (queued: boolean): AcquireReply => {
+    const waiting = (queued: boolean): AcquireReply & { granted: false } => {
       const head = queued ? this.firstActive(lock) : -1;
       return {
         granted: false,
@@ -279,8 +284,12 @@ export class MemoryLockBackend implements LockBackend {
     if (mode !== 'wait') {
       if (lock.queue.length === 0 || lock.owner !== null) {
         if (mode === 'try') return waiting(false);
+        // acquire.lua's door and place: a join turned away is not queued, one that joins learns its place.
+        const inLine = lock.queue.length;
+        if (mode === 'join' && door !== undefined && inLine >= door)
+          return { ...waiting(false), turnedAway: inLine };
         this.push(lock, token, queueTtl, now);
-        return waiting(true);
+        return { ...waiting(true), place: lock.queue.length };
       }
       // Free, but others queued first: FIFO, so the first waiter goes first.
       if (mode === 'join') this.push(lock, token, queueTtl, now);
@@ -404,8 +413,8 @@ class MemoryLockStore implements LockStore {
 
   // Every call answers on a later turn, as a round trip would: callers never see a reply within the
   // same synchronous step that sent it.
-  acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
-    return Promise.resolve().then(() => this.backend.acquire(ticket, mode, queueTtl));
+  acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number, door?: number): Promise<AcquireReply> {
+    return Promise.resolve().then(() => this.backend.acquire(ticket, mode, queueTtl, door));
   }
 
   reserve(ticket: LockTicket, queueTtl: number): Promise<void> {

@@ -138,15 +138,15 @@ export class RedisLockStore implements LockStore {
     return ticket;
   }
 
-  acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number): Promise<AcquireReply> {
+  acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number, door?: number): Promise<AcquireReply> {
     if (mode !== 'join' || this.wake.ready)
-      return this.scripts.acquire(ticket as RedisTicket, mode, queueTtl);
+      return this.scripts.acquire(ticket as RedisTicket, mode, queueTtl, undefined, door);
     // A join before the subscription is live: Redis keeps its place (WakeListener), and the subscription
     // it awaits opens as soon as it is in line, whether its caller still waits or not, so the mark that
     // keeps its place is read and removed.
-    const reply = this.scripts.acquire(ticket as RedisTicket, mode, queueTtl, this.wake.listenLater());
+    const reply = this.scripts.acquire(ticket as RedisTicket, mode, queueTtl, this.wake.listenLater(), door);
     return reply.then((joined) => {
-      if (!joined.granted) this.wake.joinedEarly();
+      if (!joined.granted && joined.turnedAway === undefined) this.wake.joinedEarly();
       return joined;
     });
   }

@@ -13,6 +13,7 @@ import { ReentrantLease } from '../engine/reentrant-lease';
 import { LockAbortedError } from '../errors/lock-aborted.error';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { LockOptionsError } from '../errors/lock-options.error';
+import { LockShedError } from '../errors/lock-shed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RequestClosedError } from '../errors/request-closed.error';
 import type { Lease } from '../lease';
@@ -149,7 +150,9 @@ export class CallRecord implements LeaseObserver {
       error instanceof LockTimeoutError
         ? this.skips
           ? 'skipped'
-          : 'timeout'
+          : error instanceof LockShedError
+            ? 'shed'
+            : 'timeout'
         : error instanceof LockAbortedError
           ? error.cause instanceof RequestClosedError
             ? 'abandoned'
@@ -163,7 +166,8 @@ export class CallRecord implements LeaseObserver {
       }
       this.span.end();
     }
-    if (outcome === 'timeout') this.telemetry.emit('timeout', this, { waitedMs: waited, error });
+    if (outcome === 'timeout' || outcome === 'shed')
+      this.telemetry.emit('timeout', this, { waitedMs: waited, error });
     else if (outcome === 'skipped')
       this.telemetry.emit('timeout', this, { waitedMs: waited, error, skipped: true });
     else if (outcome === 'aborted' || outcome === 'abandoned')

@@ -38,4 +38,4 @@ export interface LockLogger {
 }
 
 /** `lock.outcome` of a call. */
-export type LockOutcome = 'acquired' | 'timeout' | 'aborted' | 'abandoned' | 'skipped' | 'error';
+export type LockOutcome = 'acquired' | 'timeout' | 'shed' | 'aborted' | 'abandoned' | 'skipped' | 'error';

@@ -32,7 +32,7 @@ import {
   type RedisLockModuleOptions,
 } from '../../lib';
 import { deadlineOf } from '../../lib/nest/request-deadline';
-import { until } from '../support/lock-fixtures';
+import { lockService, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 
 const server = useRedis();
@@ -137,12 +137,14 @@ function post(
   port: number,
   path: string,
   headers: Record<string, string>,
-): Promise<{ status: number; body: string }> {
+): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
     const request = http.request({ host: '127.0.0.1', port, path, method: 'POST', headers }, (response) => {
       let body = '';
       response.on('data', (chunk) => (body += chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+      response.on('end', () =>
+        resolve({ status: response.statusCode ?? 0, body, headers: response.headers }),
+      );
     });
     request.on('error', reject);
     request.end();
@@ -221,6 +223,45 @@ describe.each(['express', 'fastify'] as const)('on %s, a request with a deadline
     expect((await unread).status).toBe(201);
     expect((await unparsed).status).toBe(201);
     expect(ran).toEqual(['handler 7', 'handler 7']);
+  });
+});
+
+describe.each(['express', 'fastify'] as const)('on %s, a request turned away at the door', (platform) => {
+  it('is answered 503 at once, with a Retry-After from the line, unqueued, nothing run', async () => {
+    ran.length = 0;
+    const { locks, port } = await start(platform);
+    const others = [lockService(server()), lockService(server())];
+    // The app's service learns the line's pace: about 400 ms a place.
+    for (let i = 0; i < 3; i++) {
+      const holder = await others[0].acquire('order:9');
+      const waiting = locks.acquire('order:9', { waitTimeout: 10_000 });
+      await until(
+        () => locks.inspect('order:9'),
+        (info) => info.queueLength === 1,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 400)); // the hold it waits through
+      await holder.release();
+      await (await waiting).release();
+    }
+    const holder = await others[0].acquire('order:9', { ttl: 30_000, renew: true });
+    const waiting = [];
+    for (let i = 0; i < 4; i++) {
+      waiting.push(others[1].acquire('order:9', { waitTimeout: 60_000 }));
+      await until(
+        () => locks.inspect('order:9'),
+        (info) => info.queueLength === i + 1,
+      );
+    }
+    // A second to wait, 4 in line at 400 ms or more each: turned away; the line clears in 1.6 s or more.
+    const response = await post(port, '/orders/9/pay', { 'grpc-timeout': '1S' });
+    expect(response.status).toBe(503);
+    // Not the module's 1 s: at least 4 × 400 ms, rounded up.
+    expect(Number(response.headers['retry-after'])).toBeGreaterThanOrEqual(2);
+    expect(JSON.parse(response.body)).toMatchObject({ code: 'LOCK_TIMEOUT' });
+    expect((await locks.inspect('order:9')).queueLength).toBe(4);
+    await holder.release();
+    for (const lease of waiting) await (await lease).release();
+    expect(ran).toEqual([]);
   });
 });
 

@@ -1,0 +1,97 @@
+// The door, on the engine alone: once the service has seen how fast a key's line moves, a join that
+// finds more in line than its wait could see through is turned away at once (LockShedError), unqueued
+// and with nothing to cancel, while the line keeps its order. Before any pace is known, nobody is.
+// Fast, no Redis (test/api/door.spec.ts runs it on Redis, across processes).
+import { describe, expect, it } from '@jest/globals';
+import { LockShedError } from '../../lib/errors/lock-shed.error';
+import { LockTimeoutError } from '../../lib/errors/lock-timeout.error';
+import type { LockStore } from '../../lib/store/lock-store';
+import { MemoryLockBackend } from '../../lib/store/memory-store';
+import { call, engine, wrappedBackend } from './engine-fixtures';
+
+/** An engine over `memory` whose store counts what it is asked: joins and cancels. */
+function counting(memory: MemoryLockBackend) {
+  const sent = { joins: 0, cancels: 0 };
+  const backend = wrappedBackend(memory, (store: LockStore) => ({
+    acquire: (...args) => {
+      if (args[1] === 'join') sent.joins++;
+      return store.acquire(...args);
+    },
+    cancel: (...args) => {
+      sent.cancels++;
+      return store.cancel(...args);
+    },
+  }));
+  return { locks: engine({}, backend), sent };
+}
+
+/** A holder and `n` waiters of `locks`, each in line before the next calls, in the order given. */
+async function line(locks: ReturnType<typeof engine>, key: string, n: number) {
+  const holder = await locks.takeOne(key, call());
+  const order: number[] = [];
+  const waiters = [];
+  for (let i = 0; i < n; i++) {
+    waiters.push(
+      locks.takeOne(key, call({ waitTimeout: 60_000 })).then((lease) => {
+        order.push(i);
+        return lease;
+      }),
+    );
+    while ((await locks.store.inspect(key)).queueLength < i + 1) await new Promise((r) => setImmediate(r));
+  }
+  return { holder, waiters, order };
+}
+
+/** Teaches `locks` the pace of `key`'s line: a waiter served after a hold of about `ms`, `times` times. */
+async function learnPace(locks: ReturnType<typeof engine>, key: string, ms: number, times: number) {
+  for (let i = 0; i < times; i++) {
+    const { holder, waiters } = await line(locks, key, 1);
+    await new Promise((resolve) => setTimeout(resolve, ms)); // the hold the waiter waits through
+    await holder?.release();
+    await (await waiters[0])?.release();
+  }
+}
+
+describe('the door', () => {
+  it('turns a join away at once when the line is longer than its wait, unqueued, and keeps the line in order', async () => {
+    const memory = new MemoryLockBackend();
+    const { locks, sent } = counting(memory);
+    await learnPace(locks, 'k', 100, 3);
+    const { holder, waiters, order } = await line(locks, 'k', 3);
+    const before = { ...sent };
+    // About 100 ms per place and 250 ms to wait: two places at most, and three are in line.
+    const error = await locks.takeOne('k', call({ waitTimeout: 250 })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockShedError);
+    expect(error).toBeInstanceOf(LockTimeoutError);
+    const shed = error as LockShedError;
+    expect(shed.inLine).toBe(3);
+    expect(shed.waitedMs).toBe(0);
+    expect(shed.perPlaceMs).toBeGreaterThanOrEqual(90);
+    expect(shed.retryAfterMs).toBeGreaterThanOrEqual(3 * 90);
+    expect(shed.message).toMatch(/3 callers were in line, about \d+ ms each here/);
+    // One join asked, refused by the store; nothing queued, so nothing to cancel.
+    expect(sent.joins - before.joins).toBe(1);
+    expect(sent.cancels - before.cancels).toBe(0);
+    expect((await locks.store.inspect('k')).queueLength).toBe(3);
+    // A caller that can wait long enough joins behind them.
+    const patient = locks.takeOne('k', call({ waitTimeout: 60_000 }));
+    while ((await locks.store.inspect('k')).queueLength < 4) await new Promise((r) => setImmediate(r));
+    await holder?.release();
+    for (const waiting of waiters) await (await waiting)?.release();
+    await (await patient)?.release();
+    expect(order).toEqual([0, 1, 2]);
+  });
+
+  it('turns nobody away before the service has seen its line move', async () => {
+    const { locks, sent } = counting(new MemoryLockBackend());
+    const { holder, waiters } = await line(locks, 'fresh', 3);
+    const error = await locks.takeOne('fresh', call({ waitTimeout: 30 })).catch((e: unknown) => e);
+    // It joined and waited its whole wait: a plain timeout, and its place was given back.
+    expect(error).toBeInstanceOf(LockTimeoutError);
+    expect(error).not.toBeInstanceOf(LockShedError);
+    expect((error as LockTimeoutError).waitedMs).toBeGreaterThanOrEqual(30);
+    expect(sent.cancels).toBe(1);
+    await holder?.release();
+    for (const waiting of waiters) await (await waiting)?.release();
+  });
+});
