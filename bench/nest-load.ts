@@ -334,7 +334,9 @@ async function runVariant(variant: string, round: number, capacityPerS: number):
   const apps: App[] = [];
   const runs: LevelRun[] = [];
   try {
-    const build: Record<string, string> = app.endsWith('-baseline') ? { BENCH_DIST: join(ROOT, BASELINE) } : {};
+    const build: Record<string, string> = app.endsWith('-baseline')
+      ? { BENCH_DIST: join(ROOT, BASELINE) }
+      : {};
     for (let i = 0; i < INSTANCES; i++)
       apps.push(
         await App.start(app, redis.port, { ...env, ...build, BENCH_SECTIONS: '1', BENCH_QUIET: '1' }),

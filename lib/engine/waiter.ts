@@ -321,7 +321,10 @@ export class Waiter<T> {
       if (reply.granted && this.cancelled !== undefined) this.host.store.release(this.ticket).catch(() => {});
       return;
     }
-    if (!reply.granted && reply.turnedAway !== undefined) return this.turnAway(reply.turnedAway);
+    if (!reply.granted && reply.turnedAway !== undefined) {
+      this.turnAway(reply.turnedAway);
+      return;
+    }
     if (!reply.granted && reply.place !== undefined) this.place = reply.place;
     if (reply.granted) {
       this.win({
