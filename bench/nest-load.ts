@@ -79,6 +79,11 @@ const VARIANTS: Record<string, { app: string; env: Record<string, string>; what:
     env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS), BENCH_NO_DEADLINE: '1' },
     what: 'ours-handler reading no deadline header (requestDeadline: { headers: false })',
   },
+  'ours-handler-no-shed': {
+    app: 'ours-handler',
+    env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS), BENCH_NO_SHED: '1' },
+    what: 'ours-handler turning nobody away at the door (shed: false)',
+  },
   'ours-all-routes': {
     app: 'ours-all-routes',
     env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS) },

@@ -21,6 +21,7 @@
  * How long a call may wait for a busy lock, for the load benchmark (unset: each library's defaults):
  * - BENCH_WAIT_TIMEOUT (ms): `ours` gets it as `waitTimeout`, its own bound on the wait;
  * - BENCH_NO_DEADLINE=1: ours reads no deadline header (requestDeadline: { headers: false });
+ * - BENCH_NO_SHED=1: ours turns nobody away at the door (shed: false);
  * - BENCH_RETRY_MS (ms): nest-redlock and murlock retry at this fixed interval instead of their
  *   defaults, as many times as fit in BENCH_WAIT_TIMEOUT (they have a retry count, not a deadline).
  * BENCH_SECTIONS=1 counts requests in the `/pay` handler and completed critical sections per id, which
@@ -144,8 +145,15 @@ class PayController {
   }
 }
 
-/** BENCH_NO_DEADLINE=1: ours reads no deadline from the request's headers (the option's other side). */
-const requestDeadline = process.env.BENCH_NO_DEADLINE ? { headers: false } : undefined;
+/**
+ * What ours is told beyond its connection: BENCH_NO_DEADLINE=1, read no deadline from the request's
+ * headers; BENCH_NO_SHED=1, turn nobody away at the door (each option's other side). Only what is set,
+ * so that a build without these options (`-baseline`) starts.
+ */
+const extraOptions = {
+  ...(process.env.BENCH_NO_DEADLINE ? { requestDeadline: { headers: false } } : {}),
+  ...(process.env.BENCH_NO_SHED ? { shed: false } : {}),
+};
 
 function lockImports(): DynamicModule[] {
   switch (variant) {
@@ -153,7 +161,7 @@ function lockImports(): DynamicModule[] {
     case 'ours':
     case 'ours-handler':
       return [
-        RedisLockModule.forRoot({ url: redisUrl, httpErrors: !process.env.BENCH_NO_HTTP, requestDeadline }),
+        RedisLockModule.forRoot({ url: redisUrl, httpErrors: !process.env.BENCH_NO_HTTP, ...extraOptions }),
       ];
     case 'ours-all-routes':
       return [
@@ -161,7 +169,7 @@ function lockImports(): DynamicModule[] {
           url: redisUrl,
           httpErrors: !process.env.BENCH_NO_HTTP,
           closedRequests: 'all-routes',
-          requestDeadline,
+          ...extraOptions,
         }),
       ];
     case 'ours-board':

@@ -304,7 +304,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   private door(key: string, call: EngineCall): Door | undefined {
     const perPlaceMs = this.times.perPlace(key);
     const { waitTimeout } = call.options;
-    if (!perPlaceMs || !Number.isFinite(waitTimeout)) return undefined;
+    if (!this.options.shed || !perPlaceMs || !Number.isFinite(waitTimeout)) return undefined;
     return { places: Math.max(1, Math.floor(waitTimeout / perPlaceMs)), perPlaceMs };
   }
 

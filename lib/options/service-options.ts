@@ -47,6 +47,12 @@ export interface LockServiceOptions {
   /** Longest wait for a reply to one command before the call fails with RedisUnavailableError, in ms. Default 5 000. */
   commandTimeout?: number;
   /**
+   * Turn a call away at once, unqueued, when more are in line for its key than its wait could see
+   * through at the pace this service has seen that line move (LockShedError). `false`: every call joins
+   * and waits its whole wait. Default true.
+   */
+  shed?: boolean;
+  /**
    * With several independent Redis masters (Redlock) only: the longest wait for one node's reply, in ms,
    * well below the ttl, so a slow or stopped node costs a grant little of its validity. Default 100.
    */
@@ -181,6 +187,7 @@ const SERVICE_OPTIONS = {
     default: DEFAULT_COMMAND_TIMEOUT,
   },
   nodeTimeout: { check: (v: unknown) => milliseconds('nodeTimeout', v, 1), default: undefined },
+  shed: { check: (v: unknown) => optionalBoolean('shed', v) as boolean, default: true },
   onWarning: { check: checkOnWarning, default: undefined },
   replicas: { check: checkReplicas, default: undefined },
   telemetry: { check: checkTelemetryOptions, default: undefined },
@@ -198,6 +205,7 @@ export interface ResolvedServiceOptions {
   fenceRetention: number;
   commandTimeout: number;
   nodeTimeout: number;
+  shed: boolean;
   onWarning: ((warning: ServerRisk) => void) | undefined;
   replicas: ResolvedReplicas | undefined;
   telemetry: TelemetryOptions | undefined;
@@ -239,6 +247,7 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
   const fenceRetention = value('fenceRetention');
   const commandTimeout = value('commandTimeout');
   const nodeTimeout = value('nodeTimeout') ?? Math.min(DEFAULT_NODE_TIMEOUT, Math.floor(defaults.ttl / 3));
+  const shed = value('shed');
   const onWarning = value('onWarning');
   const replicas = value('replicas');
   const telemetry = value('telemetry');
@@ -266,6 +275,7 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
     fenceRetention,
     commandTimeout,
     nodeTimeout,
+    shed,
     onWarning,
     replicas,
     telemetry,

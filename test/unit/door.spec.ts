@@ -82,6 +82,18 @@ describe('the door', () => {
     expect(order).toEqual([0, 1, 2]);
   });
 
+  it('with shed: false, turns nobody away: the call joins and waits its whole wait', async () => {
+    const locks = engine({ shed: false });
+    await learnPace(locks, 'k', 50, 3);
+    const { holder, waiters } = await line(locks, 'k', 3);
+    const error = await locks.takeOne('k', call({ waitTimeout: 60 })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockTimeoutError);
+    expect(error).not.toBeInstanceOf(LockShedError);
+    expect((error as LockTimeoutError).waitedMs).toBeGreaterThanOrEqual(60);
+    await holder?.release();
+    for (const waiting of waiters) await (await waiting)?.release();
+  });
+
   it('turns nobody away before the service has seen its line move', async () => {
     const { locks, sent } = counting(new MemoryLockBackend());
     const { holder, waiters } = await line(locks, 'fresh', 3);
