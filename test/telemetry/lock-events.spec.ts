@@ -62,7 +62,8 @@ describe('diagnostics channels', () => {
   it('publish each event of a contended lock with its payload', async () => {
     listen();
     const locks = lockService(server());
-    const first = await locks.acquire('chan:1', { label: 'chan', ttl: 300, renew: true });
+    // Renewed every 500 ms: a busy machine stalls far less than the 1.5 s that would lose it first.
+    const first = await locks.acquire('chan:1', { label: 'chan', ttl: 1_500, renew: true });
     const second = locks.acquire('chan:1', { label: 'chan', waitTimeout: 10_000 });
     await lockState(locks, 'chan:1', (info) => info.queueLength === 1);
     // A renewal comes every ttl/3.

@@ -7,11 +7,8 @@
 -- @common
 
 local was_head = first_active() == token
--- A token is in line once, so the scan stops where it is found: under overload those who leave are
--- mostly the oldest, whose deadlines come first, near the front; a count of 0 would read the whole
--- line for each of them.
-redis.call('LREM', queue_key, 1, token)
-if ARGV[7] and ARGV[7] ~= '' then redis.call('LREM', queue_key, 1, ARGV[7]) end
+redis.call('LREM', queue_key, 0, token)
+if ARGV[7] and ARGV[7] ~= '' then redis.call('LREM', queue_key, 0, ARGV[7]) end
 if redis.call('GET', owner_key) == token then
   give_up()
   return 1

@@ -4,8 +4,7 @@
 -- Returns 1 if the caller had been granted a permit (and passed it on), else 0.
 
 local was_head = redis.call('LINDEX', queue_key, 0) == token
--- Once in line: the scan stops where it is found (see cancel.lua).
-redis.call('LREM', queue_key, 1, token)
+redis.call('LREM', queue_key, 0, token)
 if redis.call('ZSCORE', holders_key, token) then
   remove_holder(token)
   served_after_leaving()
