@@ -21,8 +21,8 @@
  * - raw-floor: `SET key token PX 30000 NX` and a Lua compare-and-delete, on the same connection; it
  *   cannot wait, so it is only used uncontended.
  *
- * A wait bound (`acquire(key, waitMs)`, the open-loop runs) goes where the library takes one: this
- * library's `waitTimeout`, redis-semaphore's `acquireTimeout`, redlock-10ms's `retryCount` (waitMs / 10).
+ * A wait bound (`acquire(key, waitMs, deadline)`, the open-loop runs) goes where the library takes one:
+ * this library's `waitTimeout` and `deadline` (from the request's arrival), redis-semaphore's `acquireTimeout`, redlock-10ms's `retryCount` (waitMs / 10).
  * redlock keeps its defaults (10 retries about 200 ms apart: it gives up after 2-3 s by itself).
  *
  * Over several masters (scenario 7) each library takes the clients of all of them: this library
@@ -54,8 +54,11 @@ export interface Held {
 }
 
 export interface LockAdapter {
-  /** `waitMs`: give up waiting after about this long, where the library can bound its wait. */
-  acquire(key: string, waitMs?: number): Promise<Held>;
+  /**
+   * `waitMs`: give up waiting after about this long, where the library can bound its wait. `deadline`
+   * (ms since the epoch): when the caller gives up, for a library that takes one (this library only).
+   */
+  acquire(key: string, waitMs?: number, deadline?: number): Promise<Held>;
   /** All the keys or none, held until the one release (scenario 6). */
   acquireAll(keys: readonly string[]): Promise<Held>;
   /** Waiters queued in Redis for these keys, if the library keeps a queue (this library only). */
@@ -80,8 +83,8 @@ export function createAdapter(lib: LibName, clients: readonly Redis[], counts?: 
       for (const c of clients) counts?.nameDefinedScripts(c);
       return {
         // Plain functions, not async ones: no extra frame per waiter on the heap (scenario 5 measures it).
-        acquire: (key, waitMs) =>
-          waitMs === undefined ? locks.acquire(key) : locks.acquire(key, { waitTimeout: waitMs }),
+        acquire: (key, waitMs, deadline) =>
+          waitMs === undefined ? locks.acquire(key) : locks.acquire(key, { waitTimeout: waitMs, deadline }),
         acquireAll: (keys) => locks.acquire(keys),
         async queued(keys) {
           let sum = 0;
@@ -101,8 +104,8 @@ export function createAdapter(lib: LibName, clients: readonly Redis[], counts?: 
       nodeRedis.connect().catch(() => {});
       const locks = new LockService(nodeRedis);
       return {
-        acquire: (key, waitMs) =>
-          waitMs === undefined ? locks.acquire(key) : locks.acquire(key, { waitTimeout: waitMs }),
+        acquire: (key, waitMs, deadline) =>
+          waitMs === undefined ? locks.acquire(key) : locks.acquire(key, { waitTimeout: waitMs, deadline }),
         acquireAll: (keys) => locks.acquire(keys),
         close: async () => {
           await locks.close();

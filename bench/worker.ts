@@ -243,7 +243,8 @@ class LoadRun {
     this.open.set(arrival, key);
     let held: Held;
     try {
-      held = await this.adapter.acquire(lockKey(key), timeoutMs);
+      // The request's deadline, from its arrival: a call made late has used part of its time already.
+      held = await this.adapter.acquire(lockKey(key), timeoutMs, Date.now() + (arrival + timeoutMs - hr()));
     } catch (error) {
       const failed = hr();
       this.open.delete(arrival);
