@@ -7,11 +7,12 @@
 
 import type { RedisClient } from './clients';
 import { engineCall } from './engine/call';
-import { CallChain, type ServedRequest } from './engine/call-chain';
+import { CallChain } from './engine/call-chain';
 import { alive, type OwnedLease } from './engine/held-lease';
 import { LockEngine } from './engine/lock-engine';
 import { lockInfo } from './engine/lock-info';
 import { ReentrantLease } from './engine/reentrant-lease';
+import type { ServedRequest } from './engine/served-request';
 import { LockOptionsError } from './errors/lock-options.error';
 import { LockServiceClosedError } from './errors/lock-service-closed.error';
 import type { Lease, LockInfo } from './lease';

@@ -14,17 +14,7 @@ import { checkOrder } from './key-sequence';
 import type { LockEngine } from './lock-engine';
 import { MultiLease } from './multi-lease';
 import { ReentrantLease } from './reentrant-lease';
-
-/**
- * The request a locked call serves, which the locked calls it makes serve too (lib/nest/request-scope.ts
- * makes it from an HTTP request).
- */
-export interface ServedRequest {
-  /** Aborts when the request's client has gone. */
-  readonly signal?: AbortSignal;
-  /** When the request must be answered by, in ms since the epoch. */
-  readonly deadline?: number;
-}
+import type { ServedRequest } from './served-request';
 
 interface LeaseScope {
   readonly byKey: ReadonlyMap<string, HeldLease>;

@@ -15,7 +15,7 @@ import {
   Optional,
 } from '@nestjs/common';
 import { isObservable, Observable, of } from 'rxjs';
-import type { ServedRequest } from '../engine/call-chain';
+import type { ServedRequest } from '../engine/served-request';
 import { LockAbortedError } from '../errors/lock-aborted.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { CHAIN_REQUEST, type LockKeys, LockService, USING_LOCKED } from '../lock.service';

@@ -20,7 +20,7 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import { Observable } from 'rxjs';
-import type { ServedRequest } from '../engine/call-chain';
+import type { ServedRequest } from '../engine/served-request';
 import { RequestClosedError } from '../errors/request-closed.error';
 import type { ClosedRequests } from './redis-lock-options.interface';
 import { DEFAULT_REQUEST_DEADLINE, deadlineOf, type ResolvedRequestDeadline } from './request-deadline';
