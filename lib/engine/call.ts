@@ -33,12 +33,3 @@ export function engineCall(
 export function withWaitLeft(call: EngineCall, waitTimeout: number): EngineCall {
   return { ...call, options: { ...call.options, waitTimeout } };
 }
-
-/** The same call with its wait cut short by its deadline. */
-export function withinDeadline(
-  call: EngineCall,
-  waitTimeout: number,
-  deadline: DeadlineShortfall,
-): EngineCall {
-  return { ...call, options: { ...call.options, waitTimeout }, deadline };
-}

@@ -23,7 +23,7 @@ import type {
 } from '../store/lock-store';
 import { openStore, type StoreSource } from '../store/open-store';
 import { claimWindowOf } from '../store/token';
-import { type EngineCall, withinDeadline } from './call';
+import { type EngineCall, withWaitLeft } from './call';
 import { now, validFor } from './clock';
 import { type GrantLinks, HeldLease, type LeaseHost } from './held-lease';
 import { type KeyTaker, takeInOrder } from './key-sequence';
@@ -87,7 +87,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     const { signal, deadline } = call.options;
     if (signal?.aborted) throw new LockAbortedError(key, signal.reason);
     if (deadline !== undefined) {
-      const within = this.withinDeadline(key, call, deadline);
+      const within = this.cutToDeadline(key, call, deadline);
       if (within === null || within instanceof LockTimeoutError) {
         return within ? Promise.reject(within) : Promise.resolve(null);
       }
@@ -110,7 +110,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
    * later would have its result too late. Past the deadline it does not ask Redis at all (null for a
    * try-once call, else LockTimeoutError).
    */
-  private withinDeadline(
+  private cutToDeadline(
     key: string,
     call: EngineCall,
     deadline: number,
@@ -119,7 +119,8 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     const holdMs = Math.round(this.times.typicalHold(key));
     if (left <= 0) return call.busyIsTimeout ? new LockTimeoutError(key, 0, { leftMs: left, holdMs }) : null;
     const wait = Math.max(0, left - holdMs);
-    return wait < call.options.waitTimeout ? withinDeadline(call, wait, { leftMs: left, holdMs }) : call;
+    if (wait >= call.options.waitTimeout) return call;
+    return { ...withWaitLeft(call, wait), deadline: { leftMs: left, holdMs } };
   }
 
   /** Stops new work, ends the waiters, lets `settle` run (the grace period), then loses and releases every lease. */

@@ -102,7 +102,12 @@ export class Waiter<T> {
   private reject!: (error: unknown) => void;
   private settled = false;
   private checking = false;
-  /** The check on its way (set while `checking`). */
+  /**
+   * The check on its way (set while `checking`). A grant that reaches the waiter meanwhile passes it to
+   * the lease as `unanswered`: its client may send it after later commands (a cluster client retries
+   * each across a failover on its own timer), and run after the lease's release it would take the free
+   * lock, or join the line again, under a token nobody uses any more. So the release waits for its answer.
+   */
   private inFlight: Promise<AcquireReply> | undefined;
   private recheck = false;
   private lastError: unknown;
@@ -192,7 +197,7 @@ export class Waiter<T> {
     const window = this.ticket.claimWindow;
     const validUntil = serverMs + window - this.offsetBound - elapsed / 1000 - 1;
     if (this.host.startsOnPush && now() < validUntil - safetyMargin(window)) {
-      this.win({ fence, validUntil, confirmed: false, next, unanswered: this.unanswered() });
+      this.win({ fence, validUntil, confirmed: false, next, unanswered: this.inFlight });
     } else {
       // Too late (or no round trip to bound the clocks yet): let Redis confirm it first. If it moved on
       // meanwhile, this waiter keeps its place: it was first in line when it was granted.
@@ -217,7 +222,7 @@ export class Waiter<T> {
     }
     this.settle();
     try {
-      const grant = { fence, validUntil, confirmed: false, handedOn, next, unanswered: this.unanswered() };
+      const grant = { fence, validUntil, confirmed: false, handedOn, next, unanswered: this.inFlight };
       const lease = this.host.granted(this, grant);
       this.resolve(lease);
       return lease;
@@ -410,16 +415,6 @@ export class Waiter<T> {
         ? this.lastError
         : new LockTimeoutError(this.key, waited, this.call.deadline);
     this.fail(error);
-  }
-
-  /**
-   * A check still on its way as the waiter starts on a grant it did not bring. Its client may send it
-   * after later commands (a cluster client retries each across a failover on its own timer): run after
-   * the lease's release, it would take the free lock, or join the line again, under a token nobody
-   * uses any more. So the release waits for its answer.
-   */
-  private unanswered(): Promise<unknown> | undefined {
-    return this.inFlight;
   }
 
   private win(grant: Granted): void {
