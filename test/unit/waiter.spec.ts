@@ -71,6 +71,30 @@ describe('Waiter on the memory store', () => {
   });
 });
 
+/**
+ * A waiter of `locks` that won key `k` by a push while its re-check (mode `wait`, sent as its wake
+ * channel reconnected) was held back: that check reaches the store only when `gate` is resolved.
+ * `observer` is another engine on the same locks.
+ */
+async function wonWithRecheckHeldBack() {
+  const memory = new MemoryLockBackend();
+  const gate = deferred();
+  const backend = wrappedBackend(memory, (store) => ({
+    acquire: async (...args) => {
+      if (args[1] === 'wait') await gate.promise;
+      return store.acquire(...args);
+    },
+  }));
+  const locks = new LockEngine({ kind: 'backend', backend }, resolveServiceOptions({}));
+  const observer = engine({}, memory);
+  const holder = await observer.takeOne('k', call());
+  const waiting = locks.takeOne('k', call({ waitTimeout: 5_000 }));
+  expect((await observer.store.inspect('k')).queueLength).toBe(1);
+  locks.onResubscribed();
+  await holder?.release();
+  return { locks, observer, gate, lease: await waiting };
+}
+
 describe('a grant that reaches a waiter after it gave up', () => {
   it('is released, when the waiter could not leave the line (its cancel failed)', async () => {
     const memory = new MemoryLockBackend();
@@ -104,23 +128,8 @@ describe('a grant that reaches a waiter after it gave up', () => {
   });
 
   it('is kept, when the waiter won it by a push while its re-check was on the way', async () => {
-    const memory = new MemoryLockBackend();
-    // The re-check (mode `wait`) reaches the store only when the test opens the gate: after the push.
-    const gate = deferred();
-    const backend = wrappedBackend(memory, (store) => ({
-      acquire: async (...args) => {
-        if (args[1] === 'wait') await gate.promise;
-        return store.acquire(...args);
-      },
-    }));
-    const locks = new LockEngine({ kind: 'backend', backend }, resolveServiceOptions({}));
-    const observer = engine({}, memory);
-    const holder = await observer.takeOne('k', call());
-    const waiting = locks.takeOne('k', call({ waitTimeout: 5_000 }));
-    expect((await observer.store.inspect('k')).queueLength).toBe(1);
-    locks.onResubscribed();
-    await holder?.release();
-    const lease = await waiting;
+    // The re-check reaches the store only when the test opens the gate: after the push.
+    const { locks, observer, gate, lease } = await wonWithRecheckHeldBack();
     // The re-check now runs, and its reply says "granted": the same grant, which the lease holds.
     gate.resolve();
     await lease?.extend();
@@ -131,24 +140,9 @@ describe('a grant that reaches a waiter after it gave up', () => {
   });
 
   it('is not made again by a re-check that the client sends only after the lease was released', async () => {
-    const memory = new MemoryLockBackend();
-    // The re-check (mode `wait`) is held back until the test opens the gate, as a cluster client holds
-    // a command across a failover and sends it after later ones: here, after the release.
-    const gate = deferred();
-    const backend = wrappedBackend(memory, (store) => ({
-      acquire: async (...args) => {
-        if (args[1] === 'wait') await gate.promise;
-        return store.acquire(...args);
-      },
-    }));
-    const locks = new LockEngine({ kind: 'backend', backend }, resolveServiceOptions({}));
-    const observer = engine({}, memory);
-    const holder = await observer.takeOne('k', call());
-    const waiting = locks.takeOne('k', call({ waitTimeout: 5_000 }));
-    expect((await observer.store.inspect('k')).queueLength).toBe(1);
-    locks.onResubscribed();
-    await holder?.release();
-    const lease = await waiting;
+    // Here the gate opens after the release, as a cluster client holds a command across a failover and
+    // sends it after later ones.
+    const { locks, observer, gate, lease } = await wonWithRecheckHeldBack();
     const released = lease?.release();
     gate.resolve();
     await released;
