@@ -4,94 +4,16 @@
 // makes by default; for a @Locked service method reached from a route with no lock of its own (after an
 // await) with closedRequests 'all-routes'. Where the module is told not to follow requests, the body runs for nobody, as before.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from '@jest/globals';
-import { Controller, type INestApplication, Injectable, Param, Post, UseInterceptors } from '@nestjs/common';
-import { FastifyAdapter } from '@nestjs/platform-fastify';
-import { Test } from '@nestjs/testing';
-import {
-  Locked,
-  LockedRoute,
-  LockInterceptor,
-  LockService,
-  RedisLockModule,
-  type RedisLockModuleExtras,
-} from '../../lib';
+import { describe, expect, it } from '@jest/globals';
+import { RedisLockModule, type RedisLockModuleExtras } from '../../lib';
 import { until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
+import { type Platform, ran, startLockedApp } from './locked-routes.fixture';
 
 const server = useRedis();
-const apps: INestApplication[] = [];
 
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close().catch(() => {})));
-});
-
-/** Bodies that ran, by route: a body that runs after its client left is the waste this prevents. */
-const ran: string[] = [];
-
-@Injectable()
-class Stock {
-  @Locked('stock:<0>')
-  async reserve(id: string): Promise<string> {
-    ran.push(`service ${id}`);
-    return 'reserved';
-  }
-}
-
-@Controller('orders')
-class Orders {
-  constructor(private readonly stock: Stock) {}
-
-  @Post(':id/pay')
-  @Locked('order:<0>')
-  async pay(@Param('id') id: string): Promise<string> {
-    ran.push(`handler ${id}`);
-    return 'paid';
-  }
-
-  @Post(':id/ship')
-  @UseInterceptors(LockInterceptor)
-  @LockedRoute('shipment:<0.params.id>')
-  async ship(@Param('id') id: string): Promise<string> {
-    ran.push(`route ${id}`);
-    return 'shipped';
-  }
-
-  /** Its own lock, then the service's, whose wait the client's departure ends too. */
-  @Post(':id/settle')
-  @Locked('settle:<0>')
-  async settle(@Param('id') id: string): Promise<string> {
-    await new Promise((resolve) => setImmediate(resolve));
-    return this.stock.reserve(id);
-  }
-
-  /** No lock of its own: the service's @Locked method is reached after an await. */
-  @Post(':id/reserve')
-  async reserve(@Param('id') id: string): Promise<string> {
-    await new Promise((resolve) => setImmediate(resolve));
-    return this.stock.reserve(id);
-  }
-}
-
-type Platform = 'express' | 'fastify';
-
-async function start(platform: Platform, extras: Partial<RedisLockModuleExtras> = {}) {
-  const ref = await Test.createTestingModule({
-    // Waits far longer than the test: a waiter gone before its end left because its client did.
-    imports: [RedisLockModule.forRoot({ url: server().url, defaults: { waitTimeout: 120_000 }, ...extras })],
-    controllers: [Orders],
-    providers: [Stock],
-  }).compile();
-  const app =
-    platform === 'fastify'
-      ? ref.createNestApplication(new FastifyAdapter(), { logger: false })
-      : ref.createNestApplication({ logger: false });
-  apps.push(app);
-  await app.listen(0, '127.0.0.1');
-  const { port } = app.getHttpServer().address() as AddressInfo;
-  return { locks: app.get(LockService), port };
-}
+const start = (platform: Platform, extras: Partial<RedisLockModuleExtras> = {}) =>
+  startLockedApp(server().url, platform, extras);
 
 /** A POST whose client gives up when told to (its socket is destroyed, as a client timeout does). */
 function post(port: number, path: string): { giveUp: () => void; settled: Promise<unknown> } {

@@ -4,29 +4,22 @@
 // turn is answered 503 while the lock is still held (its waitTimeout is far beyond the test), leaves the
 // line, and nothing runs for it. Headers a module does not read, or cannot parse, change nothing.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import {
   type ArgumentsHost,
   Catch,
   Controller,
   type ExceptionFilter,
-  type INestApplication,
   Injectable,
   Param,
   Post,
   UseFilters,
   UseGuards,
-  UseInterceptors,
 } from '@nestjs/common';
-import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import {
   Locked,
-  LockedRoute,
-  LockInterceptor,
   LockOptionsError,
-  LockService,
   LockTimeoutError,
   RedisLockModule,
   type RedisLockModuleOptions,
@@ -34,16 +27,10 @@ import {
 import { deadlineOf } from '../../lib/nest/request-deadline';
 import { lockService, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
+import { type Platform, ran, startLockedApp } from './locked-routes.fixture';
 
 const server = useRedis();
-const apps: INestApplication[] = [];
 
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close().catch(() => {})));
-});
-
-/** Bodies that ran: one that runs for a request past its deadline is the waste this prevents. */
-const ran: string[] = [];
 /** The LockTimeoutErrors that reached the filter of the route that keeps them. */
 const timeouts: LockTimeoutError[] = [];
 
@@ -70,41 +57,10 @@ class SlowGuard {
   }
 }
 
-@Injectable()
-class Stock {
-  @Locked('stock:<0>')
-  async reserve(id: string): Promise<string> {
-    ran.push(`service ${id}`);
-    return 'reserved';
-  }
-}
-
-@Controller('orders')
-class Orders {
-  constructor(private readonly stock: Stock) {}
-
-  @Post(':id/pay')
-  @Locked('order:<0>')
-  async pay(@Param('id') id: string): Promise<string> {
-    ran.push(`handler ${id}`);
-    return 'paid';
-  }
-
-  @Post(':id/ship')
-  @UseInterceptors(LockInterceptor)
-  @LockedRoute('shipment:<0.params.id>')
-  async ship(@Param('id') id: string): Promise<string> {
-    ran.push(`route ${id}`);
-    return 'shipped';
-  }
-
-  @Post(':id/settle')
-  @Locked('settle:<0>')
-  async settle(@Param('id') id: string): Promise<string> {
-    return this.stock.reserve(id);
-  }
-
-  @Post(':id/audit')
+/** A locked handler behind a guard that takes 300 ms of the request's time. */
+@Controller('audits')
+class Audits {
+  @Post(':id')
   @UseGuards(SlowGuard)
   @UseFilters(KeepTimeouts)
   @Locked('audit:<0>')
@@ -114,24 +70,8 @@ class Orders {
   }
 }
 
-type Platform = 'express' | 'fastify';
-
-async function start(platform: Platform, options: Partial<RedisLockModuleOptions> = {}) {
-  const ref = await Test.createTestingModule({
-    // Waits far longer than the test: a wait that ended before the holder let go ended by its deadline.
-    imports: [RedisLockModule.forRoot({ url: server().url, defaults: { waitTimeout: 120_000 }, ...options })],
-    controllers: [Orders],
-    providers: [Stock, SlowGuard],
-  }).compile();
-  const app =
-    platform === 'fastify'
-      ? ref.createNestApplication(new FastifyAdapter(), { logger: false })
-      : ref.createNestApplication({ logger: false });
-  apps.push(app);
-  await app.listen(0, '127.0.0.1');
-  const { port } = app.getHttpServer().address() as AddressInfo;
-  return { locks: app.get(LockService), port };
-}
+const start = (platform: Platform, options: Partial<RedisLockModuleOptions> = {}) =>
+  startLockedApp(server().url, platform, options, { controllers: [Audits], providers: [SlowGuard] });
 
 function post(
   port: number,
@@ -197,7 +137,7 @@ describe.each(['express', 'fastify'] as const)('on %s, a request with a deadline
     timeouts.length = 0;
     const { locks, port } = await start(platform, { requestDeadline: { budget: 600 } });
     const holder = await locks.acquire('audit:1', { ttl: 30_000, renew: true });
-    expect((await post(port, '/orders/1/audit', {})).status).toBe(503);
+    expect((await post(port, '/audits/1', {})).status).toBe(503);
     // The guard took at least 300 ms of the 600: at most 300 were left when the call began to wait.
     expect(timeouts).toHaveLength(1);
     expect(timeouts[0].deadline?.leftMs).toBeLessThanOrEqual(300);
