@@ -310,6 +310,9 @@ export class LockService {
     const obtained = (
       Array.isArray(input) ? this.chain.obtainAll(keys, call) : this.chain.obtain(keys[0], call)
     ).then(alive);
-    return { obtained: record ? record.report(obtained) : obtained, record };
+    return {
+      obtained: record ? record.report(obtained, (lease) => lease instanceof ReentrantLease) : obtained,
+      record,
+    };
   }
 }

@@ -90,6 +90,23 @@ describe('the code stays within its bounds', () => {
     expect(graph.size).toBeGreaterThan(80);
     expect(circles).toEqual([]);
   });
+  it('no two folders of lib/ import each other: between two rooms, imports go one way', () => {
+    const room = (file: string) => file.split('/')[1];
+    const folders = readdirSync(join(root, 'lib')).filter((name) =>
+      statSync(join(root, 'lib', name)).isDirectory(),
+    );
+    const reaches = new Map<string, string>();
+    for (const file of folders.flatMap((folder) => files(`lib/${folder}`)))
+      for (const target of imports(file))
+        if (target.split('/').length > 2 && room(target) !== room(file))
+          reaches.set(`${room(file)} → ${room(target)}`, `${file} → ${target}`);
+    const bothWays = [...reaches.keys()]
+      .filter((pair) => reaches.has(pair.split(' → ').reverse().join(' → ')))
+      .map((pair) => reaches.get(pair));
+    expect(folders).toEqual(expect.arrayContaining(['engine', 'telemetry', 'options', 'store', 'protocol']));
+    expect(bothWays).toEqual([]);
+  });
+
   it('lib/protocol/ (lib/protocol/connection.ts included) imports nothing from lib/clients/', () => {
     const protocol = files('lib/protocol');
     expect(protocol).toContain('lib/protocol/connection.ts');

@@ -9,6 +9,7 @@ import { LockNotReplicatedError } from '../errors/lock-not-replicated.error';
 import './dispose-symbol';
 import type { Lease } from '../lease';
 import type { ExtendOutcome, HandedOn, LockStore, LockTicket, Successor } from '../store/lock-store';
+import type { LeaseObserver } from '../telemetry/lease-observer';
 import { now, safetyMargin, validFor } from './clock';
 
 export interface LeaseHost {
@@ -62,13 +63,6 @@ export interface LeaseTerms {
   readonly maxHold: number;
   /** What reports on the lease (telemetry), when anything listens. */
   readonly observer?: LeaseObserver;
-}
-
-/** Told of a lease's life: made (one per key of a call), renewed, and ended (released, or lost). */
-export interface LeaseObserver {
-  attached(): void;
-  renewed(lease: HeldLease): void;
-  ended(lease: HeldLease, lost: LockLostError | undefined): void;
 }
 
 export class HeldLease implements OwnedLease {

@@ -4,7 +4,7 @@
  * Also the arguments of close() and checkServers(). Everything here runs before any command is sent.
  */
 import { LockOptionsError } from '../errors/lock-options.error';
-import type { ServerRisk } from '../store/server-watch';
+import type { ServerRisk } from '../protocol/server-info';
 import { checkTelemetryOptions } from '../telemetry/lock-telemetry';
 import type { TelemetryOptions } from '../telemetry/telemetry-options';
 import { type CallDefaults, DEFAULT_OPTION_NAMES, resolveCallDefaults } from './call-options';

@@ -8,8 +8,6 @@
  * `lock.hold.duration`, `lock.lost`, and for `using` / `@Locked` the `lock.hold` span the work runs in).
  */
 import type * as Otel from '@opentelemetry/api';
-import type { HeldLease, LeaseObserver } from '../engine/held-lease';
-import { ReentrantLease } from '../engine/reentrant-lease';
 import { LockAbortedError } from '../errors/lock-aborted.error';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { LockOptionsError } from '../errors/lock-options.error';
@@ -18,6 +16,7 @@ import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RequestClosedError } from '../errors/request-closed.error';
 import type { Lease } from '../lease';
 import { loggedEvents } from './event-log';
+import type { LeaseObserver, ObservedLease } from './lease-observer';
 import { anyChannelWatched, isWatched, type LockEvent, type LockEventKind, publish } from './lock-events';
 import { type Instruments, OpenTelemetry } from './open-telemetry';
 import type {
@@ -103,12 +102,15 @@ export class CallRecord implements LeaseObserver {
     this.telemetry.emit('queued', this, { token });
   }
 
-  /** Follows the call's promise to its outcome, on the way to the caller. */
-  report(obtained: Promise<Lease | null>): Promise<Lease | null> {
+  /**
+   * Follows the call's promise to its outcome, on the way to the caller; `reentered` tells a lease the
+   * call already held (from the engine, which makes both kinds) from one it was granted.
+   */
+  report(obtained: Promise<Lease | null>, reentered: (lease: Lease) => boolean): Promise<Lease | null> {
     return obtained.then(
       (lease) => {
         if (lease === null) this.busy();
-        else if (lease instanceof ReentrantLease) this.reentered();
+        else if (reentered(lease)) this.reentered();
         else this.granted(lease);
         return lease;
       },
@@ -193,11 +195,11 @@ export class CallRecord implements LeaseObserver {
     this.parts += 1;
   }
 
-  renewed(lease: HeldLease): void {
+  renewed(lease: ObservedLease): void {
     this.telemetry.emit('renewed', this, { token: lease.token, fence: lease.fence });
   }
 
-  ended(lease: HeldLease, lost: LockLostError | undefined): void {
+  ended(lease: ObservedLease, lost: LockLostError | undefined): void {
     this.parts -= 1;
     // A key taken for a call that then failed (a later key timed out): given back, never the call's.
     if (this.grantedAt === 0) return;
