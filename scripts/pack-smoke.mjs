@@ -9,7 +9,8 @@
 //      whichever is installed), against a redis-server started here on a free port. Each app runs a @Locked method twice concurrently
 //      (the calls must exclude each other), calls LockService.using, closes, and must then exit by
 //      itself (no timer or socket left open). Over HTTP, a busy lock must reach the app's own catch-all
-//      filter as a 409 with Retry-After. Then the `nestjs-redis-lock/testing` entry: the same
+//      filter as a 409 with Retry-After, and a client that gives up while its request waits at a @Locked
+//      route must leave the line, with nothing run for it. Then the `nestjs-redis-lock/testing` entry: the same
 //      @Locked pair on RedisLockTestingModule (in memory, no connection), and a TypeScript file importing
 //      both entries, type-checked with the leg's module resolution (nodenext for ESM, node10 for CommonJS).
 // Needs `npm run build` first and redis-server on PATH. PACK_SMOKE_KEEP=1 keeps the temp dir;
@@ -418,6 +419,23 @@ for (const decorator of [
   decorator(CartController.prototype, 'add', Object.getOwnPropertyDescriptor(CartController.prototype, 'add'));
 }
 Controller()(CartController);
+// A @Locked route handler (its request as the argument): a client that gives up while it waits takes its
+// waiter out of the line as the connection closes, and nothing runs for it.
+const waited = [];
+class WaitController {
+  wait(req) {
+    waited.push(req.params.id);
+    return { waited: req.params.id };
+  }
+}
+Req()(WaitController.prototype, 'wait', 0);
+Object.defineProperty(
+  WaitController.prototype,
+  'wait',
+  Locked('wait:<0.params.id>', { waitTimeout: 60000 })(WaitController.prototype, 'wait', Object.getOwnPropertyDescriptor(WaitController.prototype, 'wait')),
+);
+Post('wait/:id')(WaitController.prototype, 'wait', Object.getOwnPropertyDescriptor(WaitController.prototype, 'wait'));
+Controller()(WaitController);
 class AllExceptions {
   constructor(host) {
     this.host = host;
@@ -432,9 +450,18 @@ Catch()(AllExceptions);
 class HttpAppModule {}
 Module({
   imports: [RedisLockModule.forRoot({ url: process.env.REDIS_URL }), RedisLockBoardModule.forRoot()],
-  controllers: [PayController, CartController],
+  controllers: [PayController, CartController, WaitController],
   providers: [HttpOrders],
 })(HttpAppModule);
+
+/** Resolves once \`condition\` holds, checked every 5 ms; fails after \`ms\`. */
+async function until(condition, ms, what) {
+  const deadline = Date.now() + ms;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('check failed: ' + what + ' within ' + ms + ' ms');
+    await sleep(5);
+  }
+}
 
 /** GET without keep-alive: status and the JSON body. */
 function getJson(url) {
@@ -545,6 +572,22 @@ async function main() {
       "a busy @LockedRoute with onTimeout 'skip' answers 201 with no body (got " + skipped.status + ' ' + JSON.stringify(skipped.body) + ')',
     );
     result.httpSkipped = skipped.status;
+
+    const waitKey = 'wait:' + LEG;
+    const locks = http.get(LockService);
+    const waitHeld = await locks.acquire(waitKey);
+    const gone = request('http://127.0.0.1:' + http.getHttpServer().address().port + '/wait/' + LEG, { method: 'POST', agent: false });
+    gone.on('error', () => {});
+    gone.end();
+    const inLine = (n) => async () => (await locks.inspect(waitKey)).queueLength === n;
+    await until(inLine(1), 10000, 'the request to a held @Locked route waits in line');
+    gone.destroy();
+    // Its wait is a minute long: the waiter leaves because its client closed the connection.
+    await until(inLine(0), 10000, 'a client that gave up leaves the line as its connection closes');
+    await waitHeld.release();
+    await (await locks.acquire(waitKey, { waitTimeout: 5000 })).release();
+    check(waited.length === 0, 'nothing ran for a client that gave up (ran for ' + JSON.stringify(waited) + ')');
+    result.httpClosedLeft = true;
   } finally {
     await http.close();
   }
