@@ -200,7 +200,7 @@ export class LockScripts {
   /**
    * `listenLater`: a join from a service whose wake subscription is not live yet keeps its place this
    * long (ms) though pushes reach nobody (prelude.lua, listening_later). `door`: a join is turned away
-   * when this many are in line already (a mutex's; acquire.lua).
+   * when this many are in line already (acquire.lua, semaphore-acquire.lua).
    */
   async acquire(
     ctx: ScriptContext,
@@ -210,7 +210,7 @@ export class LockScripts {
     door?: number,
   ): Promise<AcquireReply> {
     // The optional arguments only when given: an argument less for every other call.
-    const withDoor = door !== undefined && !ctx.kind;
+    const withDoor = door !== undefined;
     const later = listenLater === undefined ? (withDoor ? [''] : []) : [listenLater];
     const args =
       ctx.reserved || later.length > 0

@@ -142,12 +142,19 @@ export class MemorySemaphores {
     }
   }
 
-  acquire(ticket: LockTicket, kind: string, asked: AcquireMode, queueTtl: number, now: number): AcquireReply {
+  acquire(
+    ticket: LockTicket,
+    kind: string,
+    asked: AcquireMode,
+    queueTtl: number,
+    now: number,
+    door?: number,
+  ): AcquireReply {
     const late = asked === 'late';
     const mode = late ? 'wait' : asked;
     const sem = this.stateFor(ticket, kind, now);
     const { token, key } = ticket;
-    const waiting = (queued = true): AcquireReply => ({
+    const waiting = (queued = true): AcquireReply & { granted: false } => ({
       granted: false,
       ownerTtl: this.firstHoldLeft(sem, now),
       serverMs: now,
@@ -165,16 +172,21 @@ export class MemorySemaphores {
     }
     if (mode === 'try') return waiting(false);
     const at = sem.queue.indexOf(token);
+    // semaphore-acquire.lua's door and place: a join turned away is not queued, one that joins learns its place.
+    const inLine = sem.queue.length;
+    if (mode === 'join' && at < 0 && door !== undefined && inLine >= door)
+      return { ...waiting(false), turnedAway: inLine };
+    let place: number | undefined;
     if (at < 0 || (late && at > 0)) {
       if (at > 0) sem.queue.splice(at, 1);
       if (late) sem.queue.unshift(token);
-      else sem.queue.push(token);
+      else place = sem.queue.push(token);
       sem.queueUntil = Math.max(sem.queueUntil, now + queueTtl);
     }
     const [fence, granted] = this.serve(key, sem, now, ticket);
     if (granted > 0) this.notifyHead(sem, now);
     if (fence !== false) return { granted: true, fence, serverMs: now };
-    return waiting();
+    return mode === 'join' && place !== undefined ? { ...waiting(), place } : waiting();
   }
 
   /** A permit given back: the line is served and its new head told. */

@@ -256,7 +256,7 @@ export class MemoryLockBackend implements LockBackend {
   ): AcquireReply {
     const now = this.now();
     const kind = kindOf(ticket);
-    if (kind) return this.semaphores.acquire(ticket, kind, asked, queueTtl, now);
+    if (kind) return this.semaphores.acquire(ticket, kind, asked, queueTtl, now, door);
     // One key is one kind of lock (semaphore.lua): a mutex call on a semaphore in use is refused.
     const found = this.semaphores.kindOf(ticket.key, now);
     if (found !== undefined) throw kindRefusal(ticket.key, `LOCKKIND ${found} 1`);

@@ -1,9 +1,10 @@
 // The door on Redis, across processes: a service that has seen a key's line move turns away, at once
 // and unqueued, a call that finds more in line (waiters of other processes) than its wait could see
 // through; the line is not touched and is served in its order. The refusal is the script's, so no
-// other caller can slip in between a look at the line and the join.
+// other caller can slip in between a look at the line and the join. For a mutex, a semaphore's permits
+// and a read-write lock's writers.
 import { describe, expect, it } from '@jest/globals';
-import { type LockService, LockShedError, LockTimeoutError } from '../../lib/core';
+import { type AcquireOptions, type LockService, LockShedError, LockTimeoutError } from '../../lib/core';
 import { lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, type Worker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
@@ -18,40 +19,55 @@ async function readyAgent(): Promise<Worker<AgentMessage>> {
   return agent;
 }
 
-const queueLength = (key: string): Promise<number> => server().client().llen(`lock:{${key}}:q`);
+/** Each kind of lock: its options, and how many holders fill it. */
+const KINDS: { kind: string; options: AcquireOptions; holders: number }[] = [
+  { kind: 'a mutex', options: {}, holders: 1 },
+  { kind: "a semaphore's permits", options: { permits: 2 }, holders: 2 },
+  { kind: "a read-write lock's writer", options: { mode: 'write' }, holders: 1 },
+];
 
-/** `locks` waits behind `other` for a hold of about `ms`, `times` times: it learns the line's pace. */
-async function learnPace(locks: LockService, other: LockService, key: string, ms: number, times: number) {
-  for (let i = 0; i < times; i++) {
-    const holder = await other.acquire(key);
-    const waiting = locks.acquire(key, { waitTimeout: 10_000 });
-    await until(
-      () => queueLength(key),
-      (length) => length === 1,
-    );
-    await new Promise((resolve) => setTimeout(resolve, ms)); // the hold the waiter waits through
-    await holder.release();
-    await (await waiting).release();
+describe.each(KINDS)('the door on Redis, for $kind', ({ options, holders }) => {
+  const queueLength = async (locks: LockService, key: string): Promise<number> =>
+    (await locks.inspect(key)).queueLength;
+
+  /** Holders of `locks` that fill `key`, with a release of them all. */
+  async function fill(locks: LockService, key: string, extra: AcquireOptions = {}) {
+    const all = [];
+    for (let i = 0; i < holders; i++) all.push(await locks.acquire(key, { ...options, ...extra }));
+    return { release: () => Promise.all(all.map((lease) => lease.release())) };
   }
-}
 
-describe('the door on Redis', () => {
+  /** `locks` waits behind `other` for a hold of about `ms`, `times` times: it learns the line's pace. */
+  async function learnPace(locks: LockService, other: LockService, key: string, ms: number, times: number) {
+    for (let i = 0; i < times; i++) {
+      const holder = await fill(other, key);
+      const waiting = locks.acquire(key, { ...options, waitTimeout: 10_000 });
+      await until(
+        () => queueLength(locks, key),
+        (length) => length === 1,
+      );
+      await new Promise((resolve) => setTimeout(resolve, ms)); // the hold the waiter waits through
+      await holder.release();
+      await (await waiting).release();
+    }
+  }
+
   it('turns away a call that could not wait through the line of other processes; the line stays as it was', async () => {
     const key = 'door';
     const [locks, other] = [lockService(server()), lockService(server())];
     await learnPace(locks, other, key, 100, 3);
     const agents = await Promise.all([readyAgent(), readyAgent(), readyAgent()]);
-    const holder = await other.acquire(key, { ttl: 30_000, renew: true });
+    const holder = await fill(other, key, { ttl: 30_000, renew: true });
     for (const [i, agent] of agents.entries()) {
-      agent.send({ type: 'acquire', id: `w${i}`, key, waitTimeout: 60_000 });
+      agent.send({ type: 'acquire', id: `w${i}`, key, waitTimeout: 60_000, ...options });
       await until(
-        () => queueLength(key),
+        () => queueLength(locks, key),
         (length) => length === i + 1,
       );
     }
     const line = (await locks.inspect(key)).waiting;
 
-    const error = await locks.acquire(key, { waitTimeout: 250 }).catch((e: unknown) => e);
+    const error = await locks.acquire(key, { ...options, waitTimeout: 250 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockShedError);
     expect(error).toBeInstanceOf(LockTimeoutError);
     expect((error as LockShedError).inLine).toBe(3);
@@ -59,14 +75,14 @@ describe('the door on Redis', () => {
     expect((await locks.inspect(key)).waiting).toEqual(line);
 
     // A call that can wait joins as usual, behind them.
-    const patient = locks.acquire(key, { waitTimeout: 60_000 });
+    const patient = locks.acquire(key, { ...options, waitTimeout: 60_000 });
     await until(
-      () => queueLength(key),
+      () => queueLength(locks, key),
       (length) => length === 4,
     );
     await holder.release();
     for (const [i, agent] of agents.entries()) {
-      // Each is granted only once the one before it let go: the line's own order.
+      // Served in the line's own order.
       await agent.next((m) => m.type === 'granted');
       agent.send({ type: 'release', id: `w${i}` });
       await agent.next((m) => m.type === 'released');

@@ -1,13 +1,22 @@
 // The door, on the engine alone: once the service has seen how fast a key's line moves, a join that
 // finds more in line than its wait could see through is turned away at once (LockShedError), unqueued
-// and with nothing to cancel, while the line keeps its order. Before any pace is known, nobody is.
-// Fast, no Redis (test/api/door.spec.ts runs it on Redis, across processes).
-import { describe, expect, it } from '@jest/globals';
+// and with nothing to cancel, while the line keeps its order. Before any pace is known, nobody is. The
+// same for a mutex, a semaphore's permits and a read-write lock's writers. Fast, no Redis (test/api/door.spec.ts runs it on Redis, across processes).
+import { beforeEach, describe, expect, it } from '@jest/globals';
 import { LockShedError } from '../../lib/errors/lock-shed.error';
 import { LockTimeoutError } from '../../lib/errors/lock-timeout.error';
+import type { AcquireOptions } from '../../lib/options/call-options';
 import type { LockStore } from '../../lib/store/lock-store';
 import { MemoryLockBackend } from '../../lib/store/memory-store';
 import { call, engine, wrappedBackend } from './engine-fixtures';
+
+/** Each kind of lock: its options, and how many holders fill it. */
+const KINDS: { kind: string; options: AcquireOptions; holders: number }[] = [
+  { kind: 'a mutex', options: {}, holders: 1 },
+  { kind: "a semaphore's permits", options: { permits: 2 }, holders: 2 },
+  { kind: "a read-write lock's writer", options: { mode: 'write' }, holders: 1 },
+];
+let kind = KINDS[0];
 
 /** An engine over `memory` whose store counts what it is asked: joins and cancels. */
 function counting(memory: MemoryLockBackend) {
@@ -25,14 +34,24 @@ function counting(memory: MemoryLockBackend) {
   return { locks: engine({}, backend), sent };
 }
 
-/** A holder and `n` waiters of `locks`, each in line before the next calls, in the order given. */
+/** A call of the kind of lock under test. */
+const ask = (options: AcquireOptions = {}) => call({ ...kind.options, ...options });
+
+/** The holders that fill `key`, with a release of them all. */
+async function fill(locks: ReturnType<typeof engine>, key: string) {
+  const holders = [];
+  for (let i = 0; i < kind.holders; i++) holders.push(await locks.takeOne(key, ask()));
+  return { release: () => Promise.all(holders.map((holder) => holder?.release())) };
+}
+
+/** Holders and `n` waiters of `locks`, each in line before the next calls, in the order given. */
 async function line(locks: ReturnType<typeof engine>, key: string, n: number) {
-  const holder = await locks.takeOne(key, call());
+  const holder = await fill(locks, key);
   const order: number[] = [];
   const waiters = [];
   for (let i = 0; i < n; i++) {
     waiters.push(
-      locks.takeOne(key, call({ waitTimeout: 60_000 })).then((lease) => {
+      locks.takeOne(key, ask({ waitTimeout: 60_000 })).then((lease) => {
         order.push(i);
         return lease;
       }),
@@ -52,7 +71,11 @@ async function learnPace(locks: ReturnType<typeof engine>, key: string, ms: numb
   }
 }
 
-describe('the door', () => {
+describe.each(KINDS)('the door, for $kind', (each) => {
+  beforeEach(() => {
+    kind = each;
+  });
+
   it('turns a join away at once when the line is longer than its wait, unqueued, and keeps the line in order', async () => {
     const memory = new MemoryLockBackend();
     const { locks, sent } = counting(memory);
@@ -60,7 +83,7 @@ describe('the door', () => {
     const { holder, waiters, order } = await line(locks, 'k', 3);
     const before = { ...sent };
     // About 100 ms per place and 250 ms to wait: two places at most, and three are in line.
-    const error = await locks.takeOne('k', call({ waitTimeout: 250 })).catch((e: unknown) => e);
+    const error = await locks.takeOne('k', ask({ waitTimeout: 250 })).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockShedError);
     expect(error).toBeInstanceOf(LockTimeoutError);
     const shed = error as LockShedError;
@@ -74,7 +97,7 @@ describe('the door', () => {
     expect(sent.cancels - before.cancels).toBe(0);
     expect((await locks.store.inspect('k')).queueLength).toBe(3);
     // A caller that can wait long enough joins behind them.
-    const patient = locks.takeOne('k', call({ waitTimeout: 60_000 }));
+    const patient = locks.takeOne('k', ask({ waitTimeout: 60_000 }));
     while ((await locks.store.inspect('k')).queueLength < 4) await new Promise((r) => setImmediate(r));
     await holder?.release();
     for (const waiting of waiters) await (await waiting)?.release();
@@ -86,7 +109,7 @@ describe('the door', () => {
     const locks = engine({ shed: false });
     await learnPace(locks, 'k', 50, 3);
     const { holder, waiters } = await line(locks, 'k', 3);
-    const error = await locks.takeOne('k', call({ waitTimeout: 60 })).catch((e: unknown) => e);
+    const error = await locks.takeOne('k', ask({ waitTimeout: 60 })).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockTimeoutError);
     expect(error).not.toBeInstanceOf(LockShedError);
     expect((error as LockTimeoutError).waitedMs).toBeGreaterThanOrEqual(60);
@@ -97,7 +120,7 @@ describe('the door', () => {
   it('turns nobody away before the service has seen its line move', async () => {
     const { locks, sent } = counting(new MemoryLockBackend());
     const { holder, waiters } = await line(locks, 'fresh', 3);
-    const error = await locks.takeOne('fresh', call({ waitTimeout: 30 })).catch((e: unknown) => e);
+    const error = await locks.takeOne('fresh', ask({ waitTimeout: 30 })).catch((e: unknown) => e);
     // It joined and waited its whole wait: a plain timeout, and its place was given back.
     expect(error).toBeInstanceOf(LockTimeoutError);
     expect(error).not.toBeInstanceOf(LockShedError);

@@ -3,9 +3,12 @@
 -- KEYS/ARGV[1..7]: see semaphore.lua
 --   ARGV[8] mode       "try", "join", "wait" or "late" (acquire.lua)
 --   ARGV[9] queue ttl  the line outlives its newest waiter by this much, ms
---   ARGV[10] listening later  as acquire.lua's: a "join" from a service not subscribed yet, ms
+--   ARGV[10] listening later  as acquire.lua's: a "join" from a service not subscribed yet, ms ("": none)
+--   ARGV[11] door      as acquire.lua's: a "join" finding this many or more in line is turned away
 -- Returns {1, fence, server_us}                       the caller holds a permit for ttl
 --         {0, first hold left, server_us, is_head}   the caller waits (or, for "try", gave up)
+--         {0, first hold left, server_us, is_head, place}   a "join" that joined: its place (1: first)
+--         {0, first hold left, server_us, 0, in_line, 1}    a "join" turned away at the door, not queued
 
 local refused = kind_refused()
 if refused then return refused end
@@ -13,6 +16,8 @@ local mode = ARGV[8]
 local late = mode == 'late'
 if late then mode = 'wait' end
 local queue_ttl = tonumber(ARGV[9])
+local listen_later = tonumber(ARGV[10])
+local door = tonumber(ARGV[11])
 
 live_holders()
 -- A grant reached us (or we already hold a permit): confirm it with the full ttl. A first call finds its
@@ -37,7 +42,10 @@ if mode == 'try' then return {0, first_hold_left(), now_us, 0} end
 local length = 0
 if mode == 'join' then
   -- Unless it is a join sent again after a reconnect, in line already (queue.lua).
-  if queued == 0 or not queued_before(token) then length = push_entry(token, queue_ttl) end
+  if queued == 0 or not queued_before(token) then
+    if door and queued >= door then return {0, first_hold_left(), now_us, 0, queued, 1} end
+    length = push_entry(token, queue_ttl)
+  end
 elseif not redis.call('LPOS', queue_key, token) then
   -- A late waiter goes back to the front, where it was granted from (acquire.lua).
   length = push_entry(token, queue_ttl, late)
@@ -50,6 +58,7 @@ end
 local fence, count = serve(token)
 if count > 0 then notify_head() end
 if fence then return {1, fence, now_us} end
-if mode == 'join' and ARGV[10] then listening_later(tonumber(ARGV[10])) end
+if mode == 'join' and listen_later then listening_later(listen_later) end
 local is_head = length == 1 or (length == 0 and redis.call('LINDEX', queue_key, 0) == token)
+if mode == 'join' and length > 0 then return {0, first_hold_left(), now_us, is_head and 1 or 0, length} end
 return {0, first_hold_left(), now_us, is_head and 1 or 0}
