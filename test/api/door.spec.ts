@@ -4,7 +4,13 @@
 // other caller can slip in between a look at the line and the join. For a mutex, a semaphore's permits
 // and a read-write lock's writers.
 import { describe, expect, it } from '@jest/globals';
-import { type AcquireOptions, type LockService, LockShedError, LockTimeoutError } from '../../lib/core';
+import {
+  type AcquireOptions,
+  type Lease,
+  type LockService,
+  LockShedError,
+  LockTimeoutError,
+} from '../../lib/core';
 import { lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, type Worker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
@@ -32,7 +38,7 @@ describe.each(KINDS)('the door on Redis, for $kind', ({ options, holders }) => {
 
   /** Holders of `locks` that fill `key`, with a release of them all. */
   async function fill(locks: LockService, key: string, extra: AcquireOptions = {}) {
-    const all = [];
+    const all: Lease[] = [];
     for (let i = 0; i < holders; i++) all.push(await locks.acquire(key, { ...options, ...extra }));
     return { release: () => Promise.all(all.map((lease) => lease.release())) };
   }

@@ -39,7 +39,7 @@ const ask = (options: AcquireOptions = {}) => call({ ...kind.options, ...options
 
 /** The holders that fill `key`, with a release of them all. */
 async function fill(locks: ReturnType<typeof engine>, key: string) {
-  const holders = [];
+  const holders: Awaited<ReturnType<typeof locks.takeOne>>[] = [];
   for (let i = 0; i < kind.holders; i++) holders.push(await locks.takeOne(key, ask()));
   return { release: () => Promise.all(holders.map((holder) => holder?.release())) };
 }
