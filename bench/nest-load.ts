@@ -8,6 +8,7 @@
  * Usage: npm run bench:nest-load [-- --quick | --smoke] [--rounds 3] [--window 10000] [--warmup 2000]
  *        [--loads 0.5,1.2] [--timeout 2000] [--variants ours,murlock] [--seed 1] [--no-build]
  *        [--no-deadline-header] [--baseline DIR (another build, for ours-handler-baseline)]
+ *        [--work MS (the section's work, default 2)] [--standing-target MS (ours-handler-standing, default 25)]
  * BENCH_NODE=/path/to/node runs the applications on another Node; BENCH_APP_ARGS passes them flags.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -47,6 +48,11 @@ const SEED = Number(option('seed', '1'));
 const BASELINE = option('baseline', '');
 /** Each request says when its client gives up (x-request-deadline), unless --no-deadline-header. */
 const DEADLINE_HEADER = !process.argv.includes('--no-deadline-header');
+/** The critical section's work between its GET and SET, ms: every application, the capacity's included. */
+const WORK_MS = option('work', '2');
+process.env.BENCH_WORK_MS = WORK_MS;
+/** The standing-line rule's target for ours-handler-standing, ms. */
+const STANDING_TARGET = option('standing-target', '25');
 const INSTANCES = 3;
 const HOT_IDS = 4;
 /** How long the critical section is run back to back to measure one id's capacity, ms. */
@@ -83,6 +89,11 @@ const VARIANTS: Record<string, { app: string; env: Record<string, string>; what:
     app: 'ours-handler',
     env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS), BENCH_NO_SHED: '1' },
     what: 'ours-handler turning nobody away at the door (shed: false)',
+  },
+  'ours-handler-standing': {
+    app: 'ours-handler',
+    env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS), BENCH_STANDING_LINE: STANDING_TARGET },
+    what: `ours-handler with a standing-line rule: shed: { target: ${STANDING_TARGET} } (CoDel-like)`,
   },
   'ours-all-routes': {
     app: 'ours-all-routes',
@@ -445,7 +456,7 @@ async function main(): Promise<void> {
   if (!process.argv.includes('--no-build')) buildApp();
   const capacity = await measureCapacity();
   console.log(
-    `capacity: one hot id ${capacity.serialPerS.toFixed(0)} req/s (GET, 2 ms, SET back to back, no lock), ` +
+    `capacity: one hot id ${capacity.serialPerS.toFixed(0)} req/s (GET, ${WORK_MS} ms, SET back to back, no lock), ` +
       `${HOT_IDS} hot ids ${capacity.capacityPerS.toFixed(0)} req/s; loads ${LOADS.map((l) => `${pct(l)} = ${(l * capacity.capacityPerS).toFixed(0)} req/s`).join(', ')}\n`,
   );
   const runs: LevelRun[] = [];
@@ -472,6 +483,8 @@ async function main(): Promise<void> {
       instances: INSTANCES,
       hotIds: HOT_IDS,
       seed: SEED,
+      workMs: Number(WORK_MS),
+      standingTargetMs: Number(STANDING_TARGET),
     },
     capacity,
     variants: Object.fromEntries(VARIANT_NAMES.map((v) => [v, VARIANTS[v].what])),

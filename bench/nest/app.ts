@@ -22,6 +22,8 @@
  * - BENCH_WAIT_TIMEOUT (ms): `ours` gets it as `waitTimeout`, its own bound on the wait;
  * - BENCH_NO_DEADLINE=1: ours reads no deadline header (requestDeadline: { headers: false });
  * - BENCH_NO_SHED=1: ours turns nobody away at the door (shed: false);
+ * - BENCH_STANDING_LINE (ms): ours adds the standing-line rule with this target (shed: { target });
+ * - BENCH_WORK_MS (ms): the critical section's work between its GET and SET (default 2);
  * - BENCH_RETRY_MS (ms): nest-redlock and murlock retry at this fixed interval instead of their
  *   defaults, as many times as fit in BENCH_WAIT_TIMEOUT (they have a retry count, not a deadline).
  * BENCH_SECTIONS=1 counts requests in the `/pay` handler and completed critical sections per id, which
@@ -60,12 +62,14 @@ const sections = process.env.BENCH_SECTIONS ? { inflight: 0, done: new Map<strin
 const data = new Redis(redisPort, { lazyConnect: false });
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** GET, 2 ms of "work", SET: the critical section of every variant. */
+const WORK_MS = Number(process.env.BENCH_WORK_MS ?? 2);
+
+/** GET, 2 ms of "work" (BENCH_WORK_MS), SET: the critical section of every variant. */
 async function work(id: string): Promise<number> {
   // Not `order:<id>`: nest-redlock and murlock use the key as given, which would be the lock itself.
   const key = `balance:${id}`;
   const seen = Number((await data.get(key)) ?? 0);
-  await sleep(2);
+  await sleep(WORK_MS);
   await data.set(key, String(seen + 1));
   sections?.done.set(id, (sections.done.get(id) ?? 0) + 1);
   return seen + 1;
@@ -153,6 +157,7 @@ class PayController {
 const extraOptions = {
   ...(process.env.BENCH_NO_DEADLINE ? { requestDeadline: { headers: false } } : {}),
   ...(process.env.BENCH_NO_SHED ? { shed: false } : {}),
+  ...(process.env.BENCH_STANDING_LINE ? { shed: { target: Number(process.env.BENCH_STANDING_LINE) } } : {}),
 };
 
 function lockImports(): DynamicModule[] {

@@ -28,6 +28,7 @@ import { now, validFor } from './clock';
 import { type GrantLinks, HeldLease, type LeaseHost } from './held-lease';
 import { type KeyTaker, takeInOrder } from './key-sequence';
 import { LineTimes } from './line-times';
+import { StandingLines } from './standing-line';
 import { type Door, type Granted, handOnLocally, queueLifetime, Waiter, type WaiterHost } from './waiter';
 
 export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease>, KeyTaker {
@@ -39,6 +40,8 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   private readonly leases = new Set<HeldLease>();
   private readonly orphans = new Map<string, LockTicket>();
   private readonly times = new LineTimes();
+  /** The standing-line rule, when the service's `shed` gives a target. */
+  private readonly standing: StandingLines | undefined;
   private closed = false;
 
   constructor(
@@ -48,6 +51,8 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     const { replicas } = options;
     this.startsOnPush = !replicas;
     this.waitsOnUnreplicated = replicas?.unacknowledged === 'requeue';
+    const { shed } = options;
+    if (typeof shed === 'object') this.standing = new StandingLines(shed.target, shed.interval);
     this.store = openStore(source, options, this);
   }
 
@@ -93,8 +98,27 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
       }
       call = within;
     }
-    const { waitTimeout } = call.options;
     const started = now();
+    if (this.standing) {
+      const patience = this.standing.patience(key, call.options.waitTimeout);
+      if (patience < call.options.waitTimeout) call = withWaitLeft(call, patience);
+      const standing = this.standing;
+      return this.takeFrom(ticket, call, started, claim, onQueued).then((lease) => {
+        if (lease) standing.served(key, now() - started, now());
+        return lease;
+      });
+    }
+    return this.takeFrom(ticket, call, started, claim, onQueued);
+  }
+
+  private takeFrom(
+    ticket: LockTicket,
+    call: EngineCall,
+    started: number,
+    claim: boolean,
+    onQueued?: () => void,
+  ): Promise<HeldLease | null> {
+    const { waitTimeout } = call.options;
     if (claim) return this.claim(ticket, started, call, onQueued);
     const { wakeReady, joinsUnheard } = this.store;
     if (waitTimeout === 0 || !(wakeReady || joinsUnheard)) {

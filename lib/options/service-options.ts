@@ -49,9 +49,11 @@ export interface LockServiceOptions {
   /**
    * Turn a call away at once, unqueued, when more are in line for its key than its wait could see
    * through at the pace this service has seen that line move (LockShedError). `false`: every call joins
-   * and waits its whole wait. Default true.
+   * and waits its whole wait. `{ target, interval }` adds a standing-line rule: while every call served
+   * from a key's line in an interval (ms, default 100) waited longer than `target` ms, a new call waits
+   * at most twice the target. Default true.
    */
-  shed?: boolean;
+  shed?: boolean | { target: number; interval?: number };
   /**
    * With several independent Redis masters (Redlock) only: the longest wait for one node's reply, in ms,
    * well below the ttl, so a slow or stopped node costs a grant little of its validity. Default 100.
@@ -187,11 +189,26 @@ const SERVICE_OPTIONS = {
     default: DEFAULT_COMMAND_TIMEOUT,
   },
   nodeTimeout: { check: (v: unknown) => milliseconds('nodeTimeout', v, 1), default: undefined },
-  shed: { check: (v: unknown) => optionalBoolean('shed', v) as boolean, default: true },
+  shed: { check: checkShed, default: true },
   onWarning: { check: checkOnWarning, default: undefined },
   replicas: { check: checkReplicas, default: undefined },
   telemetry: { check: checkTelemetryOptions, default: undefined },
 } as const;
+
+function checkShed(value: unknown): boolean | { target: number; interval: number } {
+  if (value === undefined || typeof value === 'boolean') return value ?? true;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new LockOptionsError(
+      `shed must be true, false or { target, interval } (the standing-line rule, in ms), got ${describe(value)}.`,
+    );
+  }
+  const bag = value as Record<string, unknown>;
+  checkKnownKeys(bag, ['target', 'interval'], 'shed');
+  return {
+    target: milliseconds('shed.target', read(bag, 'target', 'shed.target'), 1),
+    interval: milliseconds('shed.interval', read(bag, 'interval', 'shed.interval') ?? 100, 1),
+  };
+}
 
 /** The options a LockService knows (the module adds its own to these). */
 export const SERVICE_OPTION_NAMES: readonly string[] = Object.keys(SERVICE_OPTIONS);
@@ -205,7 +222,7 @@ export interface ResolvedServiceOptions {
   fenceRetention: number;
   commandTimeout: number;
   nodeTimeout: number;
-  shed: boolean;
+  shed: boolean | { target: number; interval: number };
   onWarning: ((warning: ServerRisk) => void) | undefined;
   replicas: ResolvedReplicas | undefined;
   telemetry: TelemetryOptions | undefined;
