@@ -78,6 +78,17 @@ async function connect(port: number, name: string, counts?: CommandCounts, onMes
 type OnMessage = (channel: string, message: string) => void;
 
 /**
+ * A release error's kind, with why the lease said it was lost where it did (this library's lease aborts
+ * its `signal` with a LockLostError naming the reason): a release that finds the lock gone after the
+ * lease reported it lost is a lapse the holder was told of; one without is a grant nobody announced.
+ */
+function withLoss(kind: string, held: Held): string {
+  const lost: unknown = (held as { signal?: AbortSignal }).signal?.reason;
+  const reason = lost instanceof Error ? (lost as { reason?: unknown }).reason : undefined;
+  return typeof reason === 'string' ? `${kind} (lease lost: ${reason})` : kind;
+}
+
+/**
  * The critical section of scenarios 2-4 and 7-9: read key `key`'s counter, work `csMs`, write it back
  * plus one. An increment lost here is two holders at once.
  */
@@ -278,7 +289,7 @@ class LoadRun {
     try {
       await held.release();
     } catch (error) {
-      bump(this.releaseErrors, kindOf(error));
+      bump(this.releaseErrors, withLoss(kindOf(error), held));
     }
     const released = hr();
     let push = Number.NaN;
