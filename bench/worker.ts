@@ -6,76 +6,29 @@
  * acquire → critical section (GET counter, sleep, SET counter + 1) → release, until the stop time; in
  * scenario 6, acquire of two accounts at once → transfer between their balances → release (transfer.ts).
  *
- * Many-waiters runs ('many', then 'release'): a holder takes the key(s), 1,000 calls wait for them, the
- * heap and the connections are measured while they wait, then the holder lets go and they drain.
+ * Many-waiters runs ('many', then 'release') are bench/many-run.ts; what every run shares (reports,
+ * uncaught errors, connections) is bench/worker-process.ts.
  */
-import { setTimeout as sleep, setImmediate as tick } from 'node:timers/promises';
-import { getHeapSpaceStatistics } from 'node:v8';
+import { setTimeout as sleep } from 'node:timers/promises';
 import Redis from 'ioredis';
 import { createAdapter, type Held, type LockAdapter } from './adapters';
 import { hr, sleepUntil } from './clock';
-import { CommandCounts, instrument } from './instrument';
+import { CommandCounts } from './instrument';
 import {
   counterKey,
-  type FromWorker,
-  HOLDER_CONNECTION,
   type LoadResult,
   type LoadSpec,
   type LoadWindow,
   lockKey,
-  type ManySpec,
   type ProbeResult,
   type ProbeSpec,
   type ToWorker,
   WORKER_CONNECTION,
 } from './ipc';
+import { releaseMany, runMany } from './many-run';
 import { poissonArrivals, seededRandom } from './open-loop';
 import { accountKey, pairCode, pickPair, transfer } from './transfer';
-
-const uncaught: string[] = [];
-const describe = (error: unknown): string =>
-  error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-// A library that throws from a timer (redis-semaphore's default onLockLost does) must not end the run:
-// the error is counted and reported.
-process.on('uncaughtException', (error) => uncaught.push(describe(error)));
-process.on('unhandledRejection', (error) => uncaught.push(describe(error)));
-// Stopped with SIGTERM only when profiling (BENCH_WORKER_ARGS): exit normally so profiles get written.
-process.on('SIGTERM', () => process.exit(0));
-
-function send(message: FromWorker): void {
-  process.send?.(message);
-}
-
-const kindOf = (error: unknown): string => {
-  if (!(error instanceof Error)) return typeof error;
-  // Some libraries' error classes keep the name 'Error' (redis-semaphore's TimeoutError does).
-  return error.constructor.name !== 'Error' ? error.constructor.name : error.name;
-};
-
-const cpuNow = (): number => {
-  const { user, system } = process.cpuUsage();
-  return user + system;
-};
-
-function bump(map: Record<string, number>, key: string): void {
-  map[key] = (map[key] ?? 0) + 1;
-}
-
-function diff(after: Record<string, number>, before: Record<string, number>): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [k, v] of Object.entries(after)) if (v - (before[k] ?? 0) > 0) out[k] = v - (before[k] ?? 0);
-  return out;
-}
-
-async function connect(port: number, name: string, counts?: CommandCounts, onMessage?: OnMessage) {
-  const client = new Redis({ host: '127.0.0.1', port, connectionName: name });
-  client.on('error', () => {});
-  if (counts) instrument(client, counts, onMessage);
-  if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
-  return client;
-}
-
-type OnMessage = (channel: string, message: string) => void;
+import { bump, connect, cpuNow, diff, kindOf, send, uncaught } from './worker-process';
 
 /**
  * A release error's kind, with why the lease said it was lost where it did (this library's lease aborts
@@ -346,158 +299,6 @@ class LoadRun {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Scenario 5: many waiters.
-
-let releaseSignal: (() => void) | undefined;
-
-function gc(): void {
-  const collect = (globalThis as { gc?: () => void }).gc;
-  if (!collect) throw new Error('run this worker with --expose-gc');
-  collect();
-  collect();
-}
-
-/**
- * heapUsed after a full GC, without the code spaces: machine code that V8 compiles while the waiters
- * run (the first time 1,000 calls take a path) is not memory the waiters hold.
- */
-async function heapAfterGc(): Promise<number> {
-  await tick();
-  gc();
-  let used = 0;
-  for (const space of getHeapSpaceStatistics()) {
-    if (!space.space_name.startsWith('code')) used += space.space_used_size;
-  }
-  return used;
-}
-
-async function runMany(spec: ManySpec): Promise<void> {
-  const counts = new CommandCounts();
-  const holderClient = await connect(spec.port, HOLDER_CONNECTION);
-  const waiterClient = await connect(spec.port, WORKER_CONNECTION, counts);
-  const holder = createAdapter(spec.lib, [holderClient]);
-  const waiters = createAdapter(spec.lib, [waiterClient], counts);
-
-  // Warm-up: one contended acquisition, so that scripts are loaded and connections opened on both sides
-  // (this library's wake connection included) before the baseline is taken.
-  const warm = await holder.acquire('warm');
-  const warmWaiter = waiters.acquire('warm');
-  await sleep(20);
-  await warm.release();
-  await (await warmWaiter).release();
-
-  const n = spec.waiters;
-  const keys = Array.from({ length: spec.keys }, (_, i) => lockKey(i));
-  const held: Held[] = [];
-  for (const key of keys) held.push(await holder.acquire(key));
-
-  const keyOf = (i: number): string => keys[i % keys.length];
-  const calls = new Float64Array(n);
-  const grants = new Float64Array(n).fill(Number.NaN);
-  const failedKinds: Record<string, number> = {};
-  const pending: Promise<void>[] = new Array(n);
-
-  // Calibration: the same bookkeeping around a bare promise, to tell the harness' share from the library's.
-  const resolvers: (() => void)[] = new Array(n);
-  const calibrate = async (i: number): Promise<void> => {
-    calls[i] = hr();
-    await new Promise<void>((resolve) => {
-      resolvers[i] = resolve;
-    });
-    grants[i] = hr();
-  };
-  let base = await heapAfterGc();
-  for (let i = 0; i < n; i++) pending[i] = calibrate(i);
-  const harnessHeapPerWaiter = ((await heapAfterGc()) - base) / n;
-  for (const resolve of resolvers) resolve();
-  await Promise.all(pending);
-  // Drop the calibration's objects before the next baseline, so freeing them cannot offset the delta.
-  const settled = Promise.resolve();
-  pending.fill(settled);
-  resolvers.fill(() => {});
-  grants.fill(Number.NaN);
-
-  const wait = async (i: number): Promise<void> => {
-    calls[i] = hr();
-    try {
-      const lease = await waiters.acquire(keyOf(i));
-      grants[i] = hr();
-      await lease.release();
-    } catch (error) {
-      bump(failedKinds, kindOf(error));
-    }
-  };
-
-  counts.reset();
-  uncaught.length = 0;
-  base = await heapAfterGc();
-  const cpuFrom = cpuNow();
-  const started = hr();
-  for (let i = 0; i < n; i++) pending[i] = wait(i);
-  await sleep(spec.settleMs);
-  let queued: number | null = null;
-  if (waiters.queued) {
-    // This library queues in Redis: wait until every waiter is in its queue (at most 5 s more).
-    const until = hr() + 5_000;
-    do {
-      queued = (await holder.queued?.(keys).catch(() => null)) ?? null;
-      if (queued === n) break;
-      await sleep(50);
-    } while (hr() < until);
-  }
-  const settledMs = hr() - started;
-  const gcFrom = cpuNow();
-  const heapPerWaiter = ((await heapAfterGc()) - base) / n;
-  // The forced collections are the harness' measurement, not the waiters' cost.
-  const gcCpu = cpuNow() - gcFrom;
-
-  const released = new Promise<void>((resolve) => {
-    releaseSignal = resolve;
-  });
-  send({ type: 'waiting', waiting: { heapPerWaiter, harnessHeapPerWaiter, queued, settledMs } });
-  await released;
-
-  const before = counts.total();
-  const holdStarted = hr();
-  await sleep(spec.holdMs);
-  const idle = counts.total() - before;
-  const idleCommandsPerWaiterPerS = idle / n / ((hr() - holdStarted) / 1000);
-
-  const releasedAt = hr();
-  await Promise.all(held.map((lease) => lease.release().catch(() => {})));
-  await Promise.all(pending);
-  const drainMs = hr() - releasedAt;
-  const cpuUsPerWaiter = (cpuNow() - cpuFrom - gcCpu) / n;
-
-  const afterRelease: number[] = [];
-  let granted = 0;
-  for (let i = 0; i < n; i++) {
-    if (Number.isNaN(grants[i])) continue;
-    granted++;
-    afterRelease.push(Math.max(0, grants[i] - releasedAt));
-  }
-  send({
-    type: 'many-result',
-    result: {
-      granted,
-      failures: n - granted,
-      failureKinds: failedKinds,
-      uncaught: [...uncaught],
-      idleCommandsPerWaiterPerS,
-      sentPerWaiter: counts.total() / n,
-      cpuUsPerWaiter,
-      drainMs,
-      afterRelease: Float64Array.from(afterRelease),
-    },
-  });
-  await Promise.all([holder.close(), waiters.close()]).catch(() => {});
-  holderClient.disconnect();
-  waiterClient.disconnect();
-}
-
-// ---------------------------------------------------------------------------------------------------
-
-// ---------------------------------------------------------------------------------------------------
 // The hand-off floor probe (no lock library involved).
 
 const PROBE_CHANNEL = 'bench:probe';
@@ -574,7 +375,7 @@ async function handle(message: ToWorker): Promise<void> {
       await runMany(message.spec);
       return;
     case 'release':
-      releaseSignal?.();
+      releaseMany();
       return;
     case 'probe-listen':
       await probeListen(message.port);
