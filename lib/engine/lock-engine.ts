@@ -104,7 +104,10 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
       if (patience < call.options.waitTimeout) call = withWaitLeft(call, patience);
       const standing = this.standing;
       return this.takeFrom(ticket, call, started, claim, onQueued).then((lease) => {
-        if (lease) standing.served(key, now() - started, now());
+        if (lease) {
+          const at = now();
+          standing.served(key, at - started, at);
+        }
         return lease;
       });
     }
