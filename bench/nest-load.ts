@@ -90,6 +90,11 @@ const VARIANTS: Record<string, { app: string; env: Record<string, string>; what:
     env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS), BENCH_NO_SHED: '1' },
     what: 'ours-handler turning nobody away at the door (shed: false)',
   },
+  'ours-handler-door': {
+    app: 'ours-handler',
+    env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS), BENCH_SHED_DOOR: '1' },
+    what: "ours-handler with the door alone, no standing-line rule (shed: 'door')",
+  },
   'ours-handler-standing': {
     app: 'ours-handler',
     env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS), BENCH_STANDING_LINE: STANDING_TARGET },

@@ -263,7 +263,7 @@ export class LockService {
     if (typeof fn !== 'function')
       throw new LockOptionsError('using() needs a function to run under the lock.');
     const resolved = resolveAcquireOptions(this.options.defaults, options, true);
-    const { obtained, record } = this.call(key, resolved, true, skips);
+    const { obtained, record } = this.call(key, resolved, true, skips, request !== undefined);
     const lease = (await obtained) as Lease;
     if (lease instanceof ReentrantLease) return fn(lease);
     const held = lease as OwnedLease;
@@ -297,6 +297,7 @@ export class LockService {
     options: ResolvedAcquireOptions,
     busyIsTimeout: boolean,
     skips = false,
+    serving = false,
   ): { obtained: Promise<Lease | null>; record?: CallRecord } {
     let keys: string[];
     try {
@@ -306,7 +307,7 @@ export class LockService {
       return { obtained: Promise.reject(error) };
     }
     const record = this.telemetry.begin(options.label, keys, skips);
-    const call = engineCall(options, busyIsTimeout, record);
+    const call = engineCall(options, busyIsTimeout, record, serving);
     const obtained = (
       Array.isArray(input) ? this.chain.obtainAll(keys, call) : this.chain.obtain(keys[0], call)
     ).then(alive);

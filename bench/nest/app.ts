@@ -22,6 +22,7 @@
  * - BENCH_WAIT_TIMEOUT (ms): `ours` gets it as `waitTimeout`, its own bound on the wait;
  * - BENCH_NO_DEADLINE=1: ours reads no deadline header (requestDeadline: { headers: false });
  * - BENCH_NO_SHED=1: ours turns nobody away at the door (shed: false);
+ * - BENCH_SHED_DOOR=1: ours keeps the door but no standing-line rule (shed: 'door');
  * - BENCH_STANDING_LINE (ms): ours adds the standing-line rule with this target (shed: { target });
  * - BENCH_WORK_MS (ms): the critical section's work between its GET and SET (default 2);
  * - BENCH_RETRY_MS (ms): nest-redlock and murlock retry at this fixed interval instead of their
@@ -157,6 +158,7 @@ class PayController {
 const extraOptions = {
   ...(process.env.BENCH_NO_DEADLINE ? { requestDeadline: { headers: false } } : {}),
   ...(process.env.BENCH_NO_SHED ? { shed: false } : {}),
+  ...(process.env.BENCH_SHED_DOOR ? { shed: 'door' as const } : {}),
   ...(process.env.BENCH_STANDING_LINE ? { shed: { target: Number(process.env.BENCH_STANDING_LINE) } } : {}),
 };
 

@@ -18,15 +18,28 @@ export interface EngineCall {
   readonly busyIsTimeout: boolean;
   /** Set when the call's deadline cut its wait short: what its LockTimeoutError says. */
   readonly deadline?: DeadlineShortfall;
+  /**
+   * Somebody waits on the call's result: it serves a request, or carries a deadline. Only such a call's
+   * wait is cut while its key's line stands; a job's (a cron's) is its own to spend.
+   */
+  readonly serving: boolean;
 }
 
+/** `serving`: the call serves a request (see EngineCall); a call with a deadline serves someone anyway. */
 export function engineCall(
   options: ResolvedAcquireOptions,
   busyIsTimeout: boolean,
   record: CallRecord | undefined,
+  serving = false,
 ): EngineCall {
   const { renew, minHold, maxHold } = options;
-  return { options, terms: { renew, minHold, maxHold, observer: record }, record, busyIsTimeout };
+  return {
+    options,
+    terms: { renew, minHold, maxHold, observer: record },
+    record,
+    busyIsTimeout,
+    serving: serving || options.deadline !== undefined,
+  };
 }
 
 /** The same call with what is left of its wait (a multi-key call's later keys share one waitTimeout). */

@@ -40,7 +40,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   private readonly leases = new Set<HeldLease>();
   private readonly orphans = new Map<string, LockTicket>();
   private readonly times = new LineTimes();
-  /** The standing-line rule, when the service's `shed` gives a target. */
+  /** The standing-line rule, unless the service's `shed` is false or 'door'. */
   private readonly standing: StandingLines | undefined;
   private closed = false;
 
@@ -52,7 +52,9 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     this.startsOnPush = !replicas;
     this.waitsOnUnreplicated = replicas?.unacknowledged === 'requeue';
     const { shed } = options;
-    if (typeof shed === 'object') this.standing = new StandingLines(shed.target, shed.interval);
+    if (shed !== false && shed !== 'door') {
+      this.standing = new StandingLines(shed === true ? 'paced' : shed, (key) => this.times.perPlace(key));
+    }
     this.store = openStore(source, options, this);
   }
 
@@ -100,7 +102,9 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     }
     const started = now();
     if (this.standing) {
-      const patience = this.standing.patience(key, call.options.waitTimeout);
+      const patience = call.serving
+        ? this.standing.patience(key, call.options.waitTimeout)
+        : call.options.waitTimeout;
       if (patience < call.options.waitTimeout) call = withWaitLeft(call, patience);
       const standing = this.standing;
       return this.takeFrom(ticket, call, started, claim, onQueued).then((lease) => {

@@ -48,12 +48,14 @@ export interface LockServiceOptions {
   commandTimeout?: number;
   /**
    * Turn a call away at once, unqueued, when more are in line for its key than its wait could see
-   * through at the pace this service has seen that line move (LockShedError). `false`: every call joins
-   * and waits its whole wait. `{ target, interval }` adds a standing-line rule: while every call served
-   * from a key's line in an interval (ms, default 100) waited longer than `target` ms, a new call waits
-   * at most twice the target. Default true.
+   * through at the pace this service has seen that line move (LockShedError), and while a key's line
+   * stands (every call served from it in an interval waited longer than a target), cut a new call's wait
+   * to twice the target. `true` (the default): the target is 15 places at that key's pace (at least
+   * 20 ms), the interval 10 targets. `{ target, interval }`: a fixed target and interval in ms (interval
+   * default 100). `'door'`: the door alone, no standing-line rule. `false`: every call joins and waits its
+   * whole wait.
    */
-  shed?: boolean | { target: number; interval?: number };
+  shed?: boolean | 'door' | { target: number; interval?: number };
   /**
    * With several independent Redis masters (Redlock) only: the longest wait for one node's reply, in ms,
    * well below the ttl, so a slow or stopped node costs a grant little of its validity. Default 100.
@@ -195,11 +197,11 @@ const SERVICE_OPTIONS = {
   telemetry: { check: checkTelemetryOptions, default: undefined },
 } as const;
 
-function checkShed(value: unknown): boolean | { target: number; interval: number } {
-  if (value === undefined || typeof value === 'boolean') return value ?? true;
+function checkShed(value: unknown): boolean | 'door' | { target: number; interval: number } {
+  if (value === undefined || typeof value === 'boolean' || value === 'door') return value ?? true;
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new LockOptionsError(
-      `shed must be true, false or { target, interval } (the standing-line rule, in ms), got ${describe(value)}.`,
+      `shed must be true, false, 'door' or { target, interval } (the standing-line rule, in ms), got ${describe(value)}.`,
     );
   }
   const bag = value as Record<string, unknown>;
@@ -222,7 +224,7 @@ export interface ResolvedServiceOptions {
   fenceRetention: number;
   commandTimeout: number;
   nodeTimeout: number;
-  shed: boolean | { target: number; interval: number };
+  shed: boolean | 'door' | { target: number; interval: number };
   onWarning: ((warning: ServerRisk) => void) | undefined;
   replicas: ResolvedReplicas | undefined;
   telemetry: TelemetryOptions | undefined;

@@ -157,7 +157,11 @@ const constructorRows: Row<Engine>[] = [
       ['defaults null', { defaults: null }, /defaults must be an object, got null/],
       ['fenceRetention 1e12', { fenceRetention: 1e12 }, ms('fenceRetention', '1000000000000')],
       ['commandTimeout 0', { commandTimeout: 0 }, ms('commandTimeout', '0')],
-      ['shed "yes"', { shed: 'yes' }, /shed must be true, false or \{ target, interval \}.*got "yes"/],
+      [
+        'shed "yes"',
+        { shed: 'yes' },
+        /shed must be true, false, 'door' or \{ target, interval \}.*got "yes"/,
+      ],
       ['shed {} (no target)', { shed: {} }, ms('shed.target', 'undefined')],
       ['shed.target 0', { shed: { target: 0 } }, ms('shed.target', '0')],
       ['shed.interval 2.5', { shed: { target: 20, interval: 2.5 } }, ms('shed.interval', '2.5')],

@@ -40,11 +40,15 @@ export function wrappedBackend(
   };
 }
 
-/** A call as LockService would make it (`using` defaults: renewed), with no telemetry listening. */
-export function call(options?: AcquireOptions, busyIsTimeout = true): EngineCall {
+/**
+ * A call as LockService would make it (`using` defaults: renewed), with no telemetry listening;
+ * `serving`: as made for a request.
+ */
+export function call(options?: AcquireOptions, busyIsTimeout = true, serving = false): EngineCall {
   return engineCall(
     resolveAcquireOptions(resolveServiceOptions({}).defaults, options, true),
     busyIsTimeout,
     undefined,
+    serving,
   );
 }

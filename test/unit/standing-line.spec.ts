@@ -1,8 +1,10 @@
-// The standing-line rule (shed: { target, interval }), on the engine alone: once every call served from
-// a key's line in an interval waited longer than the target, a new call waits at most twice the target;
-// a call served at once ends that. Without the rule (the default), a call waits its whole wait. Fast, no
-// Redis (bench/nest-load.ts measures it: the ours-handler-standing variant).
+// The standing-line rule, on the engine alone: once every call served from a key's line in an interval
+// waited longer than the target, a new call waits at most twice the target; a call served at once ends
+// that. By default the target and interval follow the key's pace; `shed: { target, interval }` fixes
+// them; `shed: 'door'` has no rule. Fast, no Redis (bench/nest-load.ts measures it: the ours-handler,
+// -door and -standing variants).
 import { describe, expect, it } from '@jest/globals';
+import { StandingLines } from '../../lib/engine/standing-line';
 import { LockTimeoutError } from '../../lib/errors/lock-timeout.error';
 import type { LockServiceOptions } from '../../lib/options/service-options';
 import { call, engine } from './engine-fixtures';
@@ -20,10 +22,18 @@ async function servedAfter(locks: ReturnType<typeof engine>, key: string, ms: nu
   await (await waiting)?.release();
 }
 
-/** How long a call with a minute to wait waits behind a holder, when it gives up first (or null). */
-async function waitBehindHolder(locks: ReturnType<typeof engine>, key: string, waitTimeout: number) {
+/**
+ * How long a call waits behind a holder that outlasts its wait; `serving`: it serves a request (else it
+ * is a job's, say a cron's, that nobody waits on).
+ */
+async function waitBehindHolder(
+  locks: ReturnType<typeof engine>,
+  key: string,
+  waitTimeout: number,
+  serving = true,
+) {
   const holder = await locks.takeOne(key, call());
-  const error = await locks.takeOne(key, call({ waitTimeout })).catch((e: unknown) => e);
+  const error = await locks.takeOne(key, call({ waitTimeout }, true, serving)).catch((e: unknown) => e);
   await holder?.release();
   expect(error).toBeInstanceOf(LockTimeoutError);
   return (error as LockTimeoutError).waitedMs;
@@ -33,7 +43,8 @@ async function waitBehindHolder(locks: ReturnType<typeof engine>, key: string, w
 async function standing(options: LockServiceOptions, key: string) {
   const locks = engine(options);
   await servedAfter(locks, key, 3 * TARGET);
-  await new Promise((resolve) => setTimeout(resolve, INTERVAL)); // so the next serve closes an interval
+  // So the next serve closes an interval (twice: a timer may fire a ms early by the engine's clock).
+  await new Promise((resolve) => setTimeout(resolve, 2 * INTERVAL));
   await servedAfter(locks, key, 3 * TARGET);
   return locks;
 }
@@ -55,8 +66,101 @@ describe('the standing-line rule', () => {
     expect(await waitBehindHolder(locks, 'k', 300)).toBeGreaterThanOrEqual(300);
   });
 
-  it('is off by default: behind the same standing line, a call waits its whole wait', async () => {
-    const locks = await standing({}, 'k');
+  it('a call that serves nobody (no request, no deadline: a cron job) waits its whole wait', async () => {
+    const locks = await standing({ shed: { target: TARGET, interval: INTERVAL } }, 'k');
+    expect(await waitBehindHolder(locks, 'k', 300, false)).toBeGreaterThanOrEqual(300);
+  });
+
+  it('a call with a deadline serves someone: its wait is cut', async () => {
+    const locks = await standing({ shed: { target: TARGET, interval: INTERVAL } }, 'k');
+    const holder = await locks.takeOne('k', call());
+    const deadline = Date.now() + 5_000;
+    const error = await locks.takeOne('k', call({ deadline })).catch((e: unknown) => e);
+    await holder?.release();
+    expect(error).toBeInstanceOf(LockTimeoutError);
+    expect((error as LockTimeoutError).waitedMs).toBeLessThan(2_500);
+  });
+
+  it("is off with shed: 'door': behind the same standing line, a call waits its whole wait", async () => {
+    const locks = await standing({ shed: 'door' }, 'k');
     expect(await waitBehindHolder(locks, 'k', 300)).toBeGreaterThanOrEqual(300);
+  });
+});
+
+/**
+ * `n` calls on `key` of `locks` joining its line at once, each holding it `holdMs` when served: the line
+ * moves at about `holdMs` a place, and the call at place p waits about p places.
+ */
+async function longLine(locks: ReturnType<typeof engine>, key: string, n: number, holdMs: number) {
+  const holder = await locks.takeOne(key, call());
+  const served = Array.from({ length: n }, () =>
+    locks.takeOne(key, call({ waitTimeout: 60_000 })).then(async (lease) => {
+      await new Promise((resolve) => setTimeout(resolve, holdMs)); // the hold the line moves at
+      await lease?.release();
+    }),
+  );
+  while ((await locks.store.inspect(key)).queueLength < n) await new Promise((r) => setImmediate(r));
+  await holder?.release();
+  await Promise.all(served);
+}
+
+describe('the default rule, paced by the key', () => {
+  // 330 in line, each held 5 ms: a target of 15 places and an interval of 150. The first interval
+  // holds the calls served from the first places (short waits); the second, calls that each waited past
+  // 150 places: the line stands from there to the end.
+  const IN_LINE = 330;
+  const HOLD = 5;
+
+  it('a line that stands an interval cuts a new call to twice its paced target', async () => {
+    const locks = engine();
+    await longLine(locks, 'k', IN_LINE, HOLD);
+    const waited = await waitBehindHolder(locks, 'k', 20_000);
+    expect(waited).toBeGreaterThanOrEqual(40); // never below twice the 20 ms floor
+    // Far below its own 20 s: the rule cut it to 30 places (a busy event loop can stretch a place).
+    expect(waited).toBeLessThan(5_000);
+    // The line still stands (its interval lasts 150 places): a job's call behind it waits its whole wait.
+    expect(await waitBehindHolder(locks, 'k', 600, false)).toBeGreaterThanOrEqual(600);
+  }, 30_000);
+
+  it("the same line with shed: 'door': a new call waits its whole wait", async () => {
+    const locks = engine({ shed: 'door' });
+    await longLine(locks, 'k', IN_LINE, HOLD);
+    expect(await waitBehindHolder(locks, 'k', 600)).toBeGreaterThanOrEqual(600);
+  }, 30_000);
+});
+
+describe('StandingLines, paced', () => {
+  const at = (ms: number) => ms; // the rule is given its clock: times here are ms from 0
+
+  it('a target of 15 places and an interval of 10 targets, from the pace of that moment', () => {
+    let pace: number | undefined = 4; // 60 ms target, 600 ms interval
+    const lines = new StandingLines('paced', () => pace);
+    lines.served('k', 61, at(0));
+    lines.served('k', 61, at(599)); // not an interval yet
+    expect(lines.patience('k', 10_000)).toBe(10_000);
+    lines.served('k', 61, at(600)); // every wait in it past 60 ms: the line stands
+    expect(lines.patience('k', 10_000)).toBe(120);
+    expect(lines.patience('k', 100)).toBe(100); // never longer than the call's own wait
+    expect(lines.patience('other', 10_000)).toBe(10_000);
+    pace = 8; // the key slowed: a 120 ms target, a 1.2 s interval
+    expect(lines.patience('k', 10_000)).toBe(240);
+    lines.served('k', 0, at(1_000)); // served at once...
+    lines.served('k', 130, at(1_800)); // ...within the interval that ends here: the line drained
+    expect(lines.patience('k', 10_000)).toBe(10_000);
+  });
+
+  it('waits at the target are not a standing line; the floors hold for keys held microseconds', () => {
+    const lines = new StandingLines('paced', () => 0.01); // 20 ms target (floor), 200 ms interval (floor)
+    lines.served('k', 20, at(0));
+    lines.served('k', 25, at(200));
+    expect(lines.patience('k', 10_000)).toBe(10_000); // 20 ms is not past the target
+    lines.served('k', 21, at(400));
+    expect(lines.patience('k', 10_000)).toBe(40);
+  });
+
+  it('a key whose pace is not known yet never stands', () => {
+    const lines = new StandingLines('paced', () => undefined);
+    for (let t = 0; t <= 10_000; t += 100) lines.served('k', 5_000, at(t));
+    expect(lines.patience('k', 10_000)).toBe(10_000);
   });
 });

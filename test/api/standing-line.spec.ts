@@ -1,0 +1,80 @@
+// The standing-line rule on Redis, with the holders in another process: while a key's line stands (every
+// call this service was served from it in an interval waited past the target), a call that serves
+// someone (a request's, or one with a deadline) waits at most twice the target; a job's call (no request,
+// no deadline: a cron's) is never cut, waits as long as it asked, and is served.
+import { describe, expect, it } from '@jest/globals';
+import { type LockService, LockTimeoutError } from '../../lib/core';
+import { lockService, until } from '../support/lock-fixtures';
+import { spawnWorker, type Worker, workerPath } from '../support/processes';
+import { useRedis } from '../support/redis-server';
+
+const server = useRedis();
+const TARGET = 20;
+const INTERVAL = 50;
+
+type AgentMessage = { type: string; id?: string };
+
+/** `agent` (another process) holds `key` until `release` is called. */
+async function heldBy(agent: Worker<AgentMessage>, key: string, id: string) {
+  agent.send({ type: 'acquire', id, key, ttl: 30_000, renew: true });
+  await agent.next((m) => m.type === 'granted' && m.id === id);
+  return async () => {
+    agent.send({ type: 'release', id });
+    await agent.next((m) => m.type === 'released' && m.id === id);
+  };
+}
+
+/** `locks` is served from `key`'s line after about `ms` behind `agent`'s hold. */
+async function servedAfter(
+  locks: LockService,
+  agent: Worker<AgentMessage>,
+  key: string,
+  ms: number,
+  id: string,
+) {
+  const release = await heldBy(agent, key, id);
+  const waiting = locks.acquire(key, { waitTimeout: 10_000 });
+  await until(
+    () => locks.inspect(key),
+    (info) => info.queueLength === 1,
+  );
+  await new Promise((resolve) => setTimeout(resolve, ms)); // the hold the waiter waits through
+  await release();
+  await (await waiting).release();
+}
+
+describe('the standing-line rule on Redis', () => {
+  it("cuts a call with a deadline behind a standing line, never a job's: it waits and is served", async () => {
+    const key = 'standing';
+    const agent = spawnWorker<AgentMessage>(workerPath('lock-agent'), { url: server().url });
+    await agent.next((m) => m.type === 'ready');
+    const locks = lockService(server(), { shed: { target: TARGET, interval: INTERVAL } });
+    // Two calls served past the target, an interval apart: the line stands.
+    await servedAfter(locks, agent, key, 5 * TARGET, 'h1');
+    await new Promise((resolve) => setTimeout(resolve, 2 * INTERVAL)); // so the next serve closes an interval
+    await servedAfter(locks, agent, key, 5 * TARGET, 'h2');
+
+    const release = await heldBy(agent, key, 'h3');
+    // Someone waits on this one (its deadline 5 s away): cut to twice the target, it gives up.
+    const cut = await locks.acquire(key, { deadline: Date.now() + 5_000 }).catch((e: unknown) => e);
+    expect(cut).toBeInstanceOf(LockTimeoutError);
+    expect((cut as LockTimeoutError).waitedMs).toBeLessThan(2_500);
+
+    // A job's call behind the same hold: no request, no deadline. It waits through the whole hold.
+    let served = false;
+    const job = locks.acquire(key, { waitTimeout: 20_000 }).then((lease) => {
+      served = true;
+      return lease;
+    });
+    await until(
+      () => locks.inspect(key),
+      (info) => info.queueLength === 1,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 10 * TARGET)); // far past twice the target
+    expect(served).toBe(false);
+    expect((await locks.inspect(key)).queueLength).toBe(1); // still in line, not cut
+    await release();
+    await (await job).release();
+    await agent.stop();
+  }, 60_000);
+});
