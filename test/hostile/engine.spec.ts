@@ -162,6 +162,11 @@ const constructorRows: Row<Engine>[] = [
         { shed: 'yes' },
         /shed must be true, false, 'door' or \{ target, interval \}.*got "yes"/,
       ],
+      [
+        'shed "Door" (the case matters)',
+        { shed: 'Door' },
+        /shed must be true, false, 'door' or \{ target, interval \}.*got "Door"/,
+      ],
       ['shed {} (no target)', { shed: {} }, ms('shed.target', 'undefined')],
       ['shed.target 0', { shed: { target: 0 } }, ms('shed.target', '0')],
       ['shed.interval 2.5', { shed: { target: 20, interval: 2.5 } }, ms('shed.interval', '2.5')],
