@@ -28,7 +28,7 @@ import { now, validFor } from './clock';
 import { type GrantLinks, HeldLease, type LeaseHost } from './held-lease';
 import { type KeyTaker, takeInOrder } from './key-sequence';
 import { LineTimes } from './line-times';
-import { StandingLines } from './standing-line';
+import { PACED_TARGET, StandingLines } from './standing-line';
 import { type Door, type Granted, handOnLocally, queueLifetime, Waiter, type WaiterHost } from './waiter';
 
 export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease>, KeyTaker {
@@ -53,7 +53,8 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     this.waitsOnUnreplicated = replicas?.unacknowledged === 'requeue';
     const { shed } = options;
     if (shed !== false && shed !== 'door') {
-      this.standing = new StandingLines(shed === true ? 'paced' : shed, (key) => this.times.perPlace(key));
+      const rule = shed === true ? { places: PACED_TARGET } : shed;
+      this.standing = new StandingLines(rule, (key) => this.times.perPlace(key));
     }
     this.store = openStore(source, options, this);
   }

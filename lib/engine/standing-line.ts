@@ -4,8 +4,8 @@
  * a new call waits at most twice the target (its door is cut to match). Served at once counts as 0 ms.
  *
  * The target and interval are fixed (`shed: { target, interval }`) or, by default, scaled to the pace
- * the key's line moves at (ms per place, LineTimes): a target of PACED_TARGET places and an interval of
- * PACED_INTERVAL targets. Below capacity a line drains now and then, so over an interval of 150 places
+ * the key's line moves at (ms per place, LineTimes): a target of PACED_TARGET places (or `shed: {
+ * places }`) and an interval of PACED_INTERVAL targets. Below capacity a line drains now and then, so over an interval of 150 places
  * some caller is served within 15 of them; past capacity none is, and the line then settles at about 30
  * places instead of the callers' whole patience. Modelled with Poisson arrivals at 90 % of a key's
  * capacity, it turns away 3 callers in 10,000 when holds vary by half their length, 2 in 100 when they
@@ -14,13 +14,13 @@
  * as a standing line.
  */
 const MAX_KEYS = 4_096;
-const PACED_TARGET = 15;
+export const PACED_TARGET = 15;
 const PACED_INTERVAL = 10;
 const MIN_TARGET_MS = 20;
 const MIN_INTERVAL_MS = 200;
 
-/** A fixed rule, or the default's: scaled to each key's pace. */
-export type StandingRule = { target: number; interval: number } | 'paced';
+/** A fixed rule, or one scaled to each key's pace: a target of `places` at that pace. */
+export type StandingRule = { target: number; interval: number } | { places: number };
 
 interface Line {
   /** The least wait of a call served since `since`, ms. */
@@ -61,10 +61,10 @@ export class StandingLines {
   }
 
   private timesOf(key: string): { target: number; interval: number } | undefined {
-    if (this.rule !== 'paced') return this.rule;
+    if ('target' in this.rule) return this.rule;
     const pace = this.pace(key);
     if (!pace) return undefined;
-    const target = Math.max(MIN_TARGET_MS, PACED_TARGET * pace);
+    const target = Math.max(MIN_TARGET_MS, this.rule.places * pace);
     return { target, interval: Math.max(MIN_INTERVAL_MS, PACED_INTERVAL * target) };
   }
 }

@@ -50,12 +50,13 @@ export interface LockServiceOptions {
    * Turn a call away at once, unqueued, when more are in line for its key than its wait could see
    * through at the pace this service has seen that line move (LockShedError), and while a key's line
    * stands (every call served from it in an interval waited longer than a target), cut a new call's wait
-   * to twice the target. `true` (the default): the target is 15 places at that key's pace (at least
-   * 20 ms), the interval 10 targets. `{ target, interval }`: a fixed target and interval in ms (interval
-   * default 100). `'door'`: the door alone, no standing-line rule. `false`: every call joins and waits its
-   * whole wait.
+   * to twice the target; only a call that serves someone (a request's, or one with a deadline) is cut.
+   * `true` (the default): the target is 15 places at that key's pace (at least 20 ms), the interval 10
+   * targets; `{ places }`: that many places instead of 15. `{ target, interval }`: a fixed target and
+   * interval in ms (interval default 100). `'door'`: the door alone, no standing-line rule. `false`:
+   * every call joins and waits its whole wait.
    */
-  shed?: boolean | 'door' | { target: number; interval?: number };
+  shed?: boolean | 'door' | { places: number } | { target: number; interval?: number };
   /**
    * With several independent Redis masters (Redlock) only: the longest wait for one node's reply, in ms,
    * well below the ttl, so a slow or stopped node costs a grant little of its validity. Default 100.
@@ -197,15 +198,28 @@ const SERVICE_OPTIONS = {
   telemetry: { check: checkTelemetryOptions, default: undefined },
 } as const;
 
-function checkShed(value: unknown): boolean | 'door' | { target: number; interval: number } {
+function checkShed(value: unknown): ResolvedServiceOptions['shed'] {
   if (value === undefined || typeof value === 'boolean' || value === 'door') return value ?? true;
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new LockOptionsError(
-      `shed must be true, false, 'door' or { target, interval } (the standing-line rule, in ms), got ${describe(value)}.`,
+      `shed must be true, false, 'door', { places } or { target, interval } (the standing-line rule: its target in places of the key's line, or in ms), got ${describe(value)}.`,
     );
   }
   const bag = value as Record<string, unknown>;
-  checkKnownKeys(bag, ['target', 'interval'], 'shed');
+  checkKnownKeys(bag, ['target', 'interval', 'places'], 'shed');
+  const places = read(bag, 'places', 'shed.places');
+  if (places !== undefined) {
+    if (
+      read(bag, 'target', 'shed.target') !== undefined ||
+      read(bag, 'interval', 'shed.interval') !== undefined
+    )
+      throw new LockOptionsError(
+        'shed takes { places } (a target paced by the key) or { target, interval } (fixed, in ms), not both.',
+      );
+    if (typeof places !== 'number' || !Number.isInteger(places) || places < 1 || places > 1_000)
+      throw new LockOptionsError(`shed.places must be an integer from 1 to 1000, got ${describe(places)}.`);
+    return { places };
+  }
   return {
     target: milliseconds('shed.target', read(bag, 'target', 'shed.target'), 1),
     interval: milliseconds('shed.interval', read(bag, 'interval', 'shed.interval') ?? 100, 1),
@@ -224,7 +238,7 @@ export interface ResolvedServiceOptions {
   fenceRetention: number;
   commandTimeout: number;
   nodeTimeout: number;
-  shed: boolean | 'door' | { target: number; interval: number };
+  shed: boolean | 'door' | { places: number } | { target: number; interval: number };
   onWarning: ((warning: ServerRisk) => void) | undefined;
   replicas: ResolvedReplicas | undefined;
   telemetry: TelemetryOptions | undefined;

@@ -160,20 +160,31 @@ const constructorRows: Row<Engine>[] = [
       [
         'shed "yes"',
         { shed: 'yes' },
-        /shed must be true, false, 'door' or \{ target, interval \}.*got "yes"/,
+        /shed must be true, false, 'door', \{ places \} or \{ target, interval \}.*got "yes"/,
       ],
       [
         'shed "Door" (the case matters)',
         { shed: 'Door' },
-        /shed must be true, false, 'door' or \{ target, interval \}.*got "Door"/,
+        /shed must be true, false, 'door', \{ places \} or \{ target, interval \}.*got "Door"/,
       ],
       ['shed {} (no target)', { shed: {} }, ms('shed.target', 'undefined')],
+      ['shed.places 0', { shed: { places: 0 } }, /shed\.places must be an integer from 1 to 1000, got 0/],
+      [
+        'shed.places 2.5',
+        { shed: { places: 2.5 } },
+        /shed\.places must be an integer from 1 to 1000, got 2\.5/,
+      ],
+      [
+        'shed with places and target',
+        { shed: { places: 5, target: 20 } },
+        /shed takes \{ places \} \(a target paced by the key\) or \{ target, interval \}/,
+      ],
       ['shed.target 0', { shed: { target: 0 } }, ms('shed.target', '0')],
       ['shed.interval 2.5', { shed: { target: 20, interval: 2.5 } }, ms('shed.interval', '2.5')],
       [
         'unknown key in shed',
         { shed: { target: 20, window: 100 } },
-        /Unknown option "window" in shed \(known: target, interval\)/,
+        /Unknown option "window" in shed \(known: target, interval, places\)/,
       ],
       [
         'unknown key "claimwindow"',

@@ -134,7 +134,7 @@ describe('StandingLines, paced', () => {
 
   it('a target of 15 places and an interval of 10 targets, from the pace of that moment', () => {
     let pace: number | undefined = 4; // 60 ms target, 600 ms interval
-    const lines = new StandingLines('paced', () => pace);
+    const lines = new StandingLines({ places: 15 }, () => pace);
     lines.served('k', 61, at(0));
     lines.served('k', 61, at(599)); // not an interval yet
     expect(lines.patience('k', 10_000)).toBe(10_000);
@@ -150,7 +150,7 @@ describe('StandingLines, paced', () => {
   });
 
   it('waits at the target are not a standing line; the floors hold for keys held microseconds', () => {
-    const lines = new StandingLines('paced', () => 0.01); // 20 ms target (floor), 200 ms interval (floor)
+    const lines = new StandingLines({ places: 15 }, () => 0.01); // 20 ms target (floor), 200 ms interval (floor)
     lines.served('k', 20, at(0));
     lines.served('k', 25, at(200));
     expect(lines.patience('k', 10_000)).toBe(10_000); // 20 ms is not past the target
@@ -158,8 +158,15 @@ describe('StandingLines, paced', () => {
     expect(lines.patience('k', 10_000)).toBe(40);
   });
 
+  it('shed: { places } sets the target in places instead of 15', () => {
+    const lines = new StandingLines({ places: 5 }, () => 10); // 50 ms target, 500 ms interval
+    lines.served('k', 51, at(0));
+    lines.served('k', 51, at(500));
+    expect(lines.patience('k', 10_000)).toBe(100);
+  });
+
   it('a key whose pace is not known yet never stands', () => {
-    const lines = new StandingLines('paced', () => undefined);
+    const lines = new StandingLines({ places: 15 }, () => undefined);
     for (let t = 0; t <= 10_000; t += 100) lines.served('k', 5_000, at(t));
     expect(lines.patience('k', 10_000)).toBe(10_000);
   });
