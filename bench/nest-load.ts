@@ -9,6 +9,7 @@
  *        [--loads 0.5,1.2] [--timeout 2000] [--variants ours,murlock] [--seed 1] [--no-build]
  *        [--no-deadline-header] [--baseline DIR (another build, for ours-handler-baseline)]
  *        [--work MS (the section's work, default 2)] [--standing-target MS (ours-handler-standing, default 25)]
+ *        [--places N (ours-handler-places, default 5)]
  * BENCH_NODE=/path/to/node runs the applications on another Node; BENCH_APP_ARGS passes them flags.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -53,6 +54,8 @@ const WORK_MS = option('work', '2');
 process.env.BENCH_WORK_MS = WORK_MS;
 /** The standing-line rule's target for ours-handler-standing, ms. */
 const STANDING_TARGET = option('standing-target', '25');
+/** The paced target for ours-handler-places, in places of the key's line. */
+const SHED_PLACES = option('places', '5');
 const INSTANCES = 3;
 const HOT_IDS = 4;
 /** How long the critical section is run back to back to measure one id's capacity, ms. */
@@ -94,6 +97,11 @@ const VARIANTS: Record<string, { app: string; env: Record<string, string>; what:
     app: 'ours-handler',
     env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS), BENCH_SHED_DOOR: '1' },
     what: "ours-handler with the door alone, no standing-line rule (shed: 'door')",
+  },
+  'ours-handler-places': {
+    app: 'ours-handler',
+    env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS), BENCH_SHED_PLACES: SHED_PLACES },
+    what: `ours-handler with the paced target at ${SHED_PLACES} places (shed: { places: ${SHED_PLACES} })`,
   },
   'ours-handler-standing': {
     app: 'ours-handler',
@@ -490,6 +498,7 @@ async function main(): Promise<void> {
       seed: SEED,
       workMs: Number(WORK_MS),
       standingTargetMs: Number(STANDING_TARGET),
+      shedPlaces: Number(SHED_PLACES),
     },
     capacity,
     variants: Object.fromEntries(VARIANT_NAMES.map((v) => [v, VARIANTS[v].what])),

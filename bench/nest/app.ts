@@ -23,6 +23,7 @@
  * - BENCH_NO_DEADLINE=1: ours reads no deadline header (requestDeadline: { headers: false });
  * - BENCH_NO_SHED=1: ours turns nobody away at the door (shed: false);
  * - BENCH_SHED_DOOR=1: ours keeps the door but no standing-line rule (shed: 'door');
+ * - BENCH_SHED_PLACES (places): ours paces the standing-line rule's target so (shed: { places });
  * - BENCH_STANDING_LINE (ms): ours adds the standing-line rule with this target (shed: { target });
  * - BENCH_WORK_MS (ms): the critical section's work between its GET and SET (default 2);
  * - BENCH_RETRY_MS (ms): nest-redlock and murlock retry at this fixed interval instead of their
@@ -159,6 +160,7 @@ const extraOptions = {
   ...(process.env.BENCH_NO_DEADLINE ? { requestDeadline: { headers: false } } : {}),
   ...(process.env.BENCH_NO_SHED ? { shed: false } : {}),
   ...(process.env.BENCH_SHED_DOOR ? { shed: 'door' as const } : {}),
+  ...(process.env.BENCH_SHED_PLACES ? { shed: { places: Number(process.env.BENCH_SHED_PLACES) } } : {}),
   ...(process.env.BENCH_STANDING_LINE ? { shed: { target: Number(process.env.BENCH_STANDING_LINE) } } : {}),
 };
 
