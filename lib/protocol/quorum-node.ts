@@ -39,16 +39,7 @@ const lineKey = (keys: RedisKeys): string => `${keys.owner}:l`;
  * more ms (`first`: the caller is first in this node's line); `serverUs`: the node's clock, µs. */
 export type Vote = { serverUs: number } & (
   | { voted: true; floor: number }
-  | {
-      voted: false;
-      pttl: number;
-      owner: string;
-      first: boolean;
-      /** The caller's place in this node's line (1: first), when it was put in it. */
-      place?: number;
-      /** Turned away at the door here, not put in line: how many were waiting. */
-      turnedAway?: number;
-    }
+  | { voted: false; pttl: number; owner: string; first: boolean }
 );
 
 export class QuorumNode {
@@ -81,33 +72,14 @@ export class QuorumNode {
 
   /**
    * `waitFor`: how long to keep the caller in line if the lock is busy here (0: a try, not put in line);
-   * `arrival`: when the caller started waiting, the same for every node (orders the line); `door`: a
-   * caller not in line here yet is turned away, not put in line, when that many or more are waiting.
+   * `arrival`: when the caller started waiting, the same for every node (orders the line).
    */
-  async vote(
-    keys: RedisKeys,
-    token: string,
-    ttl: number,
-    waitFor: number,
-    arrival: number,
-    door?: number,
-  ): Promise<Vote> {
+  async vote(keys: RedisKeys, token: string, ttl: number, waitFor: number, arrival: number): Promise<Vote> {
     const args = [keys.owner, keys.fence, waitersKey(keys), lineKey(keys), token, ttl, waitFor, arrival];
-    if (door !== undefined) args.push(door);
     const reply = (await this.runner.run('vote', keys.lock, args)) as [number, number, ...unknown[]];
     if (reply[0] === 1) return { voted: true, floor: reply[1], serverUs: Number(reply[2]) };
-    const [, pttl, owner, first, serverUs, count, away] = reply as [
-      number,
-      number,
-      string,
-      number,
-      number,
-      number?,
-      number?,
-    ];
-    const vote = { voted: false as const, pttl, owner, first: first === 1, serverUs };
-    if (away === 1) return { ...vote, turnedAway: count };
-    return count ? { ...vote, place: count } : vote;
+    const [, pttl, owner, first, serverUs] = reply as [number, number, string, number, number];
+    return { voted: false, pttl, owner, first: first === 1, serverUs };
   }
 
   /** Records `fence` and renews the hold to `ttl` if the caller holds the lock here (voted, or handed). */

@@ -129,12 +129,7 @@ export class QuorumLockStore implements LockStore {
     return Math.floor(ttl / 100) + 2;
   }
 
-  async acquire(
-    ticket: LockTicket,
-    asked: AcquireMode,
-    queueTtl: number,
-    door?: number,
-  ): Promise<AcquireReply> {
+  async acquire(ticket: LockTicket, asked: AcquireMode, queueTtl: number): Promise<AcquireReply> {
     // The line is ordered by each caller's first arrival, which a waiter keeps when it joins again: a
     // late waiter goes back to its place without asking.
     const mode = asked === 'late' ? 'wait' : asked;
@@ -165,7 +160,7 @@ export class QuorumLockStore implements LockStore {
     const late: QuorumNode[] = [];
     const votes = await this.gather(
       (node) =>
-        node.vote(keys, token, ttl, waitFor, arrival, mode === 'join' ? door : undefined).then((vote) => {
+        node.vote(keys, token, ttl, waitFor, arrival).then((vote) => {
           this.handoffs.observeClock(this.nodes.indexOf(node), vote.serverUs, started);
           return vote;
         }),
@@ -203,27 +198,7 @@ export class QuorumLockStore implements LockStore {
       ...late,
     ]);
     const { retryIn, first } = this.retryAfter(votes, ttl);
-    const { turnedAway, place } = this.atTheDoor(votes);
-    if (turnedAway !== undefined) {
-      // A majority turned it away: it leaves the lines of the nodes that did put it in theirs (given
-      // back above), and waits in none.
-      this.releaseEverywhere(ticket, true).catch(() => {});
-      return { granted: false, ownerTtl: retryIn, serverMs: now(), isHead: false, turnedAway };
-    }
-    return { granted: false, ownerTtl: retryIn, serverMs: now(), isHead: first, ...(place ? { place } : {}) };
-  }
-
-  /**
-   * What the nodes' doors said: turned away when a majority turned the caller away (how many waited, the
-   * median of what they saw); otherwise its place in line, the median of the places the nodes gave, as
-   * the line is the same on every node but for callers whose votes are still on their way.
-   */
-  private atTheDoor(votes: ReadonlyArray<Result<Vote> | undefined>): { turnedAway?: number; place?: number } {
-    const refusals = votes.flatMap((r) => (r?.ok && !r.value.voted ? [r.value] : []));
-    const away = refusals.flatMap((vote) => (vote.turnedAway !== undefined ? [vote.turnedAway] : []));
-    if (away.length >= this.majority) return { turnedAway: middle(away) };
-    const places = refusals.flatMap((vote) => (vote.place ? [vote.place] : []));
-    return places.length > 0 ? { place: middle(places) } : {};
+    return { granted: false, ownerTtl: retryIn, serverMs: now(), isHead: first };
   }
 
   /**
@@ -580,10 +555,4 @@ export function checkQuorum(clients: readonly unknown[]): RedisClient[] {
     servers.set(server, i);
   });
   return clients as RedisClient[];
-}
-
-/** The median of `values` (the lower one of an even count). */
-function middle(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor((sorted.length - 1) / 2)];
 }

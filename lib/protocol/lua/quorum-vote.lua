@@ -9,17 +9,11 @@
 -- KEYS[4] line "<prefix>{<key>}:l" (scored by arrival)
 -- ARGV[1] token, ARGV[2] ttl ms, ARGV[3] how long a waiter stays in line (0: a try, not put in line), ms,
 -- ARGV[4] arrival: when the caller started waiting (its clock, ms; only compared with other callers')
--- ARGV[5] door: for a caller not in line here yet, the most that may be waiting before it; with that
---         many or more it is turned away here, not put in line ("" or absent: none). The store turns
---         the call away when a majority of nodes did (lib/store/quorum-store.ts)
 -- Returns {1, floor, now}   voted: the caller holds the lock on this node for ttl; floor = max(last
 --                      fence committed here + 1, this server's clock in µs), so a fence chosen above
 --                      every voter's floor exceeds every fence a majority including this node committed
---         {0, pttl, owner, first, now, place}  the lock is `owner`'s on this node for pttl more ms;
---                      first = 1 when the caller is first in line here, place its place in that line
---                      (1: first; 0 for a try)
---         {0, pttl, owner, 0, now, waiting, 1}  the same, and the caller was turned away at the door:
---                      `waiting` were in line
+--         {0, pttl, owner, first, now}  the lock is `owner`'s on this node for pttl more ms; first = 1
+--                      when the caller is first in line here
 -- `now` is this server's clock in µs: the caller bounds the offset between its clock and this node's
 -- with it, to date a hand-off this node announces later (quorum-release.lua).
 
@@ -28,25 +22,19 @@ local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local current = redis.call('GET', KEYS[1])
 if current and current ~= ARGV[1] then
   local wait = tonumber(ARGV[3])
-  local first, place = 0, 0
+  local first = 0
   if wait > 0 then
     local now_ms = math.floor(now_us / 1000)
     redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now_ms)
-    local door = tonumber(ARGV[5] or '')
-    if door and not redis.call('ZSCORE', KEYS[3], ARGV[1]) then
-      local waiting = redis.call('ZCARD', KEYS[3])
-      if waiting >= door then return {0, redis.call('PTTL', KEYS[1]), current, 0, now_us, waiting, 1} end
-    end
     redis.call('ZADD', KEYS[3], now_ms + wait, ARGV[1])
     -- NX: a waiter keeps its place when it asks again.
     redis.call('ZADD', KEYS[4], 'NX', ARGV[4], ARGV[1])
     for _, k in ipairs({KEYS[3], KEYS[4]}) do
       if redis.call('PTTL', k) < wait then redis.call('PEXPIRE', k, wait) end
     end
-    place = redis.call('ZRANK', KEYS[4], ARGV[1]) + 1
-    if place == 1 then first = 1 end
+    if redis.call('ZRANK', KEYS[4], ARGV[1]) == 0 then first = 1 end
   end
-  return {0, redis.call('PTTL', KEYS[1]), current, first, now_us, place}
+  return {0, redis.call('PTTL', KEYS[1]), current, first, now_us}
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 local last = tonumber(redis.call('GET', KEYS[2]) or '0')
