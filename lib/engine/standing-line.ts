@@ -4,14 +4,14 @@
  * a new call waits at most twice the target (its door is cut to match). Served at once counts as 0 ms.
  *
  * The target and interval are fixed (`shed: { target, interval }`) or, by default, scaled to the pace
- * the key's line moves at (ms per place, LineTimes): a target of PACED_TARGET places (or `shed: {
- * places }`) and an interval of PACED_INTERVAL targets. Below capacity a line drains now and then, so over an interval of 150 places
- * some caller is served within 15 of them; past capacity none is, and the line then settles at about 30
- * places instead of the callers' whole patience. Modelled with Poisson arrivals at 90 % of a key's
- * capacity, it turns away 3 callers in 10,000 when holds vary by half their length, 2 in 100 when they
- * vary as much as they last (exponential); a shorter target would keep a shorter line past capacity and
- * turn away more at 90 %. The floors keep event-loop jitter on keys held for microseconds from reading
- * as a standing line.
+ * the key's line moves at (ms per place, LineTimes): a target of PACED_TARGET places (or
+ * `shed: { places }`) and an interval of PACED_INTERVAL targets. Below capacity a line drains now and
+ * then, so over an interval of 150 places some caller is served within 15 of them; past capacity none
+ * is, and the line then settles at about 30 places instead of the callers' whole patience. Modelled
+ * with Poisson arrivals at 90 % of a key's capacity, it turns away 3 callers in 10,000 when holds vary
+ * by half their length, 2 in 100 when they vary as much as they last (exponential); a shorter target
+ * would keep a shorter line past capacity and turn away more at 90 %. The floors keep event-loop jitter
+ * on keys held for microseconds from reading as a standing line.
  */
 const MAX_KEYS = 4_096;
 export const PACED_TARGET = 15;
