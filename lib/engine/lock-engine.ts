@@ -108,10 +108,12 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
         : call.options.waitTimeout;
       if (patience < call.options.waitTimeout) call = withWaitLeft(call, patience);
       const standing = this.standing;
+      const { serving } = call;
+      if (serving) standing.came(key, started);
       return this.takeFrom(ticket, call, started, claim, onQueued).then((lease) => {
         if (lease) {
           const at = now();
-          standing.served(key, at - started, at);
+          standing.served(key, at - started, at, serving);
         }
         return lease;
       });

@@ -50,7 +50,8 @@ export interface LockServiceOptions {
    * Turn a call away at once, unqueued, when more are in line for its key than its wait could see
    * through at the pace this service has seen that line move (LockShedError), and while a key's line
    * stands (every call served from it in an interval waited longer than a target), cut a new call's wait
-   * to twice the target; only a call that serves someone (a request's, or one with a deadline) is cut.
+   * to half the target until an interval serves nearly all the calls that came; only a call that serves
+   * someone (a request's, or one with a deadline) is cut.
    * `true` (the default): the target is 15 places at that key's pace (at least 20 ms), the interval 10
    * targets; `{ places }`: that many places instead of 15. `{ target, interval }`: a fixed target and
    * interval in ms (interval default 100). `'door'`: the door alone, no standing-line rule. `false`:

@@ -1,6 +1,6 @@
 // The standing-line rule on Redis, with the holders in another process: while a key's line stands (every
 // call this service was served from it in an interval waited past the target), a call that serves
-// someone (a request's, or one with a deadline) waits at most twice the target; a job's call (no request,
+// someone (a request's, or one with a deadline) waits at most half the target; a job's call (no request,
 // no deadline: a cron's) is never cut, waits as long as it asked, and is served.
 import { describe, expect, it } from '@jest/globals';
 import { type LockService, LockTimeoutError } from '../../lib/core';
@@ -55,7 +55,7 @@ describe('the standing-line rule on Redis', () => {
     await servedAfter(locks, agent, key, 5 * TARGET, 'h2');
 
     const release = await heldBy(agent, key, 'h3');
-    // Someone waits on this one (its deadline 5 s away): cut to twice the target, it gives up.
+    // Someone waits on this one (its deadline 5 s away): cut to half the target, it gives up.
     const cut = await locks.acquire(key, { deadline: Date.now() + 5_000 }).catch((e: unknown) => e);
     expect(cut).toBeInstanceOf(LockTimeoutError);
     expect((cut as LockTimeoutError).waitedMs).toBeLessThan(2_500);
@@ -70,7 +70,7 @@ describe('the standing-line rule on Redis', () => {
       () => locks.inspect(key),
       (info) => info.queueLength === 1,
     );
-    await new Promise((resolve) => setTimeout(resolve, 10 * TARGET)); // far past twice the target
+    await new Promise((resolve) => setTimeout(resolve, 10 * TARGET)); // far past half the target
     expect(served).toBe(false);
     expect((await locks.inspect(key)).queueLength).toBe(1); // still in line, not cut
     await release();
