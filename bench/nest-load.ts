@@ -165,7 +165,11 @@ function send(agent: Agent, port: number, id: string, arrival: number): Promise<
         path: `/pay/${id}`,
         // Every variant is told when its client gives up; only ours reads it (docs/nest.md, "Deadlines").
         headers: DEADLINE_HEADER
-          ? { 'content-length': 0, 'x-request-deadline': String(Date.now() + (arrival + TIMEOUT_MS - hr())) }
+          ? {
+              'content-length': 0,
+              // Whole ms since the epoch, as a client sends it.
+              'x-request-deadline': String(Math.floor(Date.now() + (arrival + TIMEOUT_MS - hr()))),
+            }
           : { 'content-length': 0 },
       },
       (res) => {

@@ -191,6 +191,10 @@ export class Waiter<T> {
    */
   onGrant(fence: number, serverMs: number, next?: readonly Successor[]): void {
     if (this.settled) return;
+    if (this.pastDeadline()) {
+      this.expire(now()); // its cancel passes the grant on
+      return;
+    }
     const elapsed = now() - this.started;
     // Clocks may drift apart a little while we wait: allow 0.1 % of the wait plus 1 ms.
     // The grant is reserved for this waiter's own claim window (its ticket says how long).
@@ -218,6 +222,10 @@ export class Waiter<T> {
   takeOver(fence: number, validUntil: number, handedOn: HandedOn, next: readonly Successor[]): T | undefined {
     const { claimWindow } = this.ticket;
     if (this.settled || now() >= validUntil - Math.max(safetyMargin(claimWindow), claimWindow / 2)) {
+      return undefined;
+    }
+    if (this.pastDeadline()) {
+      this.expire(now());
       return undefined;
     }
     this.settle();
@@ -331,6 +339,10 @@ export class Waiter<T> {
       return;
     }
     if (!reply.granted && reply.place !== undefined) this.place = reply.place;
+    if (reply.granted && this.pastDeadline()) {
+      this.expire(now()); // its cancel passes the grant on
+      return;
+    }
     if (reply.granted) {
       this.win({
         fence: reply.fence,
@@ -406,6 +418,16 @@ export class Waiter<T> {
 
   private static recheckNow<T>(this: void, waiter: Waiter<T>): void {
     waiter.check(false);
+  }
+
+  /**
+   * A grant read after the wait a deadline left it (the deadline less the key's usual hold) would have
+   * its work done after the deadline, for a caller gone or about to go: it is passed on instead. On a
+   * busy event loop a grant's socket can be read in the same turn its waiter's time ran out, before the
+   * timer. A wait that no deadline cut takes its grant whenever it comes.
+   */
+  private pastDeadline(): boolean {
+    return this.call.deadline !== undefined && now() >= this.deadline;
   }
 
   private expire(time: number): void {

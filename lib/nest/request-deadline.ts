@@ -107,10 +107,13 @@ function wholeMs(value: unknown): number | undefined {
   return typeof value === 'string' && /^\d{1,10}$/.test(value) ? Number(value) : undefined;
 }
 
-/** ms since the epoch (digits), or a date Date.parse reads (RFC 3339, an HTTP date). */
+/**
+ * ms since the epoch (digits, a fraction allowed: `Date.now() + performance.now()` arithmetic gives one),
+ * or a date Date.parse reads (RFC 3339, an HTTP date).
+ */
 function absoluteTime(value: unknown): number | undefined {
   if (typeof value !== 'string' || value.length > 64) return undefined;
-  const at = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
+  const at = /^\d+(\.\d+)?$/.test(value) ? Number(value) : Date.parse(value);
   return Number.isFinite(at) ? at : undefined;
 }
 

@@ -257,6 +257,8 @@ describe('a request’s deadline', () => {
     expect(deadlineOf(request({ 'x-request-deadline': new Date(absolute).toISOString() }), settings)).toBe(
       absolute,
     );
+    // ms since the epoch with a fraction, as arithmetic on performance.now() gives it.
+    expect(deadlineOf(request({ 'x-request-deadline': `${absolute}.375` }), settings)).toBe(absolute + 0.375);
   });
 
   it('is none when nothing is sent and no budget is set, or what is sent does not parse', () => {
@@ -266,6 +268,7 @@ describe('a request’s deadline', () => {
     }
     expect(deadlineOf(request({ 'x-envoy-expected-rq-timeout-ms': '1e3' }), settings)).toBeUndefined();
     expect(deadlineOf(request({ 'x-request-deadline': 'tomorrow' }), settings)).toBeUndefined();
+    expect(deadlineOf(request({ 'x-request-deadline': '1764000000000.' }), settings)).toBeUndefined();
     expect(deadlineOf(request({ 'grpc-timeout': '1S' }), { ...settings, headers: false })).toBeUndefined();
   });
 });

@@ -1,6 +1,6 @@
 // A call's deadline, on the engine alone: the wait ends early enough that the key's usual hold (as this
 // service has seen it) still fits before the deadline; a deadline already past sends nothing; a free key
-// is taken whatever the hold. Fast, no Redis (test/api/deadline.spec.ts runs the same on Redis).
+// is taken whatever the hold; a grant read after the wait ran out is passed on. Fast, no Redis (test/api/deadline.spec.ts runs the same on Redis).
 import { describe, expect, it } from '@jest/globals';
 import { LockOptionsError } from '../../lib/errors/lock-options.error';
 import { LockTimeoutError } from '../../lib/errors/lock-timeout.error';
@@ -103,6 +103,29 @@ describe('a call with a deadline', () => {
       .catch((e: unknown) => e);
     expect((error as LockTimeoutError).deadline).toBeUndefined();
     await busy?.release();
+  });
+
+  it('passes on a grant that reaches it after its wait ran out: the work never starts late', async () => {
+    const locks = engine();
+    const holder = await locks.takeOne('k', call());
+    const late = locks
+      .takeOne('k', call({ deadline: Date.now() + 200 }, true, true))
+      .catch((e: unknown) => e);
+    const next = locks.takeOne('k', call({ waitTimeout: 10_000 }));
+    while ((await locks.store.inspect('k')).queueLength < 2) await new Promise((r) => setImmediate(r));
+    // A stalled event loop (a GC pause, a busy turn) past the first waiter's deadline; the holder then
+    // hands on in that same turn, before the waiter's timer can run.
+    const stalledUntil = Date.now() + 250;
+    while (Date.now() < stalledUntil) {}
+    const handedOn = holder?.release();
+    const error = await late;
+    expect(error).toBeInstanceOf(LockTimeoutError);
+    expect((error as LockTimeoutError).deadline).toBeDefined();
+    await handedOn;
+    const lease = await next; // the grant went on to the waiter behind it
+    expect(lease).not.toBeNull();
+    expect((await locks.store.inspect('k')).owner).toBe(lease?.token);
+    await lease?.release();
   });
 
   it('is a Date or ms since the epoch; anything else is refused before any command', () => {
