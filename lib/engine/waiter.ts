@@ -421,10 +421,11 @@ export class Waiter<T> {
   }
 
   /**
-   * A grant read after the wait a deadline left it (the deadline less the key's usual hold) would have
-   * its work done after the deadline, for a caller gone or about to go: it is passed on instead. On a
-   * busy event loop a grant's socket can be read in the same turn its waiter's time ran out, before the
-   * timer. A wait that no deadline cut takes its grant whenever it comes.
+   * A call whose deadline cut its wait (to the deadline less the key's usual hold, or shorter while its
+   * line stands) reads a grant after that wait ran out: its work would end too late for a caller gone or
+   * about to go, so the grant is passed on instead. On a busy event loop a grant's socket can be read in
+   * the same turn its waiter's time ran out, before the timer. A wait that no deadline cut takes its
+   * grant whenever it comes.
    */
   private pastDeadline(): boolean {
     return this.call.deadline !== undefined && now() >= this.deadline;

@@ -171,9 +171,7 @@ describe('StandingLines, paced', () => {
     // 100 came, 90 served, some at once: past capacity a short line still serves someone at once.
     for (let i = 0; i < 10; i++) lines.came('k', at(700));
     cameAndServed(lines, 90, 0, 700);
-    lines.served('k', 10, at(1_200)); // a job's call (it did not come as one that serves someone)...
-    lines.served('k', 10, at(1_200), false); // ...closes no interval before its end
-    lines.served('k', 10, at(1_250), false); // the interval ends: 90 of 100 served, still standing
+    lines.served('k', 10, at(1_200), false); // a job's call ends the interval: 90 of 100 served, still standing
     expect(lines.patience('k', 10_000)).toBe(30);
     for (let i = 0; i < 5; i++) lines.came('k', at(1_300));
     cameAndServed(lines, 95, 40, 1_300);
