@@ -23,7 +23,9 @@ live_holders()
 -- A grant reached us (or we already hold a permit): confirm it with the full ttl. A first call finds its
 -- token here only when it ran before, its reply was lost and the client sent it again (acquire.lua): it
 -- holds its permit, and the write lets a WAIT behind it on the new connection cover the grant.
-local held = redis.call('HGET', owner_key, token)
+-- The set alone counts the holders: a fence left in the hash after the set lost the token (evicted or
+-- deleted) is no grant, and the caller takes a permit or waits as anyone would.
+local held = redis.call('ZSCORE', holders_key, token) and redis.call('HGET', owner_key, token)
 if held then
   hold_for(token, ttl)
   outlive(now_ms + ttl, false)
