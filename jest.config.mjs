@@ -24,7 +24,9 @@ export const SINGLE_SERVER_SUITES = [
 export const NO_REDIS_SUITES = [
   'test/public-api.spec.ts',
   'test/structure.spec.ts',
-  ...['call-chain', 'held-lease', 'lock-engine', 'waiter'].map((unit) => `test/unit/${unit}.spec.ts`),
+  ...['call-chain', 'held-lease', 'lock-engine', 'start-window', 'waiter'].map(
+    (unit) => `test/unit/${unit}.spec.ts`,
+  ),
   'test/testing/readme-example.spec.ts',
   'test/testing/testing-module.spec.ts',
   'test/testing/whole-app.spec.ts',

@@ -78,8 +78,14 @@ export function createAdapter(lib: LibName, clients: readonly Redis[], counts?: 
   const client = clients[0];
   const quorum = clients.length > 1;
   switch (lib) {
-    case 'nestjs-redis-lock': {
-      const locks = new LockService(quorum ? [...clients] : client);
+    case 'nestjs-redis-lock':
+    case 'nestjs-redis-lock-baseline': {
+      // The baseline: the build --baseline named (BENCH_BASELINE), with the same adapter.
+      const Service: typeof LockService =
+        lib === 'nestjs-redis-lock'
+          ? LockService
+          : require(resolve(process.env.BENCH_BASELINE ?? '')).LockService;
+      const locks = new Service(quorum ? [...clients] : client);
       for (const c of clients) counts?.nameDefinedScripts(c);
       return {
         // Plain functions, not async ones: no extra frame per waiter on the heap (scenario 5 measures it).

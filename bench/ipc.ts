@@ -7,6 +7,7 @@
 export const LIBS = [
   'nestjs-redis-lock',
   'nestjs-redis-lock-node-redis',
+  'nestjs-redis-lock-baseline',
   'redlock',
   'redlock-retry-inf',
   'redlock-10ms',
@@ -17,6 +18,8 @@ export type LibName = (typeof LIBS)[number];
 export const OURS: LibName = 'nestjs-redis-lock';
 /** This library on a node-redis client instead of ioredis (scenarios 1 and 2). */
 export const OURS_NODE_REDIS: LibName = 'nestjs-redis-lock-node-redis';
+/** Another build of this library (`--baseline=DIR`), run beside this one in the same run. */
+export const OURS_BASELINE: LibName = 'nestjs-redis-lock-baseline';
 
 /** Prefix of the critical section's counters: their GET/SET are not counted as lock commands. */
 export const COUNTER_PREFIX = 'bench:counter:';

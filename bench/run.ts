@@ -32,7 +32,16 @@ import {
   TIMING,
   type Timing,
 } from './config';
-import { counterKey, LIBS, type LibName, type LoadSpec, REQUEST, REQUEST_STRIDE } from './ipc';
+import {
+  counterKey,
+  LIBS,
+  type LibName,
+  type LoadSpec,
+  OURS,
+  OURS_BASELINE,
+  REQUEST,
+  REQUEST_STRIDE,
+} from './ipc';
 import { commandStats, goAll, initAll, openWindow } from './load-run';
 import { combineRounds, type FloorMetrics, type ManyMetrics, type RoundOutcome } from './metrics';
 import type { RequestOutcome } from './open-loop';
@@ -400,6 +409,8 @@ function parseArgs(argv: string[]) {
   let scenarios: number[] | undefined;
   let libs: LibName[] | undefined;
   let dump: string | undefined;
+  let rounds: number | undefined;
+  let baseline = false;
   for (const arg of argv) {
     if (arg === '--quick') mode = 'quick';
     else if (arg === '--smoke') mode = 'smoke';
@@ -407,17 +418,30 @@ function parseArgs(argv: string[]) {
     else if (arg.startsWith('--dump=')) dump = resolve(arg.slice(7));
     else if (arg.startsWith('--scenarios=')) scenarios = arg.slice(12).split(',').map(Number);
     else if (arg.startsWith('--libs=')) libs = libsArg(arg, LIBS);
-    else
+    else if (arg.startsWith('--rounds=')) rounds = Number(arg.slice(9));
+    else if (arg.startsWith('--baseline=')) {
+      // Another build of this library (`tsc -p tsconfig.build.json --outDir DIR`, inside the project, so
+      // that it finds its dependencies), run as OURS_BASELINE beside this one; the workers inherit it.
+      process.env.BENCH_BASELINE = resolve(arg.slice(11));
+      baseline = true;
+    } else
       throw new Error(
-        `unknown argument ${arg}; usage: bench/run.ts [--smoke|--quick] [--scenarios=1,2] [--libs=a,b] [--dump=DIR]`,
+        `unknown argument ${arg}; usage: bench/run.ts [--smoke|--quick] [--scenarios=1,2] [--libs=a,b] [--dump=DIR] [--rounds=N] [--baseline=DIR]`,
       );
   }
   if (mode === 'smoke') libs ??= SMOKE_LIBS;
-  return { mode, scenarios, libs, dump };
+  return { mode, scenarios, libs, dump, rounds, baseline };
+}
+
+/** The scenario's libraries, with the baseline build after this library's when one was given. */
+function withBaseline(libs: readonly LibName[], baseline: boolean): LibName[] {
+  return baseline && libs.includes(OURS)
+    ? libs.flatMap((lib) => (lib === OURS ? [lib, OURS_BASELINE] : [lib]))
+    : [...libs];
 }
 
 async function main(): Promise<void> {
-  const { mode, scenarios, libs, dump } = parseArgs(process.argv.slice(2));
+  const { mode, scenarios, libs, dump, rounds, baseline } = parseArgs(process.argv.slice(2));
   const timing = TIMING[mode];
   const started = new Date();
   const results: Results = { load: [], many: [], floors: [], open: [] };
@@ -435,9 +459,13 @@ async function main(): Promise<void> {
     }
     for (const scenario of SCENARIOS) {
       if (scenarios && !scenarios.includes(scenario.id)) continue;
-      const scenarioLibs = scenario.libs.filter((lib) => !libs || libs.includes(lib));
+      const scenarioLibs = withBaseline(scenario.libs, baseline).filter(
+        (lib) => !libs || libs.includes(lib) || lib === OURS_BASELINE,
+      );
       if (scenario.kind === 'load') {
-        const t = scenario.id === 1 ? timing.uncontended : scenario.id === 3 ? timing.long : timing.contended;
+        const timed =
+          scenario.id === 1 ? timing.uncontended : scenario.id === 3 ? timing.long : timing.contended;
+        const t = rounds ? { ...timed, rounds } : timed;
         const outcomes = new Map<LibName, RoundOutcome[]>(scenarioLibs.map((lib) => [lib, []]));
         for (let round = 0; round < t.rounds; round++) {
           for (const lib of rotate(scenarioLibs, round)) {

@@ -29,6 +29,7 @@ import { type GrantLinks, HeldLease, type LeaseHost } from './held-lease';
 import { type KeyTaker, takeInOrder } from './key-sequence';
 import { LineTimes } from './line-times';
 import { PACED_TARGET, StandingLines } from './standing-line';
+import { StartWindows } from './start-window';
 import { type Door, type Granted, handOnLocally, queueLifetime, Waiter, type WaiterHost } from './waiter';
 
 export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease>, KeyTaker {
@@ -40,6 +41,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   private readonly leases = new Set<HeldLease>();
   private readonly orphans = new Map<string, LockTicket>();
   private readonly times = new LineTimes();
+  private readonly starts: StartWindows;
   /** The standing-line rule, unless the service's `shed` is false or 'door'. */
   private readonly standing: StandingLines | undefined;
   private closed = false;
@@ -51,6 +53,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     const { replicas } = options;
     this.startsOnPush = !replicas;
     this.waitsOnUnreplicated = replicas?.unacknowledged === 'requeue';
+    this.starts = new StartWindows(options.startWindow);
     const { shed } = options;
     if (shed !== false && shed !== 'door') {
       const rule = shed === true ? { places: PACED_TARGET } : shed;
@@ -185,7 +188,8 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     }
     const waiter = this.waiters.get(message.token);
     if (waiter) {
-      if (message.kind === 'grant') waiter.onGrant(message.fence, message.serverMs, message.next);
+      if (message.kind === 'grant')
+        waiter.onGrant(message.fence, message.serverMs, message.next, message.pushed === true);
       else waiter.onHead(message.holdMs);
       return;
     }
@@ -222,6 +226,10 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     setTimeout(() => this.orphans.delete(ticket.token), lifetime).unref();
   }
 
+  pushedAfter(latencyMs: number): void {
+    this.starts.observe(latencyMs);
+  }
+
   granted(waiter: Waiter<HeldLease>, grant: Granted): HeldLease {
     if (waiter.place) this.times.place(waiter.key, (now() - waiter.started) / waiter.place);
     return this.lease(waiter.ticket, grant.fence, grant.validUntil, waiter.call, grant.confirmed, grant);
@@ -253,11 +261,15 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
 
   // The machine.
 
-  /** A ticket for one key: it carries this call's claim window (how long a grant to it stays reserved). */
+  /**
+   * A ticket for one key: it carries this call's claim window and start window (how long a grant to it
+   * stays reserved, handed on in its own service or pushed from another).
+   */
   private ticket(key: string, call: EngineCall, member?: TicketMember): LockTicket {
     const { ttl, permits, mode } = call.options;
     const claimWindow = claimWindowFor(ttl, this.options.claimWindow);
-    return this.store.ticket(key, ttl, claimWindow, member, { permits, mode });
+    const startWindow = this.starts.windowFor(claimWindow);
+    return this.store.ticket(key, ttl, claimWindow, member, { permits, mode }, startWindow);
   }
 
   /** One ticket per key of a multi-key call: the first key's token, and the later keys' derived from it. */

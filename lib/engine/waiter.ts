@@ -5,9 +5,11 @@
  * crashed holder or a lost push costs latency, never a hang. A thousand waiters are a thousand of
  * these objects, so each keeps to one promise, one timer and no closures it does not need.
  *
- * A pushed grant lets the waiter start at once, before Redis has confirmed it, as long as the grant is
- * certainly still valid: the grant's server time plus the claim window, mapped to the local monotonic
- * clock with an offset bound taken from this waiter's own round trips (see docs/protocol.md).
+ * A grant lets the waiter start at once, before Redis has confirmed it, as long as the grant is
+ * certainly still valid: the grant's server time plus its window (the start window for a grant pushed
+ * from another process, the claim window for one in its own service's release reply), mapped to the
+ * local monotonic clock with an offset bound taken from this waiter's own round trips (see
+ * docs/protocol.md). A pushed grant is confirmed as the waiter starts on it.
  */
 
 import { LockError } from '../errors/lock.error';
@@ -18,7 +20,14 @@ import { LockShedError } from '../errors/lock-shed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { MAX_MS } from '../options/option-checks';
-import type { AcquireReply, HandedOn, LockStore, LockTicket, Successor } from '../store/lock-store';
+import type {
+  AcquireReply,
+  ExtendOutcome,
+  HandedOn,
+  LockStore,
+  LockTicket,
+  Successor,
+} from '../store/lock-store';
 import type { EngineCall } from './call';
 import { now, safetyMargin, validFor } from './clock';
 
@@ -37,6 +46,14 @@ export interface WaiterHost<T> {
   orphan(ticket: LockTicket, lifetime: number): void;
   /** Turns a grant into what the waiter's promise resolves with (a lease); may throw (service closed). */
   granted(waiter: Waiter<T>, grant: Granted): T;
+  /** A grant pushed from another process reached a waiter at most `latencyMs` after it was made. */
+  pushedAfter(latencyMs: number): void;
+}
+
+/** A confirmation sent as the waiter started on a pushed grant, and when (monotonic ms). */
+export interface Confirming {
+  readonly call: Promise<ExtendOutcome>;
+  readonly sent: number;
 }
 
 export interface Granted {
@@ -51,6 +68,10 @@ export interface Granted {
   handedOn?: HandedOn;
   /** A check of the waiter's still unanswered as it starts: the lease's release waits for its answer. */
   unanswered?: Promise<unknown>;
+  /** How long the grant was reserved for until confirmed, ms (its margin is sized from it). */
+  window?: number;
+  /** The confirmation of a pushed grant, on its way. */
+  confirming?: Confirming;
 }
 
 /**
@@ -185,29 +206,55 @@ export class Waiter<T> {
   }
 
   /**
-   * A grant was pushed to this waiter (or came in its service's release reply). `next`: its followers,
-   * used only if the waiter starts on this grant: a fence read back by a confirming call could be one
-   * set aside for them.
+   * A grant was pushed to this waiter (`pushed`: from another process's call) or came in its service's
+   * release reply. `next`: its followers, used only if the waiter starts on this grant: a fence read
+   * back by a confirming call could be one set aside for them.
    */
-  onGrant(fence: number, serverMs: number, next?: readonly Successor[]): void {
+  onGrant(fence: number, serverMs: number, next?: readonly Successor[], pushed = false): void {
     if (this.settled) return;
+    const received = now();
+    // The earliest the grant can have been made, on the local clock: its server time less the bound on
+    // (server - local) from this waiter's round trips, less 0.1 % of the wait for drift, and 1 ms.
+    const grantedAt = serverMs - this.offsetBound - (received - this.started) / 1000 - 1;
+    const { startWindow } = this.ticket;
+    const starting = pushed && startWindow !== undefined;
+    if (starting && Number.isFinite(grantedAt)) this.host.pushedAfter(received - grantedAt);
     if (this.pastDeadline()) {
-      this.expire(now()); // its cancel passes the grant on
+      this.expire(received); // its cancel passes the grant on
       return;
     }
-    const elapsed = now() - this.started;
-    // Clocks may drift apart a little while we wait: allow 0.1 % of the wait plus 1 ms.
-    // The grant is reserved for this waiter's own claim window (its ticket says how long).
-    const window = this.ticket.claimWindow;
-    const validUntil = serverMs + window - this.offsetBound - elapsed / 1000 - 1;
-    if (this.host.startsOnPush && now() < validUntil - safetyMargin(window)) {
-      this.win({ fence, validUntil, confirmed: false, next, unanswered: this.inFlight });
-    } else {
-      // Too late (or no round trip to bound the clocks yet): let Redis confirm it first. If it moved on
-      // meanwhile, this waiter keeps its place: it was first in line when it was granted.
-      this.late = true;
-      this.check(false);
+    const window = starting ? startWindow : this.ticket.claimWindow;
+    const validUntil = grantedAt + window;
+    const margin = safetyMargin(window);
+    if (!this.host.startsOnPush || received >= validUntil - margin) {
+      this.askLate();
+      return;
     }
+    if (!starting) {
+      this.win({ fence, validUntil, confirmed: false, next, unanswered: this.inFlight, window });
+      return;
+    }
+    // Confirmed as it starts, in one script. Only once the confirmation is on its way is the waiter
+    // sure not to have stalled before sending it: if its window ran out meanwhile, Redis may have handed
+    // the lock on, so it asks where it stands instead (after the confirmation, on the same connection).
+    const sent = now();
+    const call = this.host.store.extend(this.ticket, this.ticket.ttl, true);
+    if (now() >= validUntil - margin) {
+      call.catch(() => {});
+      this.askLate();
+      return;
+    }
+    const confirming = { call, sent };
+    this.win({ fence, validUntil, confirmed: false, next, unanswered: this.inFlight, window, confirming });
+  }
+
+  /**
+   * Too late to start on a grant (or no round trip to bound the clocks yet): Redis confirms it first. If
+   * it moved on meanwhile, this waiter keeps its place: it was first in line when it was granted.
+   */
+  private askLate(): void {
+    this.late = true;
+    this.check(false);
   }
 
   /**

@@ -101,10 +101,19 @@ export interface Successor {
 
 /**
  * A wake-up for one waiter: a grant (with its followers, in line order), or a note to the head of the
- * queue that the hold ends in `holdMs`.
+ * queue that the hold ends in `holdMs`. `pushed`: the grant was published from another process's call,
+ * so it is reserved for the waiter's start window (not its claim window, as one in its own service's
+ * release reply is).
  */
 export type WakeMessage =
-  | { kind: 'grant'; token: string; fence: number; serverMs: number; next?: readonly Successor[] }
+  | {
+      kind: 'grant';
+      token: string;
+      fence: number;
+      serverMs: number;
+      next?: readonly Successor[];
+      pushed?: boolean;
+    }
   | { kind: 'head'; token: string; holdMs: number };
 
 /** What a transfer found (as a renewal would), and the new owner's followers, if it was asked to name them. */

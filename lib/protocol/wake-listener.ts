@@ -21,7 +21,8 @@ export function parseWakeMessage(raw: string): WakeMessage | undefined {
   const [kind, token, a, b, ...next] = raw.split(' ');
   if (kind === 'g' && token && a && b) {
     const fence = Number(a);
-    return { kind: 'grant', token, fence, serverMs: Number(b) / 1000, next: successors(next, fence + 1) };
+    const serverMs = Number(b) / 1000;
+    return { kind: 'grant', token, fence, serverMs, next: successors(next, fence + 1), pushed: true };
   }
   if (kind === 'h' && token && a) return { kind: 'head', token, holdMs: Number(a) };
   return undefined;

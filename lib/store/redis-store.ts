@@ -123,8 +123,12 @@ export class RedisLockStore implements LockStore {
     claimWindow: number,
     member?: TicketMember,
     kind?: TicketKind,
+    startWindow?: number,
   ): LockTicket {
-    const fields = ticketFields(this.instanceId, ++this.sequence, key, ttl, claimWindow, member, kind);
+    // A semaphore's or read-write lock's grants keep their claim window: semaphore.lua has no start window.
+    const start =
+      kind?.permits !== undefined && kind.permits > 1 ? undefined : kind?.mode ? undefined : startWindow;
+    const fields = ticketFields(this.instanceId, ++this.sequence, key, ttl, claimWindow, member, kind, start);
     const ticket: RedisTicket = {
       ...fields,
       keys: redisKeys(this.options.prefix, key),
@@ -171,8 +175,8 @@ export class RedisLockStore implements LockStore {
     return this.scripts.cancel(ticket as RedisTicket);
   }
 
-  extend(ticket: LockTicket, ttl: number): Promise<ExtendOutcome> {
-    return this.scripts.extend(ticket as RedisTicket, ttl);
+  extend(ticket: LockTicket, ttl: number, starting?: boolean): Promise<ExtendOutcome> {
+    return this.scripts.extend(ticket as RedisTicket, ttl, starting);
   }
 
   inspect(key: string): Promise<LockSnapshot> {

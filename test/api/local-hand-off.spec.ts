@@ -36,7 +36,12 @@ describe('local hand-off', () => {
     const { service, admin, holder, waiting } = await queueBehind('local', ['a', 'b']);
     await holder.release();
     const a = await waiting[0];
-    // Redis answers nothing now: a hand-off that needed it could not happen.
+    // a confirms its pushed grant as it starts (its full ttl); then Redis answers nothing: a hand-off
+    // that needed it could not happen.
+    await until(
+      () => admin.pttl('lock:{local}'),
+      (left) => left > TTL - 2_000,
+    );
     server().pause();
     let released: Promise<void>;
     try {

@@ -72,7 +72,8 @@ describe('Redis load of a contended lock', () => {
     const released = await step(() => scripts.release(holder));
     expect(released.reply).toBe(true);
     expect(released.stats.get('del') ?? 0).toBe(0);
-    expect(inner(released.stats)).toBeLessThanOrEqual(8);
+    // Two of them read the start window's notes: the grant pending (GET), the services passed over (HKEYS).
+    expect(inner(released.stats)).toBeLessThanOrEqual(10);
     expect(await server().client().get('lock:{busy}')).toBe('a:1');
 
     // The last release, with nobody queued, deletes the owner key.
@@ -105,7 +106,7 @@ describe('Redis load of a contended lock', () => {
     const released = await step(() => local.release(holder));
     expect(released.reply).toBe(true);
     expect(released.stats.get('publish') ?? 0).toBe(0);
-    expect(inner(released.stats)).toBeLessThanOrEqual(7);
+    expect(inner(released.stats)).toBeLessThanOrEqual(9);
     expect(await server().client().get('lock:{busy}')).toBe('s:2');
     const fence = Number(await server().client().get('lock:{busy}:fence'));
     expect(grants).toEqual([
@@ -127,7 +128,7 @@ describe('Redis load of a contended lock', () => {
     const last = await step(() => local.release(ctx('s:4'), handedOn('s:2', 's:3', 's:4')));
     expect(last.reply).toBe(true);
     expect(last.stats.get('publish')).toBe(2);
-    expect(inner(last.stats)).toBeLessThanOrEqual(11);
+    expect(inner(last.stats)).toBeLessThanOrEqual(13);
     expect(await server().client().get('lock:{busy}')).toBe('x:1');
     expect(await server().client().lrange('lock:{busy}:q', 0, -1)).toEqual(['s:5']);
     // A follower of an owner that no longer holds the lock is told so, and changes nothing.
@@ -152,7 +153,7 @@ describe('Redis load of a contended lock', () => {
     // left to hand on to: x:1, of another service, gets the head note as the new hold begins.
     const transferred = await step(() => scripts.transfer(ctx('s:3'), handedOn('s:1', 's:2', 's:3'), true));
     expect(transferred.reply).toEqual({ outcome: 'extended', next: undefined });
-    expect(inner(transferred.stats)).toBeLessThanOrEqual(6);
+    expect(inner(transferred.stats)).toBeLessThanOrEqual(8);
     expect(transferred.stats.get('publish')).toBe(1);
     expect(await server().client().get('lock:{busy}')).toBe('s:3');
     expect(await server().client().pttl('lock:{busy}')).toBeGreaterThan(29_000);

@@ -14,6 +14,17 @@ interface Args {
   ttl?: number;
   /** Put before the random part of its tokens, so a test can tell them in `inspect`. */
   instanceName?: string;
+  /** The service's startWindow option. */
+  startWindow?: number;
+  /**
+   * Where this process stops itself (SIGSTOP; the test sends SIGCONT) the first time it is pushed a
+   * grant, on one server with ioredis: `push`, as the push arrives, before the lock reads it; `confirm`,
+   * after reading it and deciding to start, before the confirmation is sent; `confirmed`, right after the
+   * confirmation is written to the socket.
+   */
+  stopAt?: 'push' | 'confirm' | 'confirmed';
+  /** Blocks the event loop this long (ms) as the first grant pushed to it arrives, as a GC pause would. */
+  blockOnGrantMs?: number;
 }
 
 type Command =
@@ -41,12 +52,59 @@ const redis = args.urls
   : args.cluster
     ? lockClusterClient(args.cluster).client
     : connect(args.url ?? '');
+if (args.stopAt || args.blockOnGrantMs) stallOnce(redis as unknown as Hookable);
 const locks = new LockService(redis, {
   claimWindow: args.claimWindow,
+  startWindow: args.startWindow,
   instanceName: args.instanceName,
   defaults: args.ttl === undefined ? undefined : { ttl: args.ttl },
 });
 const leases = new Map<string, Lease>();
+
+/** What stallOnce hooks on an ioredis client: its commands, and the duplicate the lock listens on. */
+interface Hookable {
+  sendCommand(command: { name: string; args: unknown[] }, ...rest: unknown[]): unknown;
+  duplicate(...args: unknown[]): { emit(event: string | symbol, ...params: unknown[]): boolean };
+}
+
+/**
+ * Stalls this process once, at the point the arguments name, around the first grant pushed to it. The
+ * confirmation is the one script the lock runs with two keys (extend.lua with the pending grant's note).
+ */
+function stallOnce(client: Hookable): void {
+  let armed = true;
+  const stop = () => {
+    armed = false;
+    process.kill(process.pid, 'SIGSTOP');
+  };
+  const send = client.sendCommand.bind(client);
+  client.sendCommand = (command, ...rest) => {
+    const confirming = armed && /^eval(sha)?$/i.test(command.name) && Number(command.args[1]) === 2;
+    if (confirming && args.stopAt === 'confirm') stop();
+    const reply = send(command, ...rest);
+    if (confirming && args.stopAt === 'confirmed') stop();
+    return reply;
+  };
+  const duplicate = client.duplicate.bind(client);
+  client.duplicate = (...options) => {
+    const subscriber = duplicate(...options);
+    const emit = subscriber.emit.bind(subscriber);
+    subscriber.emit = (event, ...params) => {
+      if (armed && event === 'message' && String(params[1]).startsWith('g ')) {
+        if (args.stopAt === 'push') stop();
+        else if (args.blockOnGrantMs) {
+          armed = false;
+          const until = performance.now() + args.blockOnGrantMs;
+          while (performance.now() < until) {
+            // The event loop is blocked, as in a long GC pause.
+          }
+        }
+      }
+      return emit(event, ...params);
+    };
+    return subscriber;
+  };
+}
 
 onMessage(async (message: Command) => {
   if (message.type === 'acquire') {
@@ -63,8 +121,10 @@ onMessage(async (message: Command) => {
       leases.set(message.id, lease);
       send({ type: 'granted', id: message.id, fence: lease.fence, fences: lease.fences, at: Date.now() });
       // A short lease may be lost by the time this runs (its ttl ran out on a busy machine): report that too.
-      if (lease.signal.aborted) send({ type: 'lost', id: message.id });
-      else lease.signal.addEventListener('abort', () => send({ type: 'lost', id: message.id }));
+      const lost = () =>
+        send({ type: 'lost', id: message.id, reason: (lease.signal.reason as { reason?: string })?.reason });
+      if (lease.signal.aborted) lost();
+      else lease.signal.addEventListener('abort', lost);
     } catch (error) {
       send({
         type: 'failed',

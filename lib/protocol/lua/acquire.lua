@@ -96,8 +96,10 @@ end
 
 local current = mode == 'wait' and redis.call('GET', owner_key)
 if current == token then
-  -- A grant reached us (or we already hold it): confirm with the full ttl.
+  -- A grant reached us (or we already hold it): confirm with the full ttl. A grant pushed to us is no
+  -- longer pending.
   redis.call('PEXPIRE', owner_key, ttl)
+  if redis.call('GET', pending_key) == token then redis.call('DEL', pending_key) end
   return {1, tonumber(redis.call('GET', fence_key) or '0'), now_us}
 end
 
@@ -154,6 +156,8 @@ if mode ~= 'wait' then
   return take()
 end
 
+-- A waiter that calls in is running: if its service was passed over as stalled, it is served again.
+back_in()
 join_queue(false)
 if not current then
   -- Free, but others queued first (see above).

@@ -9,9 +9,17 @@
 local was_head = first_active() == token
 redis.call('LREM', queue_key, 0, token)
 if ARGV[7] and ARGV[7] ~= '' then redis.call('LREM', queue_key, 0, ARGV[7]) end
-if redis.call('GET', owner_key) == token then
+local current = redis.call('GET', owner_key)
+if current == token then
+  back_in()
   give_up()
   return 1
+end
+-- Its service was passed over as stalled and is running again: if nobody holds the lock, its waiters
+-- were all that was left in line, and the first of them is served now.
+if back_in() and not current then
+  give_up()
+  return 0
 end
 if was_head then
   -- The new head must learn when the current hold ends, as the old head would have.

@@ -88,3 +88,19 @@ end
 local function claim_of(waiter)
   return tonumber(string.match(waiter, '~(%d+)$')) or claim_window
 end
+
+-- How long a grant pushed to `waiter` (in another process) stays reserved until it confirms: its start
+-- window, "+<ms>" after its call number ("<instance>:<n>+<ms>..."), which its service sizes from the
+-- hand-off latency it sees; at most its claim window. A token without one gets its claim window.
+local function start_of(waiter)
+  local ms = tonumber(string.match(waiter, '^[^:]*:%w*%+(%d+)'))
+  local claim = claim_of(waiter)
+  if ms and ms < claim then return ms end
+  return claim
+end
+
+-- A pushed grant not confirmed yet names its waiter here ("<owner>:g"), for a claim window; the
+-- services whose grant ran out unconfirmed are kept in "<owner>:st" (instance -> the token), until they
+-- call in or a claim window passes (common.lua, stalled_instances). Same hash tag, so the same slot.
+local pending_key = owner_key .. ':g'
+local stalled_key = owner_key .. ':st'

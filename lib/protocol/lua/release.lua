@@ -24,17 +24,20 @@ end
 local head = redis.call('LPOP', queue_key)
 if not head then
   if not held then return 0 end
-  redis.call('DEL', owner_key)
+  -- A grant pending to this caller (it released before its confirmation ran) goes with it.
+  redis.call('DEL', owner_key, pending_key)
   return 1
 end
 
 -- @common
-if is_reservation(head) then
-  -- A reservation keeps its place: put it back. If it was the only entry the queue key went with it,
-  -- so the key's expiry is set again, to the reservation's own.
+if passed_over(head) then
+  -- A reservation, or a stalled service's waiter, keeps its place: put it back. If it was the only entry
+  -- the queue key went with it, so the key's expiry is set again, to a reservation's own (a waiter's
+  -- line lives at least a claim window more).
   if redis.call('LPUSH', queue_key, head) == 1 then
-    local expires = tonumber(string.match(head, '^%^(%d+)%^')) or 0
-    redis.call('PEXPIRE', queue_key, math.max(1, expires - math.floor(server_time_us() / 1000)))
+    local expires = tonumber(string.match(head, '^%^(%d+)%^'))
+    local left = expires and expires - math.floor(server_time_us() / 1000) or claim_of(head)
+    redis.call('PEXPIRE', queue_key, math.max(1, left))
   end
   head = nil
 end
