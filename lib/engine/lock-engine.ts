@@ -226,8 +226,8 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     setTimeout(() => this.orphans.delete(ticket.token), lifetime).unref();
   }
 
-  pushedAfter(latencyMs: number): void {
-    this.starts.observe(latencyMs);
+  roundTrip(ms: number): void {
+    this.starts.observe(ms);
   }
 
   granted(waiter: Waiter<HeldLease>, grant: Granted): HeldLease {

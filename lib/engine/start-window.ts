@@ -4,17 +4,20 @@
  * lock on reserves it for that long (docs/protocol.md, "Start window").
  *
  * Too short, and a waiter that is merely slow to read its push finds the grant gone and goes back to
- * the front of the line (it keeps its place, but the line waits for its call); too long, and a stalled
- * process holds up the line for the whole window. So it follows the latency this service sees: a
- * multiple of the p99 of the time from a grant to its waiter reading it (an upper bound, counted with
- * the clock-offset bound the waiter has), between a floor and a ceiling. Until enough pushes were seen
- * it is the ceiling: a service starts cautious.
+ * the front of the line (it keeps its place, but the line waits for its call), or its confirmation
+ * reaches Redis after the grant ran out and its lease is lost; too long, and a stalled process holds up
+ * the line for the whole window. What it must cover is a push and a confirmation on their way: about one
+ * round trip to Redis, with Redis' and this process's own scheduling delays. So it follows the p99 of
+ * the round trips of this service's waiters, times a factor, between a floor and a ceiling. Not the
+ * push latency a waiter sees: that includes the waiter's own stalls, and would size the window to the
+ * very stalls it is meant to cut short (a round trip of well under a ms rarely spans one). Until enough
+ * were seen it is the ceiling: a service starts cautious.
  */
 import type { StartWindowRule } from '../options/service-options';
 
-/** Pushes remembered: the p99 of the last SAMPLES is the second highest of them... */
+/** Round trips remembered: the p99 of the last SAMPLES is the second highest of them... */
 const SAMPLES = 200;
-/** ...recomputed every EVERY pushes, so that reading the window costs nothing per call. */
+/** ...recomputed every EVERY of them, so that reading the window costs nothing per call. */
 const EVERY = 20;
 
 export class StartWindows {
@@ -31,9 +34,9 @@ export class StartWindows {
     return Math.min(claimWindow, this.window);
   }
 
-  /** A push reached a waiter of this service `latencyMs` after its grant (at most). */
-  observe(latencyMs: number): void {
-    this.latencies[this.seen % SAMPLES] = Math.max(0, latencyMs);
+  /** A call of one of this service's waiters was answered `ms` after it was sent. */
+  observe(ms: number): void {
+    this.latencies[this.seen % SAMPLES] = Math.max(0, ms);
     this.seen++;
     if (this.seen % EVERY === 0) this.window = this.size();
   }

@@ -46,8 +46,8 @@ export interface WaiterHost<T> {
   orphan(ticket: LockTicket, lifetime: number): void;
   /** Turns a grant into what the waiter's promise resolves with (a lease); may throw (service closed). */
   granted(waiter: Waiter<T>, grant: Granted): T;
-  /** A grant pushed from another process reached a waiter at most `latencyMs` after it was made. */
-  pushedAfter(latencyMs: number): void;
+  /** One of a waiter's calls was answered `ms` after it was sent. */
+  roundTrip(ms: number): void;
 }
 
 /** A confirmation sent as the waiter started on a pushed grant, and when (monotonic ms). */
@@ -218,7 +218,6 @@ export class Waiter<T> {
     const grantedAt = serverMs - this.offsetBound - (received - this.started) / 1000 - 1;
     const { startWindow } = this.ticket;
     const starting = pushed && startWindow !== undefined;
-    if (starting && Number.isFinite(grantedAt)) this.host.pushedAfter(received - grantedAt);
     if (this.pastDeadline()) {
       this.expire(received); // its cancel passes the grant on
       return;
@@ -372,6 +371,7 @@ export class Waiter<T> {
     // A refused grant stays the reason given at the deadline: the caller should learn of the replicas.
     if (!(this.lastError instanceof LockNotReplicatedError)) this.lastError = undefined;
     this.offsetBound = Math.min(this.offsetBound, reply.serverMs - sent);
+    this.host.roundTrip(now() - sent);
     if (this.settled) {
       // Settled by a push that won first: this reply is the same grant, now held. Settled by giving up
       // (`cancelled` is set): its cancel passes such a grant on, but only if it reached Redis after this

@@ -45,8 +45,8 @@ export interface LockServiceOptions {
    * event loop blocked) is passed over, keeping its place, with the rest of its service's waiters, until
    * it calls in. A stalled instance then costs the others one start window, not a claim window per
    * waiter. `{ factor, min, max }` (the default, `{ factor: 4, min: 20, max: 500 }`): `factor` times the
-   * p99 of the push latency this service has seen, between `min` and `max`; a number: that window,
-   * fixed. Never more than the claim window.
+   * p99 of the round trips to Redis this service's waiters have seen, between `min` and `max`; a number:
+   * that window, fixed. Never more than the claim window.
    */
   startWindow?: number | { factor?: number; min?: number; max?: number };
   /**
@@ -187,7 +187,7 @@ function checkReplicas(value: unknown): ResolvedReplicas {
   return { count, timeout, unacknowledged, aof };
 }
 
-/** A start window sized from the push latency: `factor` x its p99, between `min` and `max` ms. */
+/** A start window sized from the round trips to Redis: `factor` x their p99, between `min` and `max` ms. */
 export interface StartWindowRule {
   factor: number;
   min: number;
@@ -203,7 +203,7 @@ function checkStartWindow(value: unknown): StartWindowRule {
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new LockOptionsError(
-      `startWindow must be a number of ms (a fixed window) or { factor, min, max } (factor x the push latency's p99, between min and max ms), got ${describe(value)}.`,
+      `startWindow must be a number of ms (a fixed window) or { factor, min, max } (factor x the p99 of the round trips to Redis, between min and max ms), got ${describe(value)}.`,
     );
   }
   const bag = value as Record<string, unknown>;
@@ -211,7 +211,7 @@ function checkStartWindow(value: unknown): StartWindowRule {
   const factor = read(bag, 'factor', 'startWindow.factor') ?? DEFAULT_START_WINDOW.factor;
   if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1 || factor > 100)
     throw new LockOptionsError(
-      `startWindow.factor must be a number from 1 to 100 (how many times the push latency's p99 a grant is reserved for), got ${describe(factor)}.`,
+      `startWindow.factor must be a number from 1 to 100 (how many times the p99 of the round trips to Redis a grant is reserved for), got ${describe(factor)}.`,
     );
   const min = milliseconds(
     'startWindow.min',

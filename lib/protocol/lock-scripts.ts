@@ -301,7 +301,7 @@ export class LockScripts {
     const starts = starting && !ctx.kind;
     const name = starts ? 'confirm' : this.named('extend', ctx);
     const args = ctx.kind
-      ? this.argv({ ...ctx, ttl })
+      ? this.argv({ ...ctx, ttl }, ...(starting ? ['1'] : []))
       : starts
         ? [keys.owner, keys.pending, ctx.token, ttl]
         : [keys.owner, ctx.token, ttl];

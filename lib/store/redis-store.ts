@@ -125,10 +125,16 @@ export class RedisLockStore implements LockStore {
     kind?: TicketKind,
     startWindow?: number,
   ): LockTicket {
-    // A semaphore's or read-write lock's grants keep their claim window: semaphore.lua has no start window.
-    const start =
-      kind?.permits !== undefined && kind.permits > 1 ? undefined : kind?.mode ? undefined : startWindow;
-    const fields = ticketFields(this.instanceId, ++this.sequence, key, ttl, claimWindow, member, kind, start);
+    const fields = ticketFields(
+      this.instanceId,
+      ++this.sequence,
+      key,
+      ttl,
+      claimWindow,
+      member,
+      kind,
+      startWindow,
+    );
     const ticket: RedisTicket = {
       ...fields,
       keys: redisKeys(this.options.prefix, key),

@@ -40,25 +40,30 @@ const stopped = (agent: Agent) =>
 
 const grantOf = (agent: Agent, id: string) => agent.next((m) => m.id === id && m.type !== 'released');
 
+/** The kind of lock a test takes: a mutex, a semaphore of 2 permits, or a read-write lock's writers. */
+type Kind = { permits?: number; mode?: 'write' };
+
 /**
- * A holder in this process, then in line behind it: `w` of the agent to be stopped (`waiters` of them),
- * then `x` and `y` of another agent. Resolves once all are in line and the stopped agent listens.
+ * Holders in this process (as many as the lock admits; `holder` the first), then in line behind them:
+ * `w` of the agent to be stopped (`waiters` of them), then `x` and `y` of another agent. Resolves once
+ * all are in line and the stopped agent listens.
  */
-async function line(key: string, stalled: Agent, others: Agent, waiters = 1) {
+async function line(key: string, stalled: Agent, others: Agent, waiters = 1, kind: Kind = {}) {
   const locks = lockService(server());
-  const holder = await locks.acquire(key, { ttl: TTL });
+  const holder = await locks.acquire(key, { ttl: TTL, ...kind });
+  for (let i = 1; i < (kind.permits ?? 1); i++) await locks.acquire(key, { ttl: TTL, ...kind });
   const queued = (n: number) =>
     until(
       () => locks.inspect(key),
       (info) => info.queueLength === n,
     );
   for (let i = 1; i <= waiters; i++) {
-    stalled.send({ type: 'acquire', id: `w${i}`, key, ttl: TTL, waitTimeout: 20_000 });
+    stalled.send({ type: 'acquire', id: `w${i}`, key, ttl: TTL, waitTimeout: 20_000, ...kind });
     await queued(i);
   }
   await listening(server(), agentInstance(stalled));
   for (const [i, id] of ['x', 'y'].entries()) {
-    others.send({ type: 'acquire', id, key, ttl: TTL, waitTimeout: 20_000 });
+    others.send({ type: 'acquire', id, key, ttl: TTL, waitTimeout: 20_000, ...kind });
     await queued(waiters + i + 1);
   }
   return { locks, holder };
@@ -82,16 +87,19 @@ async function lastReleased(agent: Agent, id: string, both: [Agent, Agent]): Pro
 }
 
 describe('a grant pushed to a waiter in another process', () => {
-  for (const [stopAt, when] of [
-    ['push', 'before it reads the push'],
-    ['confirm', 'between reading the push and confirming it'],
+  for (const [stopAt, when, kind, name] of [
+    ['push', 'before it reads the push', {}, ''],
+    ['confirm', 'between reading the push and confirming it', {}, ''],
+    ['push', 'before it reads the push', { permits: 2 }, ', on a semaphore'],
+    ['confirm', 'between reading the push and confirming it', { permits: 2 }, ', on a semaphore'],
+    ['push', 'before it reads the push', { mode: 'write' }, ', on a read-write lock'],
   ] as const) {
-    it(`stopped ${when}: the next waiter is granted once the start window ends, and the stopped one is served next`, async () => {
-      const key = `stopped-${stopAt}`;
+    it(`stopped ${when}${name}: the next waiter is granted once the start window ends, and the stopped one is served next`, async () => {
+      const key = `stopped-${stopAt}-${kind.permits ?? kind.mode ?? 'mutex'}`;
       const stalled = await readyAgent({ startWindow: WINDOW, stopAt });
       const others = await readyAgent();
       try {
-        const { locks, holder } = await line(key, stalled, others);
+        const { locks, holder } = await line(key, stalled, others, 1, kind);
         const releasedAt = Date.now();
         await holder.release();
         await stopped(stalled);

@@ -1,5 +1,5 @@
 // The start window a service reserves a pushed grant for (docs/protocol.md, "Start window"): its ceiling
-// until it has seen enough pushes, then a multiple of the p99 push latency it sees, between a floor and a
+// until it has seen enough round trips to Redis, then a multiple of their p99, between a floor and a
 // ceiling, never above a waiter's claim window; a fixed number when the option is one. Bad option values
 // are refused before anything is sent. No Redis: test/api/start-window.spec.ts has the protocol.
 import { describe, expect, it } from '@jest/globals';
@@ -10,22 +10,22 @@ import { resolveServiceOptions } from '../../lib/options/service-options';
 const rule = (startWindow?: unknown) => resolveServiceOptions({ startWindow }).startWindow;
 
 describe('the start window', () => {
-  it('is the ceiling until pushes were seen, never more than the claim window', () => {
+  it('is the ceiling until round trips were seen, never more than the claim window', () => {
     const windows = new StartWindows(rule());
     expect(windows.windowFor(2_000)).toBe(500);
     expect(windows.windowFor(300)).toBe(300);
   });
 
-  it('follows factor x the p99 of the push latency, between the floor and the ceiling', () => {
+  it('follows factor x the p99 of the round trips, between the floor and the ceiling', () => {
     const windows = new StartWindows(rule());
     for (let i = 0; i < 200; i++) windows.observe(1);
     expect(windows.windowFor(2_000)).toBe(20); // 4 ms: the floor
-    // Three pushes in a hundred take 60 ms: the p99 is 60 ms, the window 240 ms.
+    // Three round trips in a hundred take 60 ms: the p99 is 60 ms, the window 240 ms.
     for (let i = 0; i < 200; i++) windows.observe(i % 33 === 0 ? 60 : 1);
     expect(windows.windowFor(2_000)).toBe(240);
     for (let i = 0; i < 200; i++) windows.observe(400);
     expect(windows.windowFor(2_000)).toBe(500); // the ceiling
-    // The latency falls back: so does the window, once the slow pushes have left the last 200.
+    // The latency falls back: so does the window, once the slow ones have left the last 200.
     for (let i = 0; i < 200; i++) windows.observe(2);
     expect(windows.windowFor(2_000)).toBe(20);
   });

@@ -68,8 +68,7 @@ interface Hookable {
 }
 
 /**
- * Stalls this process once, at the point the arguments name, around the first grant pushed to it. The
- * confirmation is the one script the lock runs with two keys (extend.lua with the pending grant's note).
+ * Stalls this process once, at the point the arguments name, around the first grant pushed to it.
  */
 function stallOnce(client: Hookable): void {
   let armed = true;
@@ -79,7 +78,13 @@ function stallOnce(client: Hookable): void {
   };
   const send = client.sendCommand.bind(client);
   client.sendCommand = (command, ...rest) => {
-    const confirming = armed && /^eval(sha)?$/i.test(command.name) && Number(command.args[1]) === 2;
+    const keys = Number(command.args[1]);
+    const confirming =
+      armed &&
+      /^eval(sha)?$/i.test(command.name) &&
+      // A mutex's (extend.lua with the pending note: two keys), or a semaphore's (semaphore-extend.lua,
+      // five keys, eight arguments, the last "1": it starts).
+      (keys === 2 || (keys === 5 && command.args.length === 15 && String(command.args[14]) === '1'));
     if (confirming && args.stopAt === 'confirm') stop();
     const reply = send(command, ...rest);
     if (confirming && args.stopAt === 'confirmed') stop();

@@ -5,10 +5,16 @@
 
 local was_head = redis.call('LINDEX', queue_key, 0) == token
 redis.call('LREM', queue_key, 0, token)
+-- Its service was passed over as stalled and is running again: its waiters are served in their places.
+local returned = back_in()
 if redis.call('ZSCORE', holders_key, token) then
   remove_holder(token)
   served_after_leaving()
   return 1
+end
+if returned then
+  served_after_leaving()
+  return 0
 end
 -- The new head must learn when the first hold ends, as the old head would have.
 if was_head then notify_head() end

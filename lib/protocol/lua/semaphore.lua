@@ -15,6 +15,9 @@
 -- holder's ttl.
 
 local holders_key, mutex_queue_key = KEYS[4], KEYS[5]
+-- The grants pushed to another process and not confirmed yet (a set of tokens; a mutex's is one string at
+-- "<owner>:g", so the two never meet on one key): see "Start window" in docs/protocol.md.
+local pending_set = owner_key .. ':sg'
 local kind = ARGV[7]
 local rw = kind == 'rw'
 local permits = tonumber(kind)
@@ -54,6 +57,32 @@ end
 -- `first_token` is that first holder's token.
 local holder_count, first_end, first_token
 
+-- The services passed over since a grant pushed to them ran out unconfirmed (stalled_key, as for a
+-- mutex): read once per call.
+local stalled
+local function stalled_instances()
+  if not stalled then
+    stalled = {}
+    for _, instance in ipairs(redis.call('HKEYS', stalled_key)) do stalled[instance] = true end
+  end
+  return stalled
+end
+
+-- A grant pushed to `holder` ran out before it confirmed: its service is passed over until it calls in.
+local function stalled_grant(holder)
+  local window = claim_of(holder)
+  redis.call('HSET', stalled_key, instance_of(holder), holder)
+  if redis.call('PTTL', stalled_key) < window then redis.call('PEXPIRE', stalled_key, window) end
+  if stalled then stalled[instance_of(holder)] = true end
+end
+
+-- The caller's service is running: its waiters are served again in their places.
+local function back_in()
+  local instance = instance_of(token)
+  if stalled then stalled[instance] = nil end
+  return redis.call('HDEL', stalled_key, instance) == 1
+end
+
 local function read_first_end()
   local first = redis.call('ZRANGE', holders_key, 0, 0, 'WITHSCORES')
   first_end = first[2] and tonumber(first[2]) or false
@@ -72,6 +101,12 @@ local function live_holders()
     redis.call('ZREMRANGEBYSCORE', holders_key, '-inf', '(' .. ms(now_ms))
     for i = 1, #gone, 500 do
       redis.call('HDEL', owner_key, unpack(gone, i, math.min(i + 499, #gone)))
+    end
+    -- A hold that ended while its grant was still pending: the start window ran out.
+    if redis.call('EXISTS', pending_set) == 1 then
+      for _, holder in ipairs(gone) do
+        if redis.call('SREM', pending_set, holder) == 1 then stalled_grant(holder) end
+      end
     end
     read_first_end()
   end
@@ -125,11 +160,17 @@ local function hold_for(holder, hold)
   first_end = nil
 end
 
+-- A grant pushed to `holder` is confirmed, or given back: no longer pending.
+local function not_pending(holder)
+  redis.call('SREM', pending_set, holder)
+end
+
 -- Takes `holder` out; returns whether it still held a permit (its hold had not ended).
 local function remove_holder(holder)
   live_holders()
   if redis.call('ZREM', holders_key, holder) == 0 then return false end
   redis.call('HDEL', owner_key, holder)
+  not_pending(holder)
   holder_count = holder_count - 1
   first_end = nil
   return true
@@ -151,24 +192,50 @@ local function fits(entry)
   return is_reader(entry) and is_reader(first_token)
 end
 
+-- The first waiter in line whose service is not passed over (stalled), and its index; nil if none.
+-- Read 16 at a time past the front: only a stalled service's waiters are skipped.
+local function first_waiter()
+  local head = redis.call('LINDEX', queue_key, 0)
+  if not head or not next(stalled_instances()) or not stalled[instance_of(head)] then return head, 0 end
+  local from = 1
+  while true do
+    local chunk = redis.call('LRANGE', queue_key, from, from + 15)
+    for i, entry in ipairs(chunk) do
+      if not stalled[instance_of(entry)] then return entry, from + i - 1 end
+    end
+    if #chunk < 16 then return nil end
+    from = from + 16
+  end
+end
+
 -- Grants the key to the waiters first in line, in order, while the first of them fits: none is passed
 -- over while it could be served, so nobody is overtaken, and a writer in line holds back every reader
--- behind it. One whose process no longer listens (on one server) is skipped.
--- A waiter gets its claim window to confirm (extend); `caller` (when it is in line) its full ttl.
--- Returns the caller's fence if it was served (else false), and how many were granted.
+-- behind it; only a stalled service's waiters are passed over, keeping their places. One whose process
+-- no longer listens (on one server) is skipped.
+-- A waiter gets its start window to confirm (extend) when the grant is pushed to it, its claim window
+-- without one; `caller` (when it is in line) its full ttl. Returns the caller's fence if it was served
+-- (else false), how many were granted, and the services granted by push (instance -> true).
 local function serve(caller)
-  local mine, granted = false, 0
+  local mine, granted, pushed = false, 0, {}
   while true do
-    local head
+    local head, at
     if rw then
       -- Whether the head fits depends on its mode: look before taking it out of the line.
-      head = redis.call('LINDEX', queue_key, 0)
+      head, at = first_waiter()
       if not head or not fits(head) then break end
-      redis.call('LPOP', queue_key)
-    else
-      if not fits(caller) then break end
-      head = redis.call('LPOP', queue_key)
+    elseif not fits(caller) then
+      break
+    elseif next(stalled_instances()) then
+      head, at = first_waiter()
       if not head then break end
+    else
+      head, at = redis.call('LPOP', queue_key), -1
+      if not head then break end
+    end
+    if at == 0 then
+      redis.call('LPOP', queue_key)
+    elseif at > 0 then
+      redis.call('LREM', queue_key, 1, head)
     end
     local fence = next_fence(now_us)
     if head == caller then
@@ -176,30 +243,52 @@ local function serve(caller)
       mine = fence
       granted = granted + 1
     elseif heard(head, redis.call('PUBLISH', channel_of(head), 'g ' .. head .. ' ' .. ms(fence) .. ' ' .. ms(now_us))) then
-      add_holder(head, claim_of(head), fence)
+      local start, window = start_of(head), claim_of(head)
+      add_holder(head, start, fence)
+      if start < window then
+        redis.call('SADD', pending_set, head)
+        if redis.call('PTTL', pending_set) < window then redis.call('PEXPIRE', pending_set, window) end
+        pushed[instance_of(head)] = true
+      end
       granted = granted + 1
     end
     -- Otherwise its process is gone: skipped rather than granted.
   end
-  return mine, granted
+  return mine, granted, pushed
 end
 
 -- Tells the first waiter in line when the first hold ends, so that it (and only it) re-checks then;
--- one whose process no longer listens is dropped (one server).
-local function notify_head()
+-- one whose process no longer listens is dropped (one server). A stalled service's waiters are passed
+-- over, and so, with `pushed`, are those of the services just granted by push: if such a grant runs out
+-- unconfirmed, their waiters are passed over, so the one to re-check is the first of another service.
+local function notify_head(pushed)
   local hold = first_hold_left()
+  local from = 0
   while true do
-    local head = redis.call('LINDEX', queue_key, 0)
-    if not head then return end
-    if heard(head, redis.call('PUBLISH', channel_of(head), 'h ' .. head .. ' ' .. hold)) then return end
-    redis.call('LPOP', queue_key)
+    local chunk = redis.call('LRANGE', queue_key, from, from + 15)
+    local target, at
+    for i, entry in ipairs(chunk) do
+      local instance = instance_of(entry)
+      if not stalled_instances()[instance] and not (pushed and pushed[instance]) then
+        target, at = entry, from + i - 1
+        break
+      end
+    end
+    if not target then
+      if #chunk < 16 then return end
+      from = from + 16
+    else
+      if heard(target, redis.call('PUBLISH', channel_of(target), 'h ' .. target .. ' ' .. hold)) then return end
+      redis.call('LREM', queue_key, 1, target)
+      from = at
+    end
   end
 end
 
 -- A permit given back (released, cancelled after a grant): the line is served and told; with no
 -- holder left the keys go.
 local function served_after_leaving()
-  local _, granted = serve(nil)
-  if granted > 0 then notify_head() end
-  if live_holders() == 0 then redis.call('DEL', owner_key, holders_key) end
+  local _, granted, pushed = serve(nil)
+  if granted > 0 then notify_head(pushed) end
+  if live_holders() == 0 then redis.call('DEL', owner_key, holders_key, pending_set) end
 end
