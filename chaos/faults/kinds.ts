@@ -29,6 +29,8 @@ export const FAULT_KINDS = [
   // Sentinel (a master and its replica) only:
   'kill-master', // SIGKILL the master, Sentinel promotes the replica, the old master returns as its replica
   'pause-replica', // SIGSTOP the replica for a while (no grant is acknowledged), then SIGCONT
+  // Every topology; last, so that the seeds of the kinds above keep their draws:
+  'pause-waiter', // SIGSTOP a process waiting on a lock another holds, 20 to 200 ms, as the holder works
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -52,6 +54,7 @@ const WEIGHTS: Record<FaultKind, number> = {
   'memory-pressure': 1,
   'kill-master': 2,
   'pause-replica': 2,
+  'pause-waiter': 2,
 };
 
 /** The kinds that hit one lock server (`node`: with several, the nemesis picks one per fault). */
@@ -73,18 +76,23 @@ const NODE_KINDS: ReadonlySet<FaultKind> = new Set<FaultKind>([
 export const hitsNode = (kind: FaultKind): boolean => NODE_KINDS.has(kind);
 
 /**
- * One server: the first twelve kinds, then memory-pressure, in this order (its seeded draws, so its
- * seeds, depend on it: a kind added here goes at the end).
+ * One server: the first twelve kinds, then memory-pressure and pause-waiter, in this order (its seeded
+ * draws, so its seeds, depend on it: a kind added here goes at the end).
  */
-export const SINGLE_SERVER_FAULTS: readonly FaultKind[] = [...FAULT_KINDS.slice(0, 12), 'memory-pressure'];
+export const SINGLE_SERVER_FAULTS: readonly FaultKind[] = [
+  ...FAULT_KINDS.slice(0, 12),
+  'memory-pressure',
+  'pause-waiter',
+];
 /**
- * A quorum: every kind up to memory-pressure (the kinds after it are another topology's, and its seeds
- * must replay); `redis-restart` is then the early restart the restart rule forbids.
+ * A quorum: every kind up to memory-pressure (the Sentinel kinds after it are another topology's), then
+ * pause-waiter, last so that its seeds replay; `redis-restart` is then the early restart the restart
+ * rule forbids.
  */
-export const QUORUM_FAULTS: readonly FaultKind[] = FAULT_KINDS.slice(
-  0,
-  FAULT_KINDS.indexOf('memory-pressure') + 1,
-);
+export const QUORUM_FAULTS: readonly FaultKind[] = [
+  ...FAULT_KINDS.slice(0, FAULT_KINDS.indexOf('memory-pressure') + 1),
+  'pause-waiter',
+];
 /**
  * A Sentinel-managed master and its replica: the workers' processes, their connections to the master
  * (through its proxy), and the two Sentinel kinds. Not the kinds that would also hit the sentinels'
@@ -103,6 +111,7 @@ export const SENTINEL_FAULTS: readonly FaultKind[] = [
   'proxy-drop',
   'kill-master',
   'pause-replica',
+  'pause-waiter',
 ];
 
 export interface Fault {

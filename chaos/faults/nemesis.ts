@@ -13,7 +13,7 @@ import { type Fault, type FaultAction, type FaultKind, hitsNode, type NemesisHos
 import { memoryPressure } from './memory-pressure';
 import { proxyDrop, proxyFreeze, proxyLatency } from './network-faults';
 import { deleteLockKeys, redisRestartLate, redisSigstop } from './node-faults';
-import { gcPause, killWorker, pauseAny } from './process-faults';
+import { gcPause, killWorker, pauseAny, pauseWaiter } from './process-faults';
 import { killMaster, pauseReplica } from './sentinel-faults';
 import { clientKillAddr, clientKillType, clientPause, redisRestart } from './server-faults';
 
@@ -36,6 +36,7 @@ const ACTIONS: Record<FaultKind, FaultAction> = {
   'memory-pressure': memoryPressure,
   'kill-master': killMaster,
   'pause-replica': pauseReplica,
+  'pause-waiter': pauseWaiter,
 };
 
 export class Nemesis {

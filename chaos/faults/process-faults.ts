@@ -1,6 +1,7 @@
 /**
  * Faults on the workers' processes: SIGSTOP a holder in its work for longer than its ttl (a GC pause),
- * SIGSTOP any worker briefly, SIGKILL a holder or a waiter (a new worker takes its slot).
+ * SIGSTOP any worker briefly, or a waiter while its lock's holder works; SIGKILL a holder or a waiter
+ * (a new worker takes its slot).
  */
 import { hr } from '../common';
 import { type FaultAction, type Holder, holdThenHeal } from './kinds';
@@ -40,6 +41,32 @@ export const pauseAny: FaultAction = async (fault, host, prng) => {
   fault.keys = held.length > 0 ? held.map((h) => h.key) : undefined;
   fault.detail = { slot, ms, holding: held.map((h) => h.key) };
   return holdThenHeal(fault, ms, () => host.resume(slot));
+};
+
+/**
+ * pause-waiter: a process waiting on a lock that another process holds and is working under is stopped
+ * for 20 to 200 ms, so the holder's release pushes the grant (or hands the line on) to a stalled process:
+ * the next waiter must not be held up past the claim window, and the stalled one must not start on a
+ * grant that has moved on.
+ */
+export const pauseWaiter: FaultAction = async (fault, host, prng) => {
+  const waitersOf = (h: Holder): Holder[] =>
+    host
+      .waiters()
+      .filter((w) => w.key === h.key && w.slot !== h.slot && !host.holders().some((o) => o.slot === w.slot));
+  const holder = await host.nextReader((h) => waitersOf(h).length > 0, 3_000);
+  const waiting = holder ? waitersOf(holder) : [];
+  if (!holder || waiting.length === 0) {
+    fault.skipped = 'no holder with a waiter in another process';
+    return;
+  }
+  const victim = prng.pick(waiting);
+  const ms = prng.int(20, 200);
+  host.pause(victim.slot);
+  fault.t0 = hr();
+  fault.keys = [victim.key];
+  fault.detail = { slot: victim.slot, pid: victim.pid, key: victim.key, holder: holder.slot, ms };
+  return holdThenHeal(fault, ms, () => host.resume(victim.slot));
 };
 
 /** kill-holder and kill-waiter: SIGKILL, then a new worker in the slot a little later. */
