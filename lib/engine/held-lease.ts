@@ -158,6 +158,14 @@ export class HeldLease implements OwnedLease {
     } else if (this.renew) this.scheduleRenewal(this.ttl / 3);
   }
 
+  /**
+   * Its start confirmation's answer, when only that can tell whether it holds the lock: the
+   * confirmation is on its way and the validity it started with has run out (the process stalled).
+   */
+  get startUnanswered(): Promise<unknown> | undefined {
+    return this.starting && now() >= this.validUntil - this.margin() ? this.starting : undefined;
+  }
+
   /** How many callers may hold the key at once: 1 for a mutex. */
   get permits(): number {
     return this.ticket.permits ?? 1;
@@ -485,7 +493,12 @@ export class HeldLease implements OwnedLease {
  */
 export async function alive(lease: Lease | null): Promise<Lease | null> {
   const owned = lease as OwnedLease | null;
-  if (owned === null || !('isHeld' in owned) || owned.isHeld) return lease;
+  if (owned === null || !('isHeld' in owned)) return lease;
+  // A process stalled right after starting on a pushed grant: its confirmation's answer, already on
+  // its way, says whether it holds the lock (Redis ran it within the window), not the clock alone.
+  const unanswered = owned.parts.map((part) => part.startUnanswered).filter((answer) => answer !== undefined);
+  if (unanswered.length > 0) await Promise.all(unanswered);
+  if (owned.isHeld) return lease;
   await owned.release().catch(() => {});
   throw owned.lossReason;
 }

@@ -224,8 +224,12 @@ export class Waiter<T> {
     }
     const window = starting ? startWindow : this.ticket.claimWindow;
     const validUntil = grantedAt + window;
-    const margin = safetyMargin(window);
-    if (!this.host.startsOnPush || received >= validUntil - margin) {
+    // A pushed grant is started on before its confirmation's reply only in the first half of its
+    // window: the other half is for the confirmation to reach Redis, whose own scheduling may hold it
+    // back (on a busy machine, for ms). Read later, the waiter asks Redis first: the grant is confirmed
+    // if it is still its own, and the waiter starts on that reply, with its full ttl.
+    const headroom = starting ? Math.max(safetyMargin(window), window / 2) : safetyMargin(window);
+    if (!this.host.startsOnPush || received >= validUntil - headroom) {
       this.askLate();
       return;
     }
@@ -238,7 +242,7 @@ export class Waiter<T> {
     // the lock on, so it asks where it stands instead (after the confirmation, on the same connection).
     const sent = now();
     const call = this.host.store.extend(this.ticket, this.ticket.ttl, true);
-    if (now() >= validUntil - margin) {
+    if (now() >= validUntil - headroom) {
       call.catch(() => {});
       this.askLate();
       return;
