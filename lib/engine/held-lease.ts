@@ -39,10 +39,6 @@ export interface GrantLinks {
   readonly handedOn?: HandedOn;
   /** The waiter's check still on its way (see Waiter): Redis must run it before the release. */
   readonly unanswered?: Promise<unknown>;
-  /** An unconfirmed grant's window (its validity until confirmed): the claim window when absent. */
-  readonly window?: number;
-  /** The confirmation of a pushed grant, sent as its waiter started on it. */
-  readonly confirming?: { readonly call: Promise<ExtendOutcome>; readonly sent: number };
 }
 
 type State = 'held' | 'released' | 'lost';
@@ -81,8 +77,6 @@ export class HeldLease implements OwnedLease {
   private ttl: number;
   private validUntil: number;
   private confirmed: boolean;
-  /** How long the grant was reserved for until confirmed: an unconfirmed lease's margin is sized from it. */
-  private readonly window: number;
   private renewTimer: NodeJS.Timeout | undefined;
   private expiryTimer: NodeJS.Timeout | undefined;
   private maxHoldTimer: NodeJS.Timeout | undefined;
@@ -91,11 +85,6 @@ export class HeldLease implements OwnedLease {
   private readonly observer: LeaseObserver | undefined;
   /** A check its waiter sent before this grant reached it, not yet answered: the release waits for it. */
   private unanswered: Promise<void> | undefined;
-  /**
-   * The confirmation of a pushed grant, not yet answered: the release waits for it, as it would in Redis
-   * (it is ahead on the same connection), so that the lease knows its validity before handing on.
-   */
-  private starting: Promise<unknown> | undefined;
   /** This service's waiters next in line after this lease, to hand the lock to locally on release. */
   private followers: readonly Successor[];
   /** How the lock came to this lease by a local hand-off, until Redis has recorded it (transfer). */
@@ -130,7 +119,6 @@ export class HeldLease implements OwnedLease {
     this.ttl = ticket.ttl;
     this.validUntil = validUntil;
     this.confirmed = confirmed;
-    this.window = links?.window ?? ticket.claimWindow;
     this.followers = links?.next ?? [];
     this.handedOn = links?.handedOn;
     if (links?.unanswered) {
@@ -142,28 +130,13 @@ export class HeldLease implements OwnedLease {
     this.holdEnds = this.grantedAt + terms.maxHold;
     this.armExpiry();
     if (Number.isFinite(terms.maxHold)) this.armMaxHold();
-    if (links?.confirming) {
-      // A grant pushed from another process, confirmed as the waiter started on it.
-      const { call, sent } = links.confirming;
-      const answered = () => {
-        this.starting = undefined;
-      };
-      this.starting = this.confirmWith(call, sent).then(answered, answered);
-    } else if (!confirmed) {
-      // Most work handed on in this service (in a release's reply, or locally) ends well inside its
-      // validity, so the confirmation (for a local hand-off, its record: transfer) waits for half of
-      // what is left of it: a short critical section releases without ever sending it (one round trip
-      // and one script less per hand-off), a longer one keeps the other half for retries.
-      this.scheduleRenewal((validUntil - this.margin() - now()) / 2);
+    if (!confirmed) {
+      // Most work handed off this way (pushed, or handed on locally) ends well inside its validity, so
+      // the confirmation (for a local hand-off, its record: transfer) waits for half of what is left of
+      // it: a short critical section releases without ever sending it (one round trip and one script
+      // less per hand-off), a longer one keeps the other half for retries.
+      this.scheduleRenewal((validUntil - safetyMargin(ticket.claimWindow) - now()) / 2);
     } else if (this.renew) this.scheduleRenewal(this.ttl / 3);
-  }
-
-  /**
-   * Its start confirmation's answer, when only that can tell whether it holds the lock: the
-   * confirmation is on its way and the validity it started with has run out (the process stalled).
-   */
-  get startUnanswered(): Promise<unknown> | undefined {
-    return this.starting && now() >= this.validUntil - this.margin() ? this.starting : undefined;
   }
 
   /** How many callers may hold the key at once: 1 for a mutex. */
@@ -232,7 +205,6 @@ export class HeldLease implements OwnedLease {
 
   async release(): Promise<void> {
     if (this.unanswered) await this.unanswered;
-    if (this.starting) await this.starting;
     if (this.state === 'released') return;
     const validTo = this.validUntil - this.margin();
     // Not while a transfer is on its way: the lock's name in Redis is about to change.
@@ -335,24 +307,15 @@ export class HeldLease implements OwnedLease {
 
   /** How long before its validity ends a lease is declared lost. */
   private margin(): number {
-    // An unconfirmed grant only lives for its window (start or claim), so its margin is sized from it.
-    return safetyMargin(this.confirmed ? this.ttl : this.window);
+    // An unconfirmed grant only lives for the claim window, so its margin is sized from that window.
+    return safetyMargin(this.confirmed ? this.ttl : this.ticket.claimWindow);
   }
 
-  /**
-   * Declares the lease lost shortly before its validity ends unless an extension moved it. A process
-   * whose event loop was blocked runs its due timers before it reads its sockets: with its start
-   * confirmation on its way, the timer first lets the replies already received be read (setImmediate
-   * runs after them), since one that says the lock was extended proves it was never lost (Redis ran the
-   * confirmation while the grant was still this lease's). Reading `isHeld` or `signal` stays strict.
-   */
+  /** Declares the lease lost shortly before its validity ends unless an extension moved it. */
   private armExpiry(): void {
     clearTimeout(this.expiryTimer);
     const delay = Math.max(0, this.validUntil - this.margin() - now());
-    this.expiryTimer = setTimeout(() => {
-      if (this.starting) setImmediate(() => this.expireIfDue());
-      else this.expire();
-    }, delay);
+    this.expiryTimer = setTimeout(() => this.expire(), delay);
     this.expiryTimer.unref();
   }
 
@@ -401,8 +364,7 @@ export class HeldLease implements OwnedLease {
 
   private expire(): void {
     if (!this.confirmed) {
-      const window = this.window < this.ticket.claimWindow ? 'start' : 'claim';
-      this.lose('grant-unconfirmed', `the grant could not be confirmed before its ${window} window ended`);
+      this.lose('grant-unconfirmed', 'the grant could not be confirmed before its claim window ended');
     } else if (this.renew) {
       this.lose('renewal-failed', 'renewal could not be confirmed by Redis before the lease expired');
     } else {
@@ -426,13 +388,8 @@ export class HeldLease implements OwnedLease {
     this.endHoldIfDue();
     if (this.state !== 'held') return Promise.resolve<ExtendOutcome>('extended');
     const sent = now();
-    const call = this.handedOn ? this.record(this.ttl) : this.host.store.extend(this.ticket, this.ttl);
-    return this.confirmWith(call, sent);
-  }
-
-  /** What a renewal or confirmation sent at `sent` found: the lease is prolonged, or lost. */
-  private confirmWith(call: Promise<ExtendOutcome>, sent: number): Promise<ExtendOutcome> {
     const { store } = this.host;
+    const call = this.handedOn ? this.record(this.ttl) : store.extend(this.ticket, this.ttl);
     return call.then(
       (outcome) => {
         if (this.state !== 'held') return outcome;
@@ -493,12 +450,7 @@ export class HeldLease implements OwnedLease {
  */
 export async function alive(lease: Lease | null): Promise<Lease | null> {
   const owned = lease as OwnedLease | null;
-  if (owned === null || !('isHeld' in owned)) return lease;
-  // A process stalled right after starting on a pushed grant: its confirmation's answer, already on
-  // its way, says whether it holds the lock (Redis ran it within the window), not the clock alone.
-  const unanswered = owned.parts.map((part) => part.startUnanswered).filter((answer) => answer !== undefined);
-  if (unanswered.length > 0) await Promise.all(unanswered);
-  if (owned.isHeld) return lease;
+  if (owned === null || !('isHeld' in owned) || owned.isHeld) return lease;
   await owned.release().catch(() => {});
   throw owned.lossReason;
 }

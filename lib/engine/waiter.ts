@@ -5,11 +5,11 @@
  * crashed holder or a lost push costs latency, never a hang. A thousand waiters are a thousand of
  * these objects, so each keeps to one promise, one timer and no closures it does not need.
  *
- * A grant lets the waiter start at once, before Redis has confirmed it, as long as the grant is
- * certainly still valid: the grant's server time plus its window (the start window for a grant pushed
- * from another process, the claim window for one in its own service's release reply), mapped to the
- * local monotonic clock with an offset bound taken from this waiter's own round trips (see
- * docs/protocol.md). A pushed grant is confirmed as the waiter starts on it.
+ * A grant in its own service's release reply lets the waiter start at once, before Redis has confirmed
+ * it, as long as the grant is certainly still valid: the grant's server time plus the claim window,
+ * mapped to the local monotonic clock with an offset bound taken from this waiter's own round trips (see
+ * docs/protocol.md). A grant pushed from another process lasts only the waiter's start window: the
+ * waiter confirms it and starts on the confirmation's reply.
  */
 
 import { LockError } from '../errors/lock.error';
@@ -20,14 +20,7 @@ import { LockShedError } from '../errors/lock-shed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { MAX_MS } from '../options/option-checks';
-import type {
-  AcquireReply,
-  ExtendOutcome,
-  HandedOn,
-  LockStore,
-  LockTicket,
-  Successor,
-} from '../store/lock-store';
+import type { AcquireReply, HandedOn, LockStore, LockTicket, Successor } from '../store/lock-store';
 import type { EngineCall } from './call';
 import { now, safetyMargin, validFor } from './clock';
 
@@ -50,12 +43,6 @@ export interface WaiterHost<T> {
   roundTrip(ms: number): void;
 }
 
-/** A confirmation sent as the waiter started on a pushed grant, and when (monotonic ms). */
-export interface Confirming {
-  readonly call: Promise<ExtendOutcome>;
-  readonly sent: number;
-}
-
 export interface Granted {
   fence: number;
   /** End of validity on the local monotonic clock. */
@@ -68,10 +55,6 @@ export interface Granted {
   handedOn?: HandedOn;
   /** A check of the waiter's still unanswered as it starts: the lease's release waits for its answer. */
   unanswered?: Promise<unknown>;
-  /** How long the grant was reserved for until confirmed, ms (its margin is sized from it). */
-  window?: number;
-  /** The confirmation of a pushed grant, on its way. */
-  confirming?: Confirming;
 }
 
 /**
@@ -213,42 +196,45 @@ export class Waiter<T> {
   onGrant(fence: number, serverMs: number, next?: readonly Successor[], pushed = false): void {
     if (this.settled) return;
     const received = now();
-    // The earliest the grant can have been made, on the local clock: its server time less the bound on
-    // (server - local) from this waiter's round trips, less 0.1 % of the wait for drift, and 1 ms.
-    const grantedAt = serverMs - this.offsetBound - (received - this.started) / 1000 - 1;
-    const { startWindow } = this.ticket;
-    const starting = pushed && startWindow !== undefined;
     if (this.pastDeadline()) {
       this.expire(received); // its cancel passes the grant on
       return;
     }
+    const { startWindow } = this.ticket;
+    const starting = pushed && startWindow !== undefined;
     const window = starting ? startWindow : this.ticket.claimWindow;
-    const validUntil = grantedAt + window;
-    // A pushed grant is started on before its confirmation's reply only in the first half of its
-    // window: the other half is for the confirmation to reach Redis, whose own scheduling may hold it
-    // back (on a busy machine, for ms). Read later, the waiter asks Redis first: the grant is confirmed
-    // if it is still its own, and the waiter starts on that reply, with its full ttl.
-    const headroom = starting ? Math.max(safetyMargin(window), window / 2) : safetyMargin(window);
-    if (!this.host.startsOnPush || received >= validUntil - headroom) {
+    // The end of the grant's reservation, at the earliest, on the local clock: its server time less the
+    // bound on (server - local) from this waiter's round trips, less 0.1 % of the wait for drift and 1 ms.
+    const validUntil = serverMs - this.offsetBound - (received - this.started) / 1000 - 1 + window;
+    if (!this.host.startsOnPush || received >= validUntil - safetyMargin(window)) {
       this.askLate();
       return;
     }
-    if (!starting) {
-      this.win({ fence, validUntil, confirmed: false, next, unanswered: this.inFlight, window });
-      return;
-    }
-    // Confirmed as it starts, in one script. Only once the confirmation is on its way is the waiter
-    // sure not to have stalled before sending it: if its window ran out meanwhile, Redis may have handed
-    // the lock on, so it asks where it stands instead (after the confirmation, on the same connection).
+    if (starting) this.confirmStart(fence, next);
+    else this.win({ fence, validUntil, confirmed: false, next, unanswered: this.inFlight });
+  }
+
+  /**
+   * A grant pushed from another process is confirmed as the waiter starts, and the waiter starts on the
+   * confirmation's reply, with its full ttl: a start window is short, and a lease started before that
+   * reply would be lost whenever Redis or this process were slower than the window, with its work under
+   * way. If the grant moved on meanwhile (the process stalled), the waiter goes back to the front.
+   */
+  private confirmStart(fence: number, next?: readonly Successor[]): void {
     const sent = now();
-    const call = this.host.store.extend(this.ticket, this.ticket.ttl, true);
-    if (now() >= validUntil - headroom) {
-      call.catch(() => {});
-      this.askLate();
-      return;
-    }
-    const confirming = { call, sent };
-    this.win({ fence, validUntil, confirmed: false, next, unanswered: this.inFlight, window, confirming });
+    this.host.store.extend(this.ticket, this.ticket.ttl, true).then(
+      (outcome) => {
+        // Settled meanwhile (it gave up): its cancel, sent after this, passed the grant on.
+        if (this.settled) return;
+        if (outcome !== 'extended') return this.askLate();
+        if (this.pastDeadline()) return this.expire(now());
+        const validUntil = sent + validFor(this.host.store, this.ticket.ttl);
+        this.win({ fence, validUntil, confirmed: true, next, unanswered: this.inFlight });
+      },
+      () => {
+        if (!this.settled) this.askLate();
+      },
+    );
   }
 
   /**
