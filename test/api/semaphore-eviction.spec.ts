@@ -88,6 +88,11 @@ class Semaphore {
     return (await this.redis.zscore(this.keys.holders, `${token}:1~10000`)) !== null;
   }
 
+  /** ms until the hash of fences expires: -1 for none (a key that would outlive every holder). */
+  async hashTtl(): Promise<number> {
+    return this.redis.pttl(this.keys.owner);
+  }
+
   /** The eviction of one of the semaphore's keys. */
   async evict(part: 'hash' | 'holders' | 'line'): Promise<void> {
     const key = { hash: this.keys.owner, holders: this.keys.holders, line: this.keys.semaphoreQueue }[part];
@@ -183,6 +188,8 @@ describe('a semaphore whose keys are evicted between a grant and its confirmatio
       expect(await sem.extend('a')).toBe(true);
       expect(await sem.release('a')).toBe(true);
       expect(await sem.granted('w')).toBe(true);
+      // The grant wrote the hash again: it expires with the last hold, as it did before (b's, 30 s).
+      expect(await sem.hashTtl()).toBeGreaterThan(25_000);
       expect(await sem.acquire('w', 'wait')).toBeDefined();
       expect(await sem.acquire('n', 'try')).toBeUndefined();
       expect(await sem.extend('b')).toBe(true);

@@ -131,23 +131,12 @@ local function join_queue(absent)
   return push_entry(token, queue_ttl, late)
 end
 
--- `queued`: whether the caller is in line. The reply says if it is first: first in line, or, while a
--- grant pushed to another service is pending, the first waiter of another service, who is served if
--- that grant runs out (its service's waiters are then passed over) and so re-checks as it ends.
+-- `queued`: whether the caller is in line. The reply says if it is first in line, or the waiter told when
+-- the hold ends (first_told): told "not first", a re-check that reached Redis just before a pushed
+-- grant's start window ended would wait a claim window, not a start window.
 local function waiting(queued)
   local is_head = 0
-  if queued then
-    local head = first_active()
-    if head == token then
-      is_head = 1
-    elseif head then
-      local pending = redis.call('GET', pending_key)
-      if pending and pending == redis.call('GET', owner_key) and instance_of(head) == instance_of(pending)
-        and first_other(instance_of(pending)) == token then
-        is_head = 1
-      end
-    end
-  end
+  if queued and (first_active() == token or first_told() == token) then is_head = 1 end
   return {0, redis.call('PTTL', owner_key), now_us, is_head}
 end
 

@@ -6,7 +6,7 @@
 
 -- @common
 
-local was_head = first_active() == token
+local was_told = first_told() == token
 redis.call('LREM', queue_key, 0, token)
 if ARGV[7] and ARGV[7] ~= '' then redis.call('LREM', queue_key, 0, ARGV[7]) end
 local current = redis.call('GET', owner_key)
@@ -21,8 +21,9 @@ if back_in() and not current then
   give_up()
   return 0
 end
-if was_head then
-  -- The new head must learn when the current hold ends, as the old head would have.
-  notify_head(math.max(redis.call('PTTL', owner_key), 0))
+if was_told then
+  -- The waiter told in its place must learn when the current hold ends, as it would have.
+  local head, at = first_told()
+  if head then notify_head(math.max(redis.call('PTTL', owner_key), 0), head, at) end
 end
 return 0

@@ -115,6 +115,19 @@ local function first_other(instance)
   end
 end
 
+-- The waiter told when the current hold ends (notify_head), and its index: the first in line that can
+-- take the lock, or, while a grant pushed to another service is pending, the first waiter of another
+-- service, who is served if that grant runs out (its service's waiters are passed over then).
+local function first_told()
+  local head, at = first_active()
+  if not head then return nil end
+  local pending = redis.call('GET', pending_key)
+  if pending and instance_of(head) == instance_of(pending) and pending == redis.call('GET', owner_key) then
+    return first_other(instance_of(pending))
+  end
+  return head, at
+end
+
 -- How many waiters of one service a grant may name to follow its owner (each with a fence set aside).
 local MAX_FOLLOWERS = 8
 

@@ -123,13 +123,15 @@ end
 
 -- Both keys outlive the hold that ends at `ends`: a grant or a renewal pushes their expiry out, never
 -- in, so they go with the last hold (or sooner, deleted with the last holder). `fresh`: nobody held a
--- permit before, so the keys have no expiry of their own yet (PEXPIRE GT would keep "none").
-local function outlive(ends, fresh)
+-- permit before, so the keys have no expiry of their own yet (PEXPIRE GT would keep "none"). `new_hash`:
+-- the hash was just created beside holds already in the set (it had been evicted), so it has no expiry
+-- either, and takes the last hold's end.
+local function outlive(ends, fresh, new_hash)
   local at = ms(ends + 1)
   if fresh then
     redis.call('PEXPIREAT', owner_key, at)
     redis.call('PEXPIREAT', holders_key, at)
-  elseif redis_7 then
+  elseif redis_7 and not new_hash then
     redis.call('PEXPIREAT', owner_key, at, 'GT')
     redis.call('PEXPIREAT', holders_key, at, 'GT')
   else
@@ -145,8 +147,9 @@ local function add_holder(holder, hold, fence)
   local ends = now_ms + hold
   local fresh = live_holders() == 0
   redis.call('ZADD', holders_key, ms(ends), holder)
-  redis.call('HSET', owner_key, '#', kind, holder, ms(fence))
-  outlive(ends, fresh)
+  -- Both fields new: the hash did not exist.
+  local new_hash = redis.call('HSET', owner_key, '#', kind, holder, ms(fence)) == 2
+  outlive(ends, fresh, new_hash and not fresh)
   holder_count = holder_count + 1
   if first_end ~= nil and (not first_end or ends < first_end) then
     first_end = ends
@@ -192,20 +195,35 @@ local function fits(entry)
   return is_reader(entry) and is_reader(first_token)
 end
 
--- The first waiter in line whose service is not passed over (stalled), and its index; nil if none.
--- Read 16 at a time past the front: only a stalled service's waiters are skipped.
-local function first_waiter()
-  local head = redis.call('LINDEX', queue_key, 0)
-  if not head or not next(stalled_instances()) or not stalled[instance_of(head)] then return head, 0 end
-  local from = 1
+-- The first waiter in line from index `from` (0 when nil) whose service is neither passed over (stalled)
+-- nor in `skip` (instance -> true), and its index; nil if none. One LINDEX when the first is that
+-- waiter, the usual case; past it, read 16 at a time.
+local function first_waiter(skip, from)
+  local passed = stalled_instances()
+  local function kept(entry)
+    local instance = instance_of(entry)
+    return passed[instance] or (skip ~= nil and skip[instance])
+  end
+  from = from or 0
+  local head = redis.call('LINDEX', queue_key, from)
+  if not head or not kept(head) then return head, from end
+  from = from + 1
   while true do
     local chunk = redis.call('LRANGE', queue_key, from, from + 15)
     for i, entry in ipairs(chunk) do
-      if not stalled[instance_of(entry)] then return entry, from + i - 1 end
+      if not kept(entry) then return entry, from + i - 1 end
     end
     if #chunk < 16 then return nil end
     from = from + 16
   end
+end
+
+-- The services with a grant pushed to them and not confirmed yet (instance -> true): if such a grant
+-- runs out, their waiters are passed over, so the next to be served is the first of another service.
+local function pending_instances()
+  local pending = {}
+  for _, holder in ipairs(redis.call('SMEMBERS', pending_set)) do pending[instance_of(holder)] = true end
+  return pending
 end
 
 -- Grants the key to the waiters first in line, in order, while the first of them fits: none is passed
@@ -263,25 +281,11 @@ end
 -- unconfirmed, their waiters are passed over, so the one to re-check is the first of another service.
 local function notify_head(pushed)
   local hold = first_hold_left()
-  local from = 0
-  while true do
-    local chunk = redis.call('LRANGE', queue_key, from, from + 15)
-    local target, at
-    for i, entry in ipairs(chunk) do
-      local instance = instance_of(entry)
-      if not stalled_instances()[instance] and not (pushed and pushed[instance]) then
-        target, at = entry, from + i - 1
-        break
-      end
-    end
-    if not target then
-      if #chunk < 16 then return end
-      from = from + 16
-    else
-      if heard(target, redis.call('PUBLISH', channel_of(target), 'h ' .. target .. ' ' .. hold)) then return end
-      redis.call('LREM', queue_key, 1, target)
-      from = at
-    end
+  local target, at = first_waiter(pushed)
+  while target do
+    if heard(target, redis.call('PUBLISH', channel_of(target), 'h ' .. target .. ' ' .. hold)) then return end
+    redis.call('LREM', queue_key, 1, target)
+    target, at = first_waiter(pushed, at)
   end
 end
 
