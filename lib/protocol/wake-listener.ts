@@ -15,14 +15,15 @@ import type { WakeMessage } from './replies';
 
 /**
  * Decodes a push from the scripts: a grant ('g' token fence server-us, then its followers' tokens, whose
- * fences follow its own) or a note to the queue head ('h' token hold-ms).
+ * fences follow its own; 'G' when a call of the waiter's own service made it, so it keeps the claim
+ * window and needs no confirmation) or a note to the queue head ('h' token hold-ms).
  */
 export function parseWakeMessage(raw: string): WakeMessage | undefined {
   const [kind, token, a, b, ...next] = raw.split(' ');
-  if (kind === 'g' && token && a && b) {
+  if ((kind === 'g' || kind === 'G') && token && a && b) {
     const fence = Number(a);
     const serverMs = Number(b) / 1000;
-    return { kind: 'grant', token, fence, serverMs, next: successors(next, fence + 1), pushed: true };
+    return { kind: 'grant', token, fence, serverMs, next: successors(next, fence + 1), pushed: kind === 'g' };
   }
   if (kind === 'h' && token && a) return { kind: 'head', token, holdMs: Number(a) };
   return undefined;

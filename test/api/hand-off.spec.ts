@@ -58,4 +58,39 @@ describe('hand-off by push', () => {
     expect(await holders.tryAcquire('long')).toBeNull();
     await expect(lease.release()).resolves.toBeUndefined();
   });
+
+  it.each([
+    ['a semaphore of 2', { permits: 2 }],
+    ["a read-write lock's writers", { mode: 'write' as const }],
+  ])(
+    "%s: a grant a call of the waiter's own service pushed keeps the claim window and is not confirmed: no script more",
+    async (_name, kind) => {
+      const key = `own-${'permits' in kind ? 'sem' : 'rw'}`;
+      const locks = lockService(server(), { claimWindow: CLAIM_WINDOW });
+      const admin = server().client();
+      const holder = await locks.acquire(key, { ttl: TTL, ...kind });
+      // Every other permit held too, to the end.
+      const others = [];
+      for (let i = 1; i < ('permits' in kind ? kind.permits : 1); i++) {
+        others.push(await locks.acquire(key, { ttl: TTL, ...kind }));
+      }
+      const waiting = locks.acquire(key, { ttl: TTL, waitTimeout: 10_000, ...kind });
+      await until(
+        () => admin.llen(`lock:{${key}}:sq`),
+        (length) => length === 1,
+      );
+      await listening(server(), locks);
+      await server().resetStats();
+      await holder.release();
+      const lease = await waiting;
+      await lease.release();
+      // The holder's release and the waiter's: two script calls, no confirmation between them, and no
+      // grant was ever noted as pending.
+      const stats = await server().commandStats();
+      expect((stats.get('evalsha') ?? 0) + (stats.get('eval') ?? 0)).toBe(2);
+      expect(stats.get('sadd') ?? 0).toBe(0);
+      for (const other of others) await other.release();
+      expect(await admin.exists(`lock:{${key}}`, `lock:{${key}}:s`, `lock:{${key}}:sg`)).toBe(0);
+    },
+  );
 });

@@ -55,10 +55,33 @@ local function passed_over(entry)
   return is_reservation(entry) or is_stalled(entry)
 end
 
+-- The first entry in line from index `from` (0 when nil) that `usable` accepts, and its index, or nil:
+-- one LINDEX when it is the first, the usual case; past it, read 16 at a time (what is passed over is
+-- few: reservations, one per waiting multi-key call and later key; a stalled service's waiters; a
+-- grant's followers, at most MAX_FOLLOWERS).
+local function first_usable(usable, from)
+  if not from or from == 0 then
+    local head = redis.call('LINDEX', queue_key, 0)
+    if not head or usable(head) then return head, 0 end
+    from = 1
+  end
+  while true do
+    local chunk = redis.call('LRANGE', queue_key, from, from + 15)
+    for i, entry in ipairs(chunk) do
+      if usable(entry) then return entry, from + i - 1 end
+    end
+    if #chunk < 16 then return nil end
+    from = from + 16
+  end
+end
+
+local function can_take(entry)
+  return not passed_over(entry)
+end
+
 -- The first waiter in line that can take the lock (reservations passed over) and its index, or nil.
 -- Given the time, it first drops the reservations at the front that are gone (before each hand-off, so
--- a dead one costs a command or two until it reaches the front, never a stall). Reservations are read
--- 16 at a time: they are few (one per waiting multi-key call and later key).
+-- a dead one costs a command or two until it reaches the front, never a stall).
 local function first_active(now_us)
   local head = redis.call('LINDEX', queue_key, 0)
   while now_us and head and is_reservation(head) and reservation_gone(head, now_us) do
@@ -66,15 +89,7 @@ local function first_active(now_us)
     head = redis.call('LINDEX', queue_key, 0)
   end
   if not head or not passed_over(head) then return head, 0 end
-  local from = 1
-  while true do
-    local chunk = redis.call('LRANGE', queue_key, from, from + 15)
-    for i, entry in ipairs(chunk) do
-      if not passed_over(entry) then return entry, from + i - 1 end
-    end
-    if #chunk < 16 then return nil end
-    from = from + 16
-  end
+  return first_usable(can_take, 1)
 end
 
 -- Takes `entry`, found at index `at`, out of the queue.
@@ -102,17 +117,11 @@ end
 
 -- The first waiter in line not of `instance` that is not passed over, and its index, or nil: who takes
 -- the lock if a grant pushed to `instance` runs out unconfirmed (its service's waiters are passed over
--- then). Read 16 at a time: the ones before it are that grant's followers, at most MAX_FOLLOWERS.
+-- then).
 local function first_other(instance)
-  local from = 0
-  while true do
-    local chunk = redis.call('LRANGE', queue_key, from, from + 15)
-    for i, entry in ipairs(chunk) do
-      if not passed_over(entry) and instance_of(entry) ~= instance then return entry, from + i - 1 end
-    end
-    if #chunk < 16 then return nil end
-    from = from + 16
-  end
+  return first_usable(function(entry)
+    return instance_of(entry) ~= instance and not passed_over(entry)
+  end)
 end
 
 -- The waiter told when the current hold ends (notify_head), and its index: the first in line that can
@@ -195,11 +204,14 @@ local function hand_off(caller, head, in_reply)
       if not after then notify_head(window, next_head, next_at) end
       return false, true, {head, fence, now_us, after or ''}
     end
-    local grant = 'g ' .. head .. ' ' .. string.format('%.0f', fence) .. ' ' .. string.format('%.0f', now_us)
+    -- A waiter of the caller's own service is pushed a "G": that service is running (it sends this
+    -- call), so the grant keeps the claim window and needs no confirmation as its waiter starts.
+    local own = instance_of(head) == instance_of(token)
+    local grant = (own and 'G ' or 'g ') .. head .. ' ' .. string.format('%.0f', fence) .. ' ' .. string.format('%.0f', now_us)
     if after then grant = grant .. ' ' .. after end
     local receivers = redis.call('PUBLISH', channel_of(head), grant)
     if heard(head, receivers) then
-      local start = start_of(head)
+      local start = own and window or start_of(head)
       redis.call('SET', owner_key, head, 'PX', start)
       if start < window then
         redis.call('SET', pending_key, head, 'PX', window)

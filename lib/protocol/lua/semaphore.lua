@@ -260,17 +260,24 @@ local function serve(caller)
       add_holder(head, ttl, fence)
       mine = fence
       granted = granted + 1
-    elseif heard(head, redis.call('PUBLISH', channel_of(head), 'g ' .. head .. ' ' .. ms(fence) .. ' ' .. ms(now_us))) then
-      local start, window = start_of(head), claim_of(head)
-      add_holder(head, start, fence)
-      if start < window then
-        redis.call('SADD', pending_set, head)
-        if redis.call('PTTL', pending_set) < window then redis.call('PEXPIRE', pending_set, window) end
-        pushed[instance_of(head)] = true
+    else
+      -- A waiter of the caller's own service gets a "G": it keeps its claim window, unconfirmed
+      -- (hand_off in common.lua).
+      local own = instance_of(head) == instance_of(token)
+      local receivers = redis.call('PUBLISH', channel_of(head), (own and 'G ' or 'g ') .. head .. ' ' .. ms(fence) .. ' ' .. ms(now_us))
+      if heard(head, receivers) then
+        local window = claim_of(head)
+        local start = own and window or start_of(head)
+        add_holder(head, start, fence)
+        if start < window then
+          redis.call('SADD', pending_set, head)
+          if redis.call('PTTL', pending_set) < window then redis.call('PEXPIRE', pending_set, window) end
+          pushed[instance_of(head)] = true
+        end
+        granted = granted + 1
       end
-      granted = granted + 1
+      -- Otherwise its process is gone: skipped rather than granted.
     end
-    -- Otherwise its process is gone: skipped rather than granted.
   end
   return mine, granted, pushed
 end
