@@ -27,6 +27,11 @@ export interface LeaseHost {
    * closing): the caller then releases in Redis as usual.
    */
   handOff(handedOn: HandedOn, followers: readonly Successor[], validUntil: number): boolean;
+  /**
+   * How many grants made by this service's own calls (a release's reply, mostly) have reached its waiters
+   * so far.
+   */
+  readonly ownGrants: number;
   /** `next` follows a lease whose hold lasts `holdMs`: tells that waiter, as a head note would. */
   follow(next: Successor, holdMs: number): void;
   /** This service's waiters for `key` ask Redis where they stand (a grant to one may have been missed). */
@@ -64,6 +69,17 @@ export interface LeaseTerms {
   /** What reports on the lease (telemetry), when anything listens. */
   readonly observer?: LeaseObserver;
 }
+
+/**
+ * The release handed the lock to a waiter of this service: the caller goes on only after the new
+ * holder's start, a chain of promise steps, has run, so that what the caller does next (another call
+ * that writes to Redis, say) does not run between those steps, on the lock's critical path (a local
+ * hand-off took 0.3 ms, p50, instead of 0.03). Promise steps, not a timer: fake timers in a user's tests
+ * must not hold a release up. Twelve cover the chain from the waiter to an `await` on `acquire()`.
+ */
+const nextHolderFirst = async (): Promise<void> => {
+  for (let step = 0; step < 12; step++) await undefined;
+};
 
 export class HeldLease implements OwnedLease {
   readonly key: string;
@@ -220,11 +236,15 @@ export class HeldLease implements OwnedLease {
       // This service's own waiter is next in line: it starts now, without a round trip to Redis, and
       // Redis hears of it only when that waiter's work is long or the last follower is done.
       const handedOn = this.handedOn ?? { from: this.ticket, handed: [] };
-      ok =
-        (handOff && this.host.handOff(handedOn, this.followers, this.validUntil)) ||
-        (await this.host.store
-          .release(this.ticket, this.fence, this.recording ? undefined : this.handedOn)
-          .catch(this.releaseFailed));
+      if (handOff && this.host.handOff(handedOn, this.followers, this.validUntil)) {
+        await nextHolderFirst();
+        return;
+      }
+      const grants = this.host.ownGrants;
+      ok = await this.host.store
+        .release(this.ticket, this.fence, this.recording ? undefined : this.handedOn)
+        .catch(this.releaseFailed);
+      if (this.host.ownGrants !== grants) await nextHolderFirst();
     }
     if (!ok) throw new LockNotHeldError(this.key, 'release');
   }

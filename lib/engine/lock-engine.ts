@@ -45,6 +45,8 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   /** The standing-line rule, unless the service's `shed` is false or 'door'. */
   private readonly standing: StandingLines | undefined;
   private closed = false;
+  /** LeaseHost.ownGrants. */
+  ownGrants = 0;
 
   constructor(
     source: StoreSource,
@@ -188,9 +190,10 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     }
     const waiter = this.waiters.get(message.token);
     if (waiter) {
-      if (message.kind === 'grant')
+      if (message.kind === 'grant') {
+        if (message.pushed !== true) this.ownGrants += 1;
         waiter.onGrant(message.fence, message.serverMs, message.next, message.pushed === true);
-      else waiter.onHead(message.holdMs);
+      } else waiter.onHead(message.holdMs);
       return;
     }
     const orphan = this.orphans.get(message.token);

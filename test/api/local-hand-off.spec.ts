@@ -2,8 +2,8 @@
 // owner's own service, the owner hands the lock to the first without a round trip, and so on; Redis
 // hears of it when the last is done, or when one's work is long. Order, fences and exclusion are those of
 // every hand-off; the proof that no round trip is needed is a hand-off made while Redis is stopped.
-import { describe, expect, it } from '@jest/globals';
-import { LockLostError, type LockServiceOptions } from '../../lib/core';
+import { describe, expect, it, jest } from '@jest/globals';
+import { type Lease, LockLostError, type LockServiceOptions } from '../../lib/core';
 import { commandsIn, listening, lockService, outcome, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 
@@ -249,5 +249,64 @@ describe('local hand-off', () => {
     expect(await admin.get('lock:{recording}')).toBe(lease.token);
     await lease.release();
     expect(await admin.exists('lock:{recording}', 'lock:{recording}:q')).toBe(0);
+  });
+
+  // A caller that released the lock to a waiter of its own service goes on only after the new holder
+  // started: the new holder's start is a chain of promise steps, and what the caller does next would
+  // otherwise run between them, on the lock's critical path.
+  it.each([
+    ['handed on locally (a follower)', true],
+    ["granted in the release's reply", false],
+  ])('the new holder starts before the releasing caller goes on: %s', async (_name, local) => {
+    const key = local ? 'first-follower' : 'first-reply';
+    let release: () => Promise<void>;
+    let next: Promise<unknown>;
+    if (local) {
+      // a was granted by a push that named b its follower: a's release hands on without Redis.
+      const line = await queueBehind(key, ['a', 'b']);
+      await line.holder.release();
+      const a = await line.waiting[0];
+      release = () => a.release();
+      next = line.waiting[1];
+    } else {
+      // a took the lock before b joined: its release goes to Redis, whose reply grants b.
+      const service = lockService(server());
+      const admin = server().client();
+      const a = await service.acquire(key, { ttl: TTL });
+      next = service.acquire(key, { ttl: TTL, waitTimeout: 20_000 });
+      await until(
+        () => admin.llen(`lock:{${key}}:q`),
+        (length) => length === 1,
+      );
+      await listening(server(), service);
+      release = () => a.release();
+    }
+    const order: string[] = [];
+    const started = next.then((lease) => {
+      order.push('new holder');
+      return lease as { release(): Promise<void> };
+    });
+    await release();
+    order.push('releasing caller');
+    expect(order).toEqual(['new holder', 'releasing caller']);
+    await (await started).release();
+  });
+
+  it("a release that handed the lock on locally resolves under an application's fake timers", async () => {
+    const { service, holder, waiting } = await queueBehind('fake-timers', ['a', 'b']);
+    await holder.release();
+    const a = await waiting[0];
+    // setImmediate, setTimeout and process.nextTick are all fake now: nothing here may wait on one.
+    jest.useFakeTimers();
+    let b: Lease;
+    try {
+      await a.release();
+      b = await waiting[1];
+    } finally {
+      jest.useRealTimers();
+    }
+    expect(b.fence).toBeGreaterThan(a.fence);
+    await b.release();
+    expect(await service.inspect('fake-timers')).toMatchObject({ held: false, queueLength: 0 });
   });
 });
