@@ -136,7 +136,10 @@ end
 -- grant's start window ended would wait a claim window, not a start window.
 local function waiting(queued)
   local is_head = 0
-  if queued and (first_active() == token or first_told() == token) then is_head = 1 end
+  if queued then
+    local head, at = first_active()
+    if head == token or first_told(head, at) == token then is_head = 1 end
+  end
   return {0, redis.call('PTTL', owner_key), now_us, is_head}
 end
 

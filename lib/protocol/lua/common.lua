@@ -29,9 +29,7 @@ local function stalled_instances()
     -- The caller is that waiter: it is running.
     redis.call('DEL', pending_key)
   elseif pending and redis.call('GET', owner_key) ~= pending then
-    local window = claim_of(pending)
-    redis.call('HSET', stalled_key, instance_of(pending), pending)
-    if redis.call('PTTL', stalled_key) < window then redis.call('PEXPIRE', stalled_key, window) end
+    note_stalled(pending)
     redis.call('DEL', pending_key)
   end
   for _, instance in ipairs(redis.call('HKEYS', stalled_key)) do stalled[instance] = true end
@@ -126,9 +124,10 @@ end
 
 -- The waiter told when the current hold ends (notify_head), and its index: the first in line that can
 -- take the lock, or, while a grant pushed to another service is pending, the first waiter of another
--- service, who is served if that grant runs out (its service's waiters are passed over then).
-local function first_told()
-  local head, at = first_active()
+-- service, who is served if that grant runs out (its service's waiters are passed over then). `head`,
+-- `at`: the first in line that can take the lock, when the caller already looked it up.
+local function first_told(head, at)
+  if at == nil then head, at = first_active() end
   if not head then return nil end
   local pending = redis.call('GET', pending_key)
   if pending and instance_of(head) == instance_of(pending) and pending == redis.call('GET', owner_key) then
@@ -204,14 +203,11 @@ local function hand_off(caller, head, in_reply)
       if not after then notify_head(window, next_head, next_at) end
       return false, true, {head, fence, now_us, after or ''}
     end
-    -- A waiter of the caller's own service is pushed a "G": that service is running (it sends this
-    -- call), so the grant keeps the claim window and needs no confirmation as its waiter starts.
-    local own = instance_of(head) == instance_of(token)
-    local grant = (own and 'G ' or 'g ') .. head .. ' ' .. string.format('%.0f', fence) .. ' ' .. string.format('%.0f', now_us)
+    local push, start = push_terms(head)
+    local grant = push .. head .. ' ' .. string.format('%.0f', fence) .. ' ' .. string.format('%.0f', now_us)
     if after then grant = grant .. ' ' .. after end
     local receivers = redis.call('PUBLISH', channel_of(head), grant)
     if heard(head, receivers) then
-      local start = own and window or start_of(head)
       redis.call('SET', owner_key, head, 'PX', start)
       if start < window then
         redis.call('SET', pending_key, head, 'PX', window)

@@ -104,3 +104,20 @@ end
 -- call in or a claim window passes (common.lua, stalled_instances). Same hash tag, so the same slot.
 local pending_key = owner_key .. ':g'
 local stalled_key = owner_key .. ':st'
+
+-- How a grant to `waiter` is pushed, and how long it stays reserved until the waiter confirms it: a "G"
+-- and its claim window when a call of the waiter's own service makes it (that service is running: it
+-- sends this call, so the grant needs no confirmation as its waiter starts), else a "g" and its start
+-- window.
+local function push_terms(waiter)
+  if instance_of(waiter) == instance_of(token) then return 'G ', claim_of(waiter) end
+  return 'g ', start_of(waiter)
+end
+
+-- A grant pushed to `waiter` ran out before it was confirmed: its service is passed over until it calls
+-- in, or for a claim window (a crashed process).
+local function note_stalled(waiter)
+  local window = claim_of(waiter)
+  redis.call('HSET', stalled_key, instance_of(waiter), waiter)
+  if redis.call('PTTL', stalled_key) < window then redis.call('PEXPIRE', stalled_key, window) end
+end

@@ -65,9 +65,7 @@ if count > 0 then notify_head(pushed) end
 if fence then return {1, fence, now_us} end
 if mode == 'join' and listen_later then listening_later(listen_later) end
 if mode == 'join' and length > 0 then return {0, first_hold_left(), now_us, length == 1 and 1 or 0, length} end
--- First in line, or the one notify_head told: while a grant pushed to another service is pending, the
--- first waiter of a service with none, who is served if those grants run out and so re-checks as they
--- end. (Told "not first", a re-check that reached Redis just before then would wait a claim window.)
-local is_head = length == 1 or redis.call('LINDEX', queue_key, 0) == token
-if not is_head and redis.call('EXISTS', pending_set) == 1 then is_head = first_waiter(pending_instances()) == token end
+-- First, or the waiter told when the first hold ends (is_told): told "not first", a re-check that reached
+-- Redis just before a pushed grant's start window ended would wait a claim window.
+local is_head = length == 1 or is_told(token)
 return {0, first_hold_left(), now_us, is_head and 1 or 0}

@@ -70,9 +70,7 @@ end
 
 -- A grant pushed to `holder` ran out before it confirmed: its service is passed over until it calls in.
 local function stalled_grant(holder)
-  local window = claim_of(holder)
-  redis.call('HSET', stalled_key, instance_of(holder), holder)
-  if redis.call('PTTL', stalled_key) < window then redis.call('PEXPIRE', stalled_key, window) end
+  note_stalled(holder)
   if stalled then stalled[instance_of(holder)] = true end
 end
 
@@ -218,12 +216,23 @@ local function first_waiter(skip, from)
   end
 end
 
--- The services with a grant pushed to them and not confirmed yet (instance -> true): if such a grant
--- runs out, their waiters are passed over, so the next to be served is the first of another service.
+-- The services with a grant pushed to them and not confirmed yet (instance -> true), or nil when there
+-- is none: if such a grant runs out, their waiters are passed over, so the next to be served is the
+-- first of another service.
 local function pending_instances()
+  if redis.call('EXISTS', pending_set) == 0 then return nil end
   local pending = {}
   for _, holder in ipairs(redis.call('SMEMBERS', pending_set)) do pending[instance_of(holder)] = true end
   return pending
+end
+
+-- Whether `entry` is the waiter told when the first hold ends (notify_head): first in line, or, while
+-- grants pushed to other services are pending, the first waiter of a service with none, who is served
+-- if those grants run out and so re-checks as they end.
+local function is_told(entry)
+  if redis.call('LINDEX', queue_key, 0) == entry then return true end
+  local pending = pending_instances()
+  return pending ~= nil and first_waiter(pending) == entry
 end
 
 -- Grants the key to the waiters first in line, in order, while the first of them fits: none is passed
@@ -261,13 +270,10 @@ local function serve(caller)
       mine = fence
       granted = granted + 1
     else
-      -- A waiter of the caller's own service gets a "G": it keeps its claim window, unconfirmed
-      -- (hand_off in common.lua).
-      local own = instance_of(head) == instance_of(token)
-      local receivers = redis.call('PUBLISH', channel_of(head), (own and 'G ' or 'g ') .. head .. ' ' .. ms(fence) .. ' ' .. ms(now_us))
+      local push, start = push_terms(head)
+      local receivers = redis.call('PUBLISH', channel_of(head), push .. head .. ' ' .. ms(fence) .. ' ' .. ms(now_us))
       if heard(head, receivers) then
         local window = claim_of(head)
-        local start = own and window or start_of(head)
         add_holder(head, start, fence)
         if start < window then
           redis.call('SADD', pending_set, head)
