@@ -77,6 +77,11 @@ export interface LoadMetrics {
   handoffSameShare: number;
   handoffSame: Summary | null;
   handoffCross: Summary | null;
+  /** grant → release() called: the critical section's time as its process ran it; apart, the holds that
+   * began with a hand-off within one process and those that began with one from another process. */
+  hold: Summary | null;
+  holdAfterSame: Summary | null;
+  holdAfterCross: Summary | null;
   /** A run with a slow process (scenario 9): the healthy processes' figures apart from the slow one's. */
   groups?: { healthy: GroupMetrics; slow: GroupMetrics };
   handoffPush: Summary | null;
@@ -161,6 +166,9 @@ export function combineRounds(
   const handoffs: number[] = [];
   const same: number[] = [];
   const cross: number[] = [];
+  const holds: number[] = [];
+  const holdsAfterSame: number[] = [];
+  const holdsAfterCross: number[] = [];
   const group = { healthy: { grants: 0, waits: [] as number[] }, slow: { grants: 0, waits: [] as number[] } };
   let processCount = 0;
   const pushes: number[] = [];
@@ -205,6 +213,9 @@ export function combineRounds(
     for (const h of a.handoffs) handoffs.push(h);
     for (const h of a.handoffsSame) same.push(h);
     for (const h of a.handoffsCross) cross.push(h);
+    for (const h of a.holds) holds.push(h);
+    for (const h of a.holdsAfterSame) holdsAfterSame.push(h);
+    for (const h of a.holdsAfterCross) holdsAfterCross.push(h);
     processCount = a.processes;
     for (let p = 0; p < a.processes; p++) {
       const into = p === slowProcess ? group.slow : group.healthy;
@@ -292,6 +303,9 @@ export function combineRounds(
     handoffSameShare: handoffs.length ? same.length / handoffs.length : Number.NaN,
     handoffSame: same.length ? summarize(same) : null,
     handoffCross: cross.length ? summarize(cross) : null,
+    hold: holds.length ? summarize(holds) : null,
+    holdAfterSame: holdsAfterSame.length ? summarize(holdsAfterSame) : null,
+    holdAfterCross: holdsAfterCross.length ? summarize(holdsAfterCross) : null,
     groups,
     handoffPush: pushes.length ? summarize(pushes) : null,
     handoffWake: wakes.length ? summarize(wakes) : null,

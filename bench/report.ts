@@ -4,6 +4,7 @@ import { kinds, ms, num, pct, runNotes, table } from './format';
 import { type LibName, OURS, OURS_NODE_REDIS } from './ipc';
 import type { FloorMetrics, LoadMetrics, ManyMetrics } from './metrics';
 import { formatOpen, formatSlow, type OpenMetrics, openTargets } from './report-open';
+import type { Summary } from './stats';
 
 export interface Results {
   load: LoadMetrics[];
@@ -143,6 +144,24 @@ export function formatTables(results: Results): string {
       for (const m of rows) {
         const notes = runNotes(m);
         if (notes.length) out.push(`  ${m.lib}: ${notes.join('; ')}`);
+      }
+      // One key: a turn (1 / throughput) is a hold and what passes before the next one begins, so these
+      // say whether a library loses its time between holders or inside the holds (work of its own
+      // slowing the holder's process down while its critical section runs).
+      if (scenario.keys === 1 && rows.some((m) => m.hold)) {
+        out.push(
+          '  a turn (1 / throughput) = hold (grant → release()) + between holders, mean ms; ' +
+            'holds that began with a hand-off within a process / from another',
+        );
+        for (const m of rows) {
+          if (!m.hold || !m.throughput) continue;
+          const turn = 1000 / m.throughput;
+          const after = (s: Summary | null) => (s ? num(s.mean, 3) : '-');
+          out.push(
+            `    ${m.lib}: ${num(turn, 3)} = ${num(m.hold.mean, 3)} + ${num(turn - m.hold.mean, 3)}; ` +
+              `${after(m.holdAfterSame)} / ${after(m.holdAfterCross)}`,
+          );
+        }
       }
       if (scenario.transfer) {
         // The transfer scenario's own correctness: money is neither made nor lost, whoever holds what.

@@ -78,6 +78,14 @@ export interface RunAnalysis extends CallErrors {
   /** The same, split by whether the next holder is in the releasing process or another one. */
   handoffsSame: number[];
   handoffsCross: number[];
+  /**
+   * grant → release() called, for grants in the window: the critical section as the holder's process
+   * ran it. Apart: the holds that began with a hand-off within one process, and those that began with one
+   * from another process.
+   */
+  holds: number[];
+  holdsAfterSame: number[];
+  holdsAfterCross: number[];
   /** Grants in the window and waits (as `waits`), per worker process. */
   grantsByProcess: number[];
   waitsByProcess: number[][];
@@ -125,6 +133,9 @@ export function analyzeRun(
     handoffs: [],
     handoffsSame: [],
     handoffsCross: [],
+    holds: [],
+    holdsAfterSame: [],
+    holdsAfterCross: [],
     grantsByProcess: results.map(() => 0),
     waitsByProcess: results.map(() => []),
     handoffPush: [],
@@ -162,6 +173,7 @@ export function analyzeRun(
         analysis.grantsInWindow++;
         analysis.grantsByProcess[index]++;
         analysis.perWorker[offset + r[i + RECORD.worker]]++;
+        analysis.holds.push(acq.release - acq.grant);
       }
       if (inWindow(acq.call)) {
         analysis.waits.push(acq.grant - acq.call);
@@ -200,9 +212,9 @@ export function analyzeRun(
       // A hand-off: the next holder was already waiting when the previous one called release().
       if (!keysOf && next.call < prev.release && inWindow(prev.release)) {
         analysis.handoffs.push(next.grant - prev.release);
-        (next.process === prev.process ? analysis.handoffsSame : analysis.handoffsCross).push(
-          next.grant - prev.release,
-        );
+        const within = next.process === prev.process;
+        (within ? analysis.handoffsSame : analysis.handoffsCross).push(next.grant - prev.release);
+        (within ? analysis.holdsAfterSame : analysis.holdsAfterCross).push(next.release - next.grant);
         if (!Number.isNaN(next.push) && next.push >= prev.release) {
           analysis.handoffPush.push(next.push - prev.release);
           analysis.handoffWake.push(next.grant - next.push);

@@ -225,6 +225,18 @@ describe('hand-offs and processes', () => {
     ]);
   });
 
+  it('times each hold, and apart those that began with a hand-off within a process or from another', () => {
+    const a = analyzeRun(results, 2, window, true);
+    // Holds in grant order per process: 0-10, 11-20, 30.5-40 in process 0; 22-30, 46-50 in process 1.
+    expect(a.holds).toEqual([10, 9, 9.5, 8, 4]);
+    expect(a.holdsAfterSame).toEqual([9]);
+    expect(a.holdsAfterCross).toEqual([8, 9.5]);
+    const m = combineRounds(2, 'nestjs-redis-lock', 4, [{ analysis: a, loadavg: 0 }]);
+    expect(m.hold?.mean).toBeCloseTo(8.1, 9);
+    expect(m.holdAfterSame?.mean).toBe(9);
+    expect(m.holdAfterCross?.mean).toBeCloseTo(8.75, 9);
+  });
+
   it('sees a holder that started before the previous one released', () => {
     const a = analyzeRun([result(0, [[0, 0, 0, 0, 10]]), result(1, [[0, 0, 1, 9, 12]])], 1, window, true);
     expect(a.overlaps).toBe(1);
