@@ -53,26 +53,6 @@ local function passed_over(entry)
   return is_reservation(entry) or is_stalled(entry)
 end
 
--- The first entry in line from index `from` (0 when nil) that `usable` accepts, and its index, or nil:
--- one LINDEX when it is the first, the usual case; past it, read 16 at a time (what is passed over is
--- few: reservations, one per waiting multi-key call and later key; a stalled service's waiters; a
--- grant's followers, at most MAX_FOLLOWERS).
-local function first_usable(usable, from)
-  if not from or from == 0 then
-    local head = redis.call('LINDEX', queue_key, 0)
-    if not head or usable(head) then return head, 0 end
-    from = 1
-  end
-  while true do
-    local chunk = redis.call('LRANGE', queue_key, from, from + 15)
-    for i, entry in ipairs(chunk) do
-      if usable(entry) then return entry, from + i - 1 end
-    end
-    if #chunk < 16 then return nil end
-    from = from + 16
-  end
-end
-
 local function can_take(entry)
   return not passed_over(entry)
 end

@@ -194,26 +194,13 @@ local function fits(entry)
 end
 
 -- The first waiter in line from index `from` (0 when nil) whose service is neither passed over (stalled)
--- nor in `skip` (instance -> true), and its index; nil if none. One LINDEX when the first is that
--- waiter, the usual case; past it, read 16 at a time.
+-- nor in `skip` (instance -> true), and its index; nil if none.
 local function first_waiter(skip, from)
   local passed = stalled_instances()
-  local function kept(entry)
+  return first_usable(function(entry)
     local instance = instance_of(entry)
-    return passed[instance] or (skip ~= nil and skip[instance])
-  end
-  from = from or 0
-  local head = redis.call('LINDEX', queue_key, from)
-  if not head or not kept(head) then return head, from end
-  from = from + 1
-  while true do
-    local chunk = redis.call('LRANGE', queue_key, from, from + 15)
-    for i, entry in ipairs(chunk) do
-      if not kept(entry) then return entry, from + i - 1 end
-    end
-    if #chunk < 16 then return nil end
-    from = from + 16
-  end
+    return not (passed[instance] or (skip ~= nil and skip[instance]))
+  end, from)
 end
 
 -- The services with a grant pushed to them and not confirmed yet (instance -> true), or nil when there
