@@ -12,7 +12,8 @@ import { alive, type OwnedLease } from './engine/held-lease';
 import { LockEngine } from './engine/lock-engine';
 import { lockInfo } from './engine/lock-info';
 import { ReentrantLease } from './engine/reentrant-lease';
-import type { ServedRequest } from './engine/served-request';
+import { currentRequest, type ServedRequest } from './engine/served-request';
+import { LockAbortedError } from './errors/lock-aborted.error';
 import { LockOptionsError } from './errors/lock-options.error';
 import { LockServiceClosedError } from './errors/lock-service-closed.error';
 import type { Lease, LockInfo } from './lease';
@@ -42,19 +43,15 @@ import { type CallRecord, LockTelemetry } from './telemetry/lock-telemetry';
 export type LockKeys = string | readonly string[];
 
 /**
- * The `@Locked` interceptor's `using`: the same call, whose timeouts telemetry reports as skips when
- * `skips` (`onTimeout: 'skip'`), and which carries `request`, the request it serves (its signal and
- * deadline), to the locked calls it makes. Symbols, so they are no part of the public API.
+ * `using` for a `@Locked` declaration with `onTimeout: 'skip'`, whose timeouts telemetry reports as
+ * skips: a function of this module, not a method, so that it is no part of LockService's API.
  */
-export const USING_LOCKED: unique symbol = Symbol('nestjs-redis-lock: using, for a lock declaration');
-/** The request the current call chain serves (USING_LOCKED's `request`), if any. */
-export const CHAIN_REQUEST: unique symbol = Symbol('nestjs-redis-lock: the request of the call chain');
-
-/** How a lock declaration's call differs from a plain `using`. */
-export interface LockedCall {
-  readonly skips: boolean;
-  readonly request: ServedRequest | undefined;
-}
+export let usingSkippable: <T>(
+  service: LockService,
+  key: LockKeys,
+  fn: (lease: Lease) => T | Promise<T>,
+  options: AcquireOptions,
+) => Promise<T>;
 
 export class LockService {
   private readonly options: ResolvedServiceOptions;
@@ -170,17 +167,8 @@ export class LockService {
     return this.usingAs(key, fn, options, false);
   }
 
-  [USING_LOCKED]<T>(
-    key: LockKeys,
-    fn: (lease: Lease) => T | Promise<T>,
-    options: AcquireOptions,
-    how: LockedCall,
-  ): Promise<T> {
-    return this.usingAs(key, fn, options, how.skips, how.request);
-  }
-
-  [CHAIN_REQUEST](): ServedRequest | undefined {
-    return this.chain.request();
+  static {
+    usingSkippable = (service, key, fn, options) => service.usingAs(key, fn, options, true);
   }
 
   /**
@@ -258,22 +246,23 @@ export class LockService {
     fn: (lease: Lease) => T | Promise<T>,
     options: AcquireOptions | undefined,
     skips: boolean,
-    request?: ServedRequest,
   ): Promise<T> {
     if (typeof fn !== 'function')
       throw new LockOptionsError('using() needs a function to run under the lock.');
     const resolved = resolveAcquireOptions(this.options.defaults, options, true);
-    const { obtained, record } = this.call(key, resolved, true, skips, request !== undefined);
+    const { obtained, record, request } = this.call(key, resolved, true, skips);
     const lease = (await obtained) as Lease;
     if (lease instanceof ReentrantLease) return fn(lease);
     const held = lease as OwnedLease;
+    // A grant can reach the call in the same turn as its client's departure: run nothing for nobody.
+    const gone = request?.signal;
+    if (gone?.aborted) {
+      await held.release().catch(() => {});
+      throw new LockAbortedError(held.key, gone.reason);
+    }
     let result: T;
     try {
-      result = await this.chain.run(
-        held,
-        () => (record ? record.runHeld(held, () => fn(held)) : fn(held)),
-        request,
-      );
+      result = await this.chain.run(held, () => (record ? record.runHeld(held, () => fn(held)) : fn(held)));
     } catch (error) {
       await held.release().catch(() => {});
       throw error;
@@ -290,15 +279,18 @@ export class LockService {
   /**
    * One call on one key or several: validated, then reentry, order, and the keys not held yet taken;
    * reported to telemetry (when anything listens) from the call to its outcome, and through the lease's
-   * observer on. The record is returned too: `using` reports the hold through it.
+   * observer on. A call made while serving a request (served-request.ts) stops waiting when its client
+   * leaves and is done by its deadline. The record and the request are returned too: `using` reports the
+   * hold through the one, and starts nothing for a request that has gone.
    */
   private call(
     input: unknown,
-    options: ResolvedAcquireOptions,
+    given: ResolvedAcquireOptions,
     busyIsTimeout: boolean,
     skips = false,
-    serving = false,
-  ): { obtained: Promise<Lease | null>; record?: CallRecord } {
+  ): { obtained: Promise<Lease | null>; record?: CallRecord; request?: ServedRequest } {
+    const request = currentRequest();
+    const options = request ? servingOptions(given, request) : given;
     let keys: string[];
     try {
       keys = validateKeys(input);
@@ -307,13 +299,25 @@ export class LockService {
       return { obtained: Promise.reject(error) };
     }
     const record = this.telemetry.begin(options.label, keys, skips);
-    const call = engineCall(options, busyIsTimeout, record, serving);
+    const call = engineCall(options, busyIsTimeout, record, request !== undefined);
     const obtained = (
       Array.isArray(input) ? this.chain.obtainAll(keys, call) : this.chain.obtain(keys[0], call)
     ).then(alive);
     return {
       obtained: record ? record.report(obtained, (lease) => lease instanceof ReentrantLease) : obtained,
       record,
+      request,
     };
   }
+}
+
+/** A call's options with its request's departure and deadline added to its own. */
+function servingOptions(options: ResolvedAcquireOptions, request: ServedRequest): ResolvedAcquireOptions {
+  const { signal: gone, deadline: due } = request;
+  const signal = gone && options.signal ? AbortSignal.any([options.signal, gone]) : (options.signal ?? gone);
+  const deadline =
+    due === undefined || (options.deadline !== undefined && options.deadline <= due) ? options.deadline : due;
+  return signal === options.signal && deadline === options.deadline
+    ? options
+    : { ...options, signal, deadline };
 }

@@ -14,15 +14,12 @@ import { checkOrder } from './key-sequence';
 import type { LockEngine } from './lock-engine';
 import { MultiLease } from './multi-lease';
 import { ReentrantLease } from './reentrant-lease';
-import type { ServedRequest } from './served-request';
 
 interface LeaseScope {
   readonly byKey: ReadonlyMap<string, HeldLease>;
   readonly innermost: OwnedLease;
   /** Some lease of the chain holds several keys: new keys must then come in canonical order. */
   readonly multi: boolean;
-  /** The request the chain serves, if a locked call for one opened it. */
-  readonly request: ServedRequest | undefined;
 }
 
 export class CallChain {
@@ -82,16 +79,13 @@ export class CallChain {
     return together(owned);
   }
 
-  /**
-   * Runs `fn` with `held` added to the chain's scope, as one of the running calls; `request`, the request
-   * it serves, reaches the locked calls `fn` makes (an outer one's is kept).
-   */
-  async run<T>(held: OwnedLease, fn: () => T | Promise<T>, request?: ServedRequest): Promise<T> {
+  /** Runs `fn` with `held` added to the chain's scope, as one of the running calls. */
+  async run<T>(held: OwnedLease, fn: () => T | Promise<T>): Promise<T> {
     const outer = this.scope.getStore();
     const byKey = new Map(outer?.byKey);
     for (const part of held.parts) byKey.set(part.key, part);
     const multi = outer?.multi === true || held.parts.length > 1;
-    const scope = { byKey, innermost: held, multi, request: outer?.request ?? request };
+    const scope = { byKey, innermost: held, multi };
     const run = this.scope.run(scope, async () => fn());
     this.running.add(run);
     try {
@@ -111,11 +105,6 @@ export class CallChain {
     if (!scope) return undefined;
     const held = key === undefined ? scope.innermost : scope.byKey.get(key);
     return held?.isHeld ? new ReentrantLease(held) : undefined;
-  }
-
-  /** The request the current chain serves, if any. */
-  request(): ServedRequest | undefined {
-    return this.scope.getStore()?.request;
   }
 
   /** Waits until every running `using` function has settled, or `grace` ms have passed. */

@@ -3,8 +3,8 @@
  * @Locked method delegates here (the instance is injected into the decorated class), and it is also a
  * Nest interceptor for routes marked with @LockedRoute. Sync and Promise results give a Promise;
  * Observable results give an Observable that takes the lock on subscribe and holds it until it
- * completes, errors or is unsubscribed. A call made for an HTTP request whose client has gone stops
- * waiting, and never starts on a lock granted after that (lib/nest/request-scope.ts).
+ * completes, errors or is unsubscribed. The request a call serves reaches it through LockService
+ * (lib/nest/request-scope.ts carries it), not through here.
  */
 import {
   type CallHandler,
@@ -15,21 +15,13 @@ import {
   Optional,
 } from '@nestjs/common';
 import { isObservable, Observable, of } from 'rxjs';
-import type { ServedRequest } from '../engine/served-request';
 import { LockAbortedError } from '../errors/lock-aborted.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
-import { CHAIN_REQUEST, type LockKeys, LockService, USING_LOCKED } from '../lock.service';
+import { type LockKeys, LockService, usingSkippable } from '../lock.service';
 import { declaredOptions } from '../options/call-options';
 import { prefixed, scopePrefix } from './key-scope';
 import { LOCKED_ROUTE_METADATA } from './redis-lock.constants';
 import type { KeyScope, LockedSpec } from './redis-lock-options.interface';
-import {
-  currentRequest,
-  DEFAULT_REQUEST_SETTINGS,
-  type RequestArgument,
-  type RequestSettings,
-  servedRequest,
-} from './request-scope';
 
 /**
  * What @Locked methods call on their lock service: all a hand-written fake given to
@@ -39,7 +31,6 @@ export type LockedMethodRunner = Pick<LockService, 'using'>;
 
 /** Never provided: the module passes its options itself, and a LockInterceptor made elsewhere has none. */
 const MODULE_SCOPE = 'nestjs-redis-lock: the module option scope';
-const MODULE_REQUESTS = 'nestjs-redis-lock: the module options closedRequests and requestDeadline';
 
 @Injectable()
 export class LockInterceptor implements NestInterceptor {
@@ -47,35 +38,15 @@ export class LockInterceptor implements NestInterceptor {
     @Inject(LockService) readonly locks: LockService,
     /** The module's `scope`: what every key is prefixed with unless the decorator says otherwise. */
     @Optional() @Inject(MODULE_SCOPE) private readonly scope: KeyScope = false,
-    /** The module's `closedRequests` and `requestDeadline`: what a call takes from its HTTP request. */
-    @Optional()
-    @Inject(MODULE_REQUESTS)
-    private readonly requests: RequestSettings = DEFAULT_REQUEST_SETTINGS,
-  ) {
-    const { closedRequests, deadline } = requests;
-    this.readsRequests = closedRequests !== 'ignore' || deadline.headers || deadline.budget !== undefined;
-  }
-
-  /** Whether a call made for a request takes anything from it (its close, its deadline). */
-  private readonly readsRequests: boolean;
+  ) {}
 
   /**
    * Runs `method` on `self` with `args` under the lock `spec` names. Returns an Observable when the
    * method declares one, else a Promise of its result (undefined when skipped on timeout).
    */
-  run(
-    spec: LockedSpec,
-    self: unknown,
-    args: unknown[],
-    method: (...a: unknown[]) => unknown,
-    /** Given to a @Locked route handler by Nest (the decorator declares it). */
-    handlerRequest?: RequestArgument,
-  ): unknown {
-    const request = this.readsRequests
-      ? (handlerRequest?.served(this.requests) ?? this.locks[CHAIN_REQUEST]?.() ?? currentRequest())
-      : undefined;
-    if (spec.observable) return this.observe(spec, args, () => method.apply(self, args), false, request);
-    return this.call(spec, args, () => method.apply(self, args), request);
+  run(spec: LockedSpec, self: unknown, args: unknown[], method: (...a: unknown[]) => unknown): unknown {
+    if (spec.observable) return this.observe(spec, args, () => method.apply(self, args), false);
+    return this.call(spec, args, () => method.apply(self, args));
   }
 
   /**
@@ -84,8 +55,7 @@ export class LockInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const spec = Reflect.getMetadata(LOCKED_ROUTE_METADATA, context.getHandler()) as LockedSpec | undefined;
     if (!spec) return next.handle();
-    const request = this.readsRequests ? servedRequest(context, this.requests) : undefined;
-    return this.observe(spec, context.getArgs(), () => next.handle(), true, request);
+    return this.observe(spec, context.getArgs(), () => next.handle(), true);
   }
 
   /** The lock key(s) of one call: the spec's, resolved from the arguments, with its scope in front. */
@@ -96,54 +66,32 @@ export class LockInterceptor implements NestInterceptor {
   /**
    * `using` with the declaration's options; one that skips on timeout says so to telemetry. renew left
    * unset falls back to the module defaults, then to true (as in `using`). The name in metrics and
-   * spans is the declaration's (its template), never the resolved key. `signal` ends the wait;
-   * `request`, the HTTP request served, gives the call its deadline and is carried on to the locked
-   * calls the method makes.
+   * spans is the declaration's (its template), never the resolved key. `signal` (an Observable's
+   * unsubscription) ends the wait.
    */
-  private hold<T>(
-    spec: LockedSpec,
-    key: LockKeys,
-    fn: () => Promise<T>,
-    signal: AbortSignal | undefined,
-    request: ServedRequest | undefined,
-  ): Promise<T> {
-    const options = {
-      ...declaredOptions(spec.options),
-      label: spec.label,
-      signal,
-      deadline: request?.deadline,
-    };
+  private hold<T>(spec: LockedSpec, key: LockKeys, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const options = { ...declaredOptions(spec.options), label: spec.label, signal };
     // A grant can reach the call in the same turn as the abort: the work must not start for nobody.
     const start = signal ? () => (signal.aborted ? Promise.reject(abortedFor(key, signal)) : fn()) : fn;
-    const skips = spec.options.onTimeout === 'skip';
-    // A hand-written LockService stand-in (overrideProvider) may have `using` only.
-    if (!skips && (!request || !this.locks[USING_LOCKED])) return this.locks.using(key, start, options);
-    return this.locks[USING_LOCKED](key, start, options, { skips, request });
+    // A hand-written LockService stand-in (overrideProvider) has `using` only.
+    if (spec.options.onTimeout === 'skip' && this.locks instanceof LockService) {
+      return usingSkippable(this.locks, key, start, options);
+    }
+    return this.locks.using(key, start, options);
   }
 
-  private async call(
-    spec: LockedSpec,
-    args: unknown[],
-    invoke: () => unknown,
-    request: ServedRequest | undefined,
-  ): Promise<unknown> {
+  private async call(spec: LockedSpec, args: unknown[], invoke: () => unknown): Promise<unknown> {
     const key = this.keyOf(spec, args);
     // 'skip' is about this lock only: a LockTimeoutError from a lock the method itself takes must reach
     // the caller, not pass for a skip after the method has (partly) run.
     let started = false;
     try {
-      return await this.hold(
-        spec,
-        key,
-        async () => {
-          started = true;
-          const result = invoke();
-          // An Observable the method did not declare: run it to completion under the lock.
-          return isObservable(result) ? lastValue(result) : result;
-        },
-        request?.signal,
-        request,
-      );
+      return await this.hold(spec, key, async () => {
+        started = true;
+        const result = invoke();
+        // An Observable the method did not declare: run it to completion under the lock.
+        return isObservable(result) ? lastValue(result) : result;
+      });
     } catch (error) {
       if (skipped(spec, error, started)) return undefined;
       throw error;
@@ -160,12 +108,11 @@ export class LockInterceptor implements NestInterceptor {
     args: unknown[],
     invoke: () => unknown,
     answers: boolean,
-    request: ServedRequest | undefined,
   ): Observable<unknown> {
     return new Observable<unknown>((subscriber) => {
       // Unsubscribing while still waiting aborts the wait; while holding, it ends the hold.
       const abort = new AbortController();
-      const signal = request?.signal ? AbortSignal.any([abort.signal, request.signal]) : abort.signal;
+      const { signal } = abort;
       let finish: (() => void) | undefined;
       let inner: { unsubscribe(): void } | undefined;
       let started = false;
@@ -196,7 +143,6 @@ export class LockInterceptor implements NestInterceptor {
             if (subscriber.closed) inner.unsubscribe();
           }),
         signal,
-        request,
       ).then(
         () => subscriber.complete(),
         (error: unknown) => {

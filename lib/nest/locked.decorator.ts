@@ -21,7 +21,6 @@ import type { LockInterceptor } from './lock.interceptor';
 import { LOCKED_METADATA, LOCKED_ROUTE_METADATA } from './redis-lock.constants';
 import { getLockInterceptorToken, interceptorProperty } from './redis-lock.tokens';
 import type { LockedOptions, LockedSpec } from './redis-lock-options.interface';
-import { REQUEST_PARAM, requestArgument } from './request-scope';
 
 const OPTION_NAMES = new Set<string>([
   ...DECLARED_OPTION_NAMES,
@@ -123,13 +122,7 @@ export function Locked(key: LockKeyTemplate, options: LockedOptions = {}): Metho
     const property = interceptorProperty(spec.options.service);
     // Nest sets this property on every instance it creates of the class, whatever its scope.
     Inject(getLockInterceptorToken(spec.options.service))(target, property);
-
-    // On a route, Nest passes the request's signal after the method's own arguments (the highest
-    // parameter index Nest knows, or the method's length).
-    REQUEST_PARAM()(target, propertyKey, nextParameter(target, propertyKey, original as Method));
-    const wrapper = function (this: Record<symbol, LockInterceptor | undefined>, ...given: unknown[]) {
-      const request = requestArgument(given[given.length - 1]);
-      const args = request ? given.slice(0, -1) : given;
+    const wrapper = function (this: Record<symbol, LockInterceptor | undefined>, ...args: unknown[]) {
       const interceptor = this?.[property];
       if (!interceptor) {
         const error = new LockOptionsError(
@@ -140,7 +133,7 @@ export function Locked(key: LockKeyTemplate, options: LockedOptions = {}): Metho
         );
         return spec.observable ? new Observable((s) => s.error(error)) : Promise.reject(error);
       }
-      return interceptor.run(spec, this, args, original as Method, request);
+      return interceptor.run(spec, this, args, original as Method);
     };
     copyIdentity(original as Method, wrapper);
     Reflect.defineMetadata(LOCKED_METADATA, spec, wrapper);
@@ -215,20 +208,6 @@ function compileSpec(
     options: Object.freeze({ ...options }),
     observable: returnType === Observable,
   };
-}
-
-/** Where Nest keeps a handler's parameters: `{ '<type>:<index>': { index, ... } }` on the class. */
-const ROUTE_ARGS_METADATA = '__routeArguments__';
-
-/** The index after every parameter of the method: those it declares and those Nest was told of. */
-function nextParameter(target: object, propertyKey: string | symbol, method: Method): number {
-  const declared = (Reflect.getMetadata(ROUTE_ARGS_METADATA, target.constructor, propertyKey) ??
-    {}) as Record<string, { index?: unknown }>;
-  let next = method.length;
-  for (const { index } of Object.values(declared)) {
-    if (typeof index === 'number' && index >= next) next = index + 1;
-  }
-  return next;
 }
 
 function describeMethod(target: object, propertyKey: string | symbol): string {

@@ -42,7 +42,10 @@ export interface RedisLockModuleOptions extends LockServiceOptions {
    * before their leases are released anyway, in ms. Default 5 000.
    */
   gracePeriod?: number;
-  /** `Retry-After` (seconds) sent with the 409 of a lock timeout and the 503 of Redis being down. Default 1. */
+  /**
+   * `Retry-After` (seconds) sent with the 409 of a lock held past the call's own waitTimeout and the 503
+   * of Redis being down (a wait refused for overload says when its line would clear instead). Default 1.
+   */
   retryAfterSeconds?: number;
   /**
    * Prefix the key of every @Locked method whose decorator sets no `scope` of its own: `true` with its
@@ -78,17 +81,16 @@ export interface RedisLockModuleExtras {
    */
   name?: string;
   /**
-   * Map lock errors to HTTP responses (LockTimeoutError → 409 Conflict, RedisUnavailableError → 503),
-   * both with `Retry-After`. Outside HTTP the typed error propagates. Default true.
+   * Map lock errors to HTTP responses (LockTimeoutError → 409 Conflict, or 503 when refused for overload;
+   * RedisUnavailableError → 503), all with `Retry-After`. Outside HTTP the typed error propagates.
+   * Default true.
    */
   httpErrors?: boolean;
   /**
-   * Which locked calls stop waiting when the HTTP client they serve closes its connection before the
-   * response is written (they reject with LockAbortedError, answered 499, and a lock granted after
-   * that runs nothing): `'locked-routes'` (default), those of a route whose handler is a @Locked or
-   * @LockedRoute method and what it calls; `'all-routes'`, those made for any request (a @Locked
-   * service method reached from a controller with no lock), at a cost on Node 20 (docs/nest.md);
-   * `'ignore'`, none.
+   * Whether the locked calls made for an HTTP request stop waiting when its client closes the connection
+   * before the response is written (they reject with LockAbortedError, answered 499, and a lock granted
+   * after that runs nothing): `'all-routes'` (default), every locked call made while serving a request,
+   * at any depth (`'locked-routes'` is its old name, and does the same); `'ignore'`, none.
    */
   closedRequests?: ClosedRequests;
 }

@@ -7,6 +7,7 @@
 import { ConfigurableModuleBuilder, type DynamicModule, type Provider } from '@nestjs/common';
 import {
   APP_FILTER,
+  APP_GUARD,
   APP_INTERCEPTOR,
   DiscoveryModule,
   DiscoveryService,
@@ -35,7 +36,7 @@ import type {
   RedisLockModuleOptions,
 } from './redis-lock-options.interface';
 import { RequestArrivals } from './request-deadline';
-import { type RequestSettings, requestScope } from './request-scope';
+import { followsRequests, RequestGuard, type RequestSettings } from './request-scope';
 
 /** Which module a definition is for: names its messages, picks the store, owns an options token. */
 interface ModuleKind extends ContextKind {
@@ -55,7 +56,7 @@ export function defineLockModule<O extends object>(kind: ModuleKind) {
     .setFactoryMethodName('createRedisLockOptions')
     // `name` is listed (undefined by default) so that forRoot() keeps it out of the lock options too.
     .setExtras<RedisLockModuleExtras>(
-      { isGlobal: true, httpErrors: true, name: undefined, closedRequests: 'locked-routes' },
+      { isGlobal: true, httpErrors: true, name: undefined, closedRequests: 'all-routes' },
       (definition, extras) => addProviders(definition, extras, kind),
     )
     .build();
@@ -148,11 +149,11 @@ function addProviders(
       );
     }
   }
-  const closedRequests = extras.closedRequests ?? 'locked-routes';
+  const closedRequests = extras.closedRequests ?? 'all-routes';
   if (!CLOSED_REQUESTS.includes(closedRequests)) {
     throw new LockOptionsError(
-      `${kind.label}: closedRequests must be 'locked-routes' (a @Locked or @LockedRoute handler stops waiting ` +
-        "when its client leaves), 'all-routes' (a @Locked call made for any request does) or 'ignore', got " +
+      `${kind.label}: closedRequests must be 'all-routes' (the default: every locked call made for a request ` +
+        "stops waiting when its client leaves; 'locked-routes' is its old name) or 'ignore' (none does), got " +
         `${describeValue(closedRequests)}.`,
     );
   }
@@ -183,8 +184,7 @@ function addProviders(
       // LockService) (or a named configuration's token) is what @Locked methods use too.
       provide: interceptorToken,
       inject: [serviceToken, RedisLockContext],
-      useFactory: (service: LockService, c: RedisLockContext) =>
-        new LockInterceptor(service, c.scope, requestSettings(closedRequests, c)),
+      useFactory: (service: LockService, c: RedisLockContext) => new LockInterceptor(service, c.scope),
     },
     // Relative deadlines count from a request's arrival, which only the HTTP server sees.
     {
@@ -205,16 +205,16 @@ function addProviders(
         new LockedMethodsChecker(discovery, c.service, name, c.warn, c.scope),
     },
   ];
-  // Every request in the scope that carries its signal, so that @Locked service methods reached from
-  // routes with no lock see their client leave: Node 20 then pays for an enabled AsyncLocalStorage on
-  // every request (docs/nest.md says how much), hence not the default.
-  if (closedRequests === 'all-routes') {
-    providers.push({
-      provide: APP_INTERCEPTOR,
-      inject: [RedisLockContext],
-      useFactory: (c: RedisLockContext) => requestScope(requestSettings(closedRequests, c)),
-    });
-  }
+  // Every HTTP request carried to the locked calls made while serving it, whichever method takes the
+  // lock (lib/nest/request-scope.ts); none when the module takes nothing from a request.
+  providers.push({
+    provide: APP_GUARD,
+    inject: [RedisLockContext],
+    useFactory: (c: RedisLockContext) => {
+      const settings: RequestSettings = { closedRequests, deadline: c.requestDeadline };
+      return followsRequests(settings) ? new RequestGuard(settings) : { canActivate: () => true };
+    },
+  });
   if (extras.httpErrors !== false) {
     // Lock errors become HttpExceptions before any filter (the app's own catch-all included) sees them:
     // where Nest hands the error to its filters, at no cost to requests that succeed; or, on a Nest
@@ -249,8 +249,4 @@ function addProviders(
     providers: [...(definition.providers ?? []), ...providers],
     exports: [...(definition.exports ?? []), serviceToken, interceptorToken, healthToken],
   };
-}
-
-function requestSettings(closedRequests: ClosedRequests, context: RedisLockContext): RequestSettings {
-  return { closedRequests, deadline: context.requestDeadline };
 }

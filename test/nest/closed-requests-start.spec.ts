@@ -6,8 +6,7 @@
 // test/nest/closed-requests.spec.ts closes real connections over Express and Fastify.
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from '@jest/globals';
-import type { CallHandler, ExecutionContext } from '@nestjs/common';
-import { lastValueFrom, Observable } from 'rxjs';
+import type { ExecutionContext } from '@nestjs/common';
 import {
   LockAbortedError,
   Locked,
@@ -17,11 +16,12 @@ import {
   RequestClosedError,
 } from '../../lib';
 import { interceptorProperty } from '../../lib/nest/redis-lock.tokens';
-import { DEFAULT_REQUEST_SETTINGS, requestScope } from '../../lib/nest/request-scope';
+import { DEFAULT_REQUEST_SETTINGS, RequestGuard } from '../../lib/nest/request-scope';
 import { providers, sum } from '../telemetry/otel-fixtures';
 
 class Response extends EventEmitter {
   writableFinished = false;
+  writableEnded = false;
   destroyed = false;
 }
 
@@ -37,12 +37,17 @@ function httpContext(response: Response): ExecutionContext {
   } as unknown as ExecutionContext;
 }
 
-/** As the app-wide interceptor of `closedRequests: 'all-routes'` runs a request. */
-const inRequestScope = (context: ExecutionContext, next: CallHandler) =>
-  requestScope({ ...DEFAULT_REQUEST_SETTINGS, closedRequests: 'all-routes' }).intercept(
-    context,
-    next,
-  ) as Observable<unknown>;
+/**
+ * Runs `handler` as the module's guard runs a route's handler: in a turn of its own (an immediate), in
+ * which the guard carries the request first.
+ */
+const inRequest = <T>(response: Response, handler: () => Promise<T>): Promise<T> =>
+  new Promise((resolve, reject) =>
+    setImmediate(() => {
+      new RequestGuard(DEFAULT_REQUEST_SETTINGS).canActivate(httpContext(response));
+      handler().then(resolve, reject);
+    }),
+  );
 
 describe('a grant that reaches a request whose client left in the same turn', () => {
   it('runs nothing: the call rejects with LockAbortedError (RequestClosedError) and the lock is free', async () => {
@@ -66,22 +71,7 @@ describe('a grant that reaches a request whose client left in the same turn', ()
     const orders = new Orders() as Orders & Record<symbol, unknown>;
     orders[interceptorProperty()] = new LockInterceptor(locks);
     const holder = await locks.acquire('order:1');
-    const handler: CallHandler = {
-      handle: () =>
-        new Observable(
-          (s) =>
-            void orders.pay('1').then(
-              (value) => {
-                s.next(value);
-                s.complete();
-              },
-              (error: unknown) => s.error(error),
-            ),
-        ),
-    };
-    const answered = lastValueFrom(inRequestScope(httpContext(response), handler)).catch(
-      (error: unknown) => error,
-    );
+    const answered = inRequest(response, () => orders.pay('1')).catch((error: unknown) => error);
     await holder.release();
     const error = await answered;
     expect(error).toBeInstanceOf(LockAbortedError);
@@ -112,18 +102,7 @@ describe('a grant that reaches a request whose client left in the same turn', ()
     const reports = new Reports() as Reports & Record<symbol, unknown>;
     reports[interceptorProperty()] = new LockInterceptor(locks);
     const holder = await locks.acquire('report:1');
-    const handler: CallHandler = {
-      handle: () =>
-        new Observable((s) => {
-          reports.build('1').then(
-            (value) => s.next(value),
-            (error: unknown) => s.error(error),
-          );
-        }),
-    };
-    const answered = lastValueFrom(inRequestScope(httpContext(response), handler)).catch(
-      (error: unknown) => error,
-    );
+    const answered = inRequest(response, () => reports.build('1')).catch((error: unknown) => error);
     // In line behind the holder, then the client leaves.
     while ((await locks.inspect('report:1')).queueLength === 0) await new Promise((r) => setImmediate(r));
     response.emit('close');

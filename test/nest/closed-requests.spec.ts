@@ -1,8 +1,10 @@
 // A client that gives up while its request waits for a lock, over real HTTP on Express and Fastify: the
 // request's waiter leaves the line when the connection closes (not at its waitTimeout), and nothing runs
-// for it once the holder lets go. For a @Locked handler, a @LockedRoute and the @Locked calls a handler
-// makes by default; for a @Locked service method reached from a route with no lock of its own (after an
-// await) with closedRequests 'all-routes'. Where the module is told not to follow requests, the body runs for nobody, as before.
+// for it once the holder lets go. By default, with no setting, for every locked call made while serving
+// the request: a @Locked handler, a @LockedRoute, a @Locked service method called by either or by a route
+// with no lock of its own (after an await), and LockService.using called by a route. Where the module is
+// told not to follow requests, and for work a request left running after it was answered, the body runs
+// after the client left.
 import http from 'node:http';
 import { describe, expect, it } from '@jest/globals';
 import { RedisLockModule, type RedisLockModuleExtras } from '../../lib';
@@ -15,14 +17,24 @@ const server = useRedis();
 const start = (platform: Platform, extras: Partial<RedisLockModuleExtras> = {}) =>
   startLockedApp(server().url, platform, extras);
 
-/** A POST whose client gives up when told to (its socket is destroyed, as a client timeout does). */
+/**
+ * A POST with a JSON body (read by Express's or Fastify's parser before the route runs, across the body's
+ * stream events) whose client gives up when told to (its socket is destroyed, as a client timeout does).
+ */
 function post(port: number, path: string): { giveUp: () => void; settled: Promise<unknown> } {
-  const request = http.request({ host: '127.0.0.1', port, path, method: 'POST' });
+  const body = JSON.stringify({ note: 'x'.repeat(64 * 1024) });
+  const request = http.request({
+    host: '127.0.0.1',
+    port,
+    path,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+  });
   const settled = new Promise((resolve) => {
     request.on('response', resolve);
     request.on('error', resolve);
   });
-  request.end();
+  request.end(body);
   return { giveUp: () => request.destroy(), settled };
 }
 
@@ -58,11 +70,25 @@ const cases = [
     extras: {},
   },
   {
-    what: "a @Locked service method reached from a route with no lock, with closedRequests 'all-routes'",
+    what: "a @Locked service method reached from a route with no lock (the README's shape)",
     path: '/orders/1/reserve',
     key: 'stock:1',
     body: 'service 1',
-    extras: { closedRequests: 'all-routes' as const },
+    extras: {},
+  },
+  {
+    what: 'LockService.using called by a route with no lock',
+    path: '/orders/1/count',
+    key: 'count:1',
+    body: 'using 1',
+    extras: {},
+  },
+  {
+    what: "a @Locked service method, with closedRequests 'locked-routes' (the default's old name)",
+    path: '/orders/4/reserve',
+    key: 'stock:4',
+    body: 'service 4',
+    extras: { closedRequests: 'locked-routes' as const },
   },
 ];
 
@@ -93,11 +119,11 @@ describe.each<Platform>(['express', 'fastify'])(
         extras: { closedRequests: 'ignore' as const },
       },
       {
-        what: 'the default, a service method reached from a route with no lock',
+        what: "closedRequests 'ignore', a service method reached from a route with no lock",
         path: '/orders/2/reserve',
         key: 'stock:2',
         body: 'service 2',
-        extras: {},
+        extras: { closedRequests: 'ignore' as const },
       },
     ])('$what: the waiter stays in line and its body runs after the client left', async (c) => {
       const { holder } = await leftWhileWaiting(platform, c);
@@ -110,10 +136,32 @@ describe.each<Platform>(['express', 'fastify'])(
   },
 );
 
+describe.each<Platform>(['express', 'fastify'])('on %s, work a request left running', (platform) => {
+  it('no longer serves it once it is answered: its client leaving does not end its wait', async () => {
+    ran.length = 0;
+    const { locks, port } = await start(platform);
+    const holder = await locks.acquire('stock:5');
+    const request = post(port, '/orders/5/later');
+    // Answered at once; the service's call it left behind joins the line after that.
+    await request.settled;
+    await until(
+      () => locks.inspect('stock:5'),
+      (info) => info.queueLength === 1,
+    );
+    request.giveUp();
+    await holder.release();
+    await until(
+      async () => ran,
+      (bodies) => bodies.includes('service 5'),
+    );
+    expect(ran).toEqual(['service 5']);
+  });
+});
+
 describe('closedRequests', () => {
   it('is an extra, checked when the module is declared', () => {
     expect(() =>
       RedisLockModule.forRoot({ url: server().url, closedRequests: 'sometimes' as never }),
-    ).toThrow(/closedRequests must be 'locked-routes' .*'all-routes' .* or 'ignore', got "sometimes"/);
+    ).toThrow(/closedRequests must be 'all-routes' .* or 'ignore' .*, got "sometimes"/);
   });
 });

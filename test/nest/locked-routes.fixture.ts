@@ -3,6 +3,7 @@
 // route with no lock that calls it. `ran` records each body that ran, so a suite can tell that nothing ran
 // for a request that had gone or missed its deadline. Every application started here is closed after its
 // test.
+import type { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach } from '@jest/globals';
 import {
@@ -12,6 +13,7 @@ import {
   Param,
   Post,
   type Provider,
+  Res,
   type Type,
   UseInterceptors,
 } from '@nestjs/common';
@@ -47,7 +49,10 @@ export class Stock {
 
 @Controller('orders')
 export class Orders {
-  constructor(private readonly stock: Stock) {}
+  constructor(
+    private readonly stock: Stock,
+    private readonly locks: LockService,
+  ) {}
 
   @Post(':id/pay')
   @Locked('order:<0>')
@@ -77,6 +82,29 @@ export class Orders {
   async reserve(@Param('id') id: string): Promise<string> {
     await new Promise((resolve) => setImmediate(resolve));
     return this.stock.reserve(id);
+  }
+
+  /** LockService itself, with no decorator anywhere. */
+  @Post(':id/count')
+  async count(@Param('id') id: string): Promise<string> {
+    await new Promise((resolve) => setImmediate(resolve));
+    return this.locks.using(`count:${id}`, () => {
+      ran.push(`using ${id}`);
+      return 'counted';
+    });
+  }
+
+  /**
+   * Answers at once and leaves the service's call running: made after the response was written, it no
+   * longer serves the request.
+   */
+  @Post(':id/later')
+  later(@Param('id') id: string, @Res({ passthrough: true }) reply: { raw?: ServerResponse }): string {
+    const response = (reply.raw ?? reply) as ServerResponse;
+    response.once('finish', () => {
+      this.stock.reserve(id).catch(() => ran.push(`failed ${id}`));
+    });
+    return 'accepted';
   }
 }
 
