@@ -237,6 +237,7 @@ export class LockService {
     this.closing ??= (async () => {
       this.watch.close();
       await this.engine.close(() => this.chain.settle(grace));
+      this.telemetry.close();
     })();
     return this.closing;
   }

@@ -10,7 +10,8 @@
 //      (the calls must exclude each other), calls LockService.using, closes, and must then exit by
 //      itself (no timer or socket left open). Over HTTP, a busy lock must reach the app's own catch-all
 //      filter as a 409 with Retry-After, and a client that gives up while its request waits at a @Locked
-//      route must leave the line, with nothing run for it. Then the `nestjs-redis-lock/testing` entry: the same
+//      service method called by a route with no lock (the README's shape) must leave the line, with
+//      nothing run for it. Then the `nestjs-redis-lock/testing` entry: the same
 //      @Locked pair on RedisLockTestingModule (in memory, no connection), and a TypeScript file importing
 //      both entries, type-checked with the leg's module resolution (nodenext for ESM, node10 for CommonJS).
 // Needs `npm run build` first and redis-server on PATH. PACK_SMOKE_KEEP=1 keeps the temp dir;
@@ -419,22 +420,34 @@ for (const decorator of [
   decorator(CartController.prototype, 'add', Object.getOwnPropertyDescriptor(CartController.prototype, 'add'));
 }
 Controller()(CartController);
-// A @Locked route handler (its request as the argument): a client that gives up while it waits takes its
-// waiter out of the line as the connection closes, and nothing runs for it.
+// The README's shape: a route with no lock calling a @Locked service method, after an await. A client
+// that gives up while it waits takes its waiter out of the line as the connection closes, with no
+// setting, and nothing runs for it.
 const waited = [];
+class WaitService {
+  async wait(id) {
+    waited.push(id);
+    return { waited: id };
+  }
+}
+Object.defineProperty(
+  WaitService.prototype,
+  'wait',
+  Locked('wait:<0>', { waitTimeout: 60000 })(WaitService.prototype, 'wait', Object.getOwnPropertyDescriptor(WaitService.prototype, 'wait')),
+);
+Injectable()(WaitService);
 class WaitController {
-  wait(req) {
-    waited.push(req.params.id);
-    return { waited: req.params.id };
+  constructor(service) {
+    this.service = service;
+  }
+  async wait(req) {
+    await new Promise((resolve) => setImmediate(resolve));
+    return this.service.wait(req.params.id);
   }
 }
 Req()(WaitController.prototype, 'wait', 0);
-Object.defineProperty(
-  WaitController.prototype,
-  'wait',
-  Locked('wait:<0.params.id>', { waitTimeout: 60000 })(WaitController.prototype, 'wait', Object.getOwnPropertyDescriptor(WaitController.prototype, 'wait')),
-);
 Post('wait/:id')(WaitController.prototype, 'wait', Object.getOwnPropertyDescriptor(WaitController.prototype, 'wait'));
+Inject(WaitService)(WaitController, undefined, 0);
 Controller()(WaitController);
 class AllExceptions {
   constructor(host) {
@@ -451,7 +464,7 @@ class HttpAppModule {}
 Module({
   imports: [RedisLockModule.forRoot({ url: process.env.REDIS_URL }), RedisLockBoardModule.forRoot()],
   controllers: [PayController, CartController, WaitController],
-  providers: [HttpOrders],
+  providers: [HttpOrders, WaitService],
 })(HttpAppModule);
 
 /** Resolves once \`condition\` holds, checked every 5 ms; fails after \`ms\`. */
@@ -580,7 +593,7 @@ async function main() {
     gone.on('error', () => {});
     gone.end();
     const inLine = (n) => async () => (await locks.inspect(waitKey)).queueLength === n;
-    await until(inLine(1), 10000, 'the request to a held @Locked route waits in line');
+    await until(inLine(1), 10000, 'the request to a route calling a held @Locked service method waits in line');
     gone.destroy();
     // Its wait is a minute long: the waiter leaves because its client closed the connection.
     await until(inLine(0), 10000, 'a client that gave up leaves the line as its connection closes');

@@ -98,6 +98,7 @@ const MAIN_TYPES = [
   'RedisLockModuleExtras',
   'ClosedRequests',
   'DeadlineShortfall',
+  'OverloadRefusal',
   'KeyScope',
   'RequestDeadline',
   'RedisLockModuleOptions',

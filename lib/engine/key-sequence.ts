@@ -81,8 +81,8 @@ export async function takeInOrder(
     );
     await Promise.allSettled([releaseAll(owned), ...cancels]);
     // Not granted within the call's waitTimeout, counted over all its keys: the error names the key
-    // that was still busy (one its deadline cut short says so itself).
-    if (error instanceof LockTimeoutError && error.key !== undefined && !error.deadline) {
+    // that was still busy (one refused for overload, shed or cut short, says so itself).
+    if (error instanceof LockTimeoutError && error.key !== undefined && error.retryAfterMs === undefined) {
       throw new LockTimeoutError(error.key, options.waitTimeout);
     }
     throw error;

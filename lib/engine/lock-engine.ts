@@ -44,6 +44,8 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   private readonly starts: StartWindows;
   /** The standing-line rule, unless the service's `shed` is false or 'door'. */
   private readonly standing: StandingLines | undefined;
+  /** Calls whose wait the standing line cut, with their own waitTimeout: their timeout is an overload refusal. */
+  private readonly cut = new WeakMap<EngineCall, number>();
   private closed = false;
   /** LeaseHost.ownGrants. */
   ownGrants = 0;
@@ -111,7 +113,11 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
       const patience = call.serving
         ? this.standing.patience(key, call.options.waitTimeout)
         : call.options.waitTimeout;
-      if (patience < call.options.waitTimeout) call = withWaitLeft(call, patience);
+      if (patience < call.options.waitTimeout) {
+        const own = call.options.waitTimeout;
+        call = withWaitLeft(call, patience);
+        this.cut.set(call, own);
+      }
       const standing = this.standing;
       const { serving } = call;
       if (serving) standing.came(key, started);
@@ -156,7 +162,13 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   ): EngineCall | LockTimeoutError | null {
     const left = Math.round(deadline - Date.now());
     const holdMs = Math.round(this.times.typicalHold(key));
-    if (left <= 0) return call.busyIsTimeout ? new LockTimeoutError(key, 0, { leftMs: left, holdMs }) : null;
+    if (left <= 0) {
+      if (!call.busyIsTimeout) return null;
+      return new LockTimeoutError(key, 0, {
+        deadline: { leftMs: left, holdMs },
+        retryAfterMs: this.lineClears(key, 0, undefined),
+      });
+    }
     const wait = Math.max(0, left - holdMs);
     if (wait >= call.options.waitTimeout) return call;
     return { ...withWaitLeft(call, wait), deadline: { leftMs: left, holdMs } };
@@ -227,6 +239,10 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   orphan(ticket: LockTicket, lifetime: number): void {
     this.orphans.set(ticket.token, ticket);
     setTimeout(() => this.orphans.delete(ticket.token), lifetime).unref();
+  }
+
+  timedOut(waiter: Waiter<HeldLease>, waitedMs: number): LockTimeoutError {
+    return this.timeout(waiter.key, waiter.call, waitedMs, waiter.place);
   }
 
   roundTrip(ms: number): void {
@@ -301,7 +317,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
       return this.lease(ticket, reply.fence, from + validFor(this.store, ttl), call, true);
     }
     if (waitTimeout === 0) {
-      if (call.busyIsTimeout) throw new LockTimeoutError(key, 0, call.deadline);
+      if (call.busyIsTimeout) throw this.timeout(key, call, 0, undefined);
       return null;
     }
     // A store whose waiters cannot join unheard: pushes must flow before this one queues.
@@ -356,6 +372,41 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     const { waitTimeout } = call.options;
     if (!this.options.shed || !perPlaceMs || !Number.isFinite(waitTimeout)) return undefined;
     return { places: Math.max(1, Math.floor(waitTimeout / perPlaceMs)), perPlaceMs };
+  }
+
+  /**
+   * The LockTimeoutError of `call` on `key` after `waitedMs`, from `place` in line if the store said: a
+   * refusal for overload when the engine cut its wait (its deadline, or the key's standing line), with
+   * when the line would clear; else its own waitTimeout ran out while the lock was held.
+   */
+  private timeout(
+    key: string,
+    call: EngineCall,
+    waitedMs: number,
+    place: number | undefined,
+  ): LockTimeoutError {
+    const waitTimeout = this.cut.get(call);
+    const { deadline } = call;
+    if (waitTimeout === undefined && deadline === undefined) return new LockTimeoutError(key, waitedMs);
+    const retryAfterMs = this.lineClears(key, waitedMs, place);
+    return new LockTimeoutError(key, waitedMs, { retryAfterMs, deadline, waitTimeout });
+  }
+
+  /**
+   * When `key`'s line would clear for a call refused after waiting `waitedMs` from `place` (1: first;
+   * undefined if it never joined or the store did not say), ms from now, at least 1.
+   */
+  private lineClears(key: string, waitedMs: number, place: number | undefined): number {
+    const perPlace = this.times.perPlace(key);
+    // The line it joined, at the pace seen, less what it waited: when the line it saw clears, as a shed's
+    // retryAfterMs is; at least one place, as its own turn had not come.
+    if (perPlace !== undefined && place !== undefined) {
+      return Math.ceil(Math.max(perPlace, place * perPlace - waitedMs));
+    }
+    // Without its place (its time ran out before the store's reply said it): a call not served has at
+    // least one place (or one hold) ahead, and a standing line's waits run past its target; the longer.
+    const ahead = Math.max(perPlace ?? this.times.typicalHold(key), this.standing?.standingTarget(key) ?? 0);
+    return Math.max(1, Math.ceil(ahead));
   }
 
   private lease(

@@ -75,6 +75,11 @@ export class StandingLines {
     return times ? Math.min(waitMs, times.target / 2) : waitMs;
   }
 
+  /** The target of `key`'s line in ms while it stands (every call served lately waited past it), else undefined. */
+  standingTarget(key: string): number | undefined {
+    return this.keys.get(key)?.standing ? this.timesOf(key)?.target : undefined;
+  }
+
   private line(key: string, at: number): Line {
     let line = this.keys.get(key);
     if (!line) {

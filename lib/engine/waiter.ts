@@ -17,7 +17,7 @@ import { LockAbortedError } from '../errors/lock-aborted.error';
 import { LockNotReplicatedError } from '../errors/lock-not-replicated.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { LockShedError } from '../errors/lock-shed.error';
-import { LockTimeoutError } from '../errors/lock-timeout.error';
+import type { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { MAX_MS } from '../options/option-checks';
 import type { AcquireReply, HandedOn, LockStore, LockTicket, Successor } from '../store/lock-store';
@@ -37,6 +37,11 @@ export interface WaiterHost<T> {
   unregister(waiter: Waiter<T>): void;
   /** Remembers a waiter whose cancel failed, so a late grant to it can be passed on. */
   orphan(ticket: LockTicket, lifetime: number): void;
+  /**
+   * The error of a waiter whose time ran out after `waitedMs`: a refusal for overload if the host cut its
+   * wait (its deadline, or its key's standing line), else its own waitTimeout's.
+   */
+  timedOut(waiter: Waiter<T>, waitedMs: number): LockTimeoutError;
   /** Turns a grant into what the waiter's promise resolves with (a lease); may throw (service closed). */
   granted(waiter: Waiter<T>, grant: Granted): T;
   /** One of a waiter's calls was answered `ms` after it was sent. */
@@ -470,10 +475,7 @@ export class Waiter<T> {
 
   private expire(time: number): void {
     const waited = Math.round(time - this.started);
-    const error =
-      this.lastError instanceof LockError
-        ? this.lastError
-        : new LockTimeoutError(this.key, waited, this.call.deadline);
+    const error = this.lastError instanceof LockError ? this.lastError : this.host.timedOut(this, waited);
     this.fail(error);
   }
 

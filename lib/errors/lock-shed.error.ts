@@ -11,8 +11,8 @@ export class LockShedError extends LockTimeoutError {
   readonly inLine: number;
   /** How long the line takes per place here, ms. */
   readonly perPlaceMs: number;
-  /** When the line it saw would have cleared, ms from now. */
-  readonly retryAfterMs: number;
+  /** When the line it saw would have cleared, ms from now (a shed always says). */
+  declare readonly retryAfterMs: number;
 
   constructor(key: string, inLine: number, perPlaceMs: number, waitMs: number) {
     const perPlace = Math.max(1, Math.round(perPlaceMs));
@@ -20,7 +20,7 @@ export class LockShedError extends LockTimeoutError {
     super(
       key,
       0,
-      undefined,
+      { retryAfterMs: retryAfter },
       `Lock "${key}" was not waited for: ${inLine} callers were in line, about ${perPlace} ms each here, ` +
         `more than this call could wait through (${waitMs} ms). It was turned away at once, without ` +
         `queueing; the line should clear in about ${retryAfter} ms. Retry then, give the call a longer ` +
@@ -28,6 +28,5 @@ export class LockShedError extends LockTimeoutError {
     );
     this.inLine = inLine;
     this.perPlaceMs = perPlaceMs;
-    this.retryAfterMs = retryAfter;
   }
 }

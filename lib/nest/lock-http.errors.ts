@@ -1,8 +1,9 @@
 /**
- * Lock errors as HTTP exceptions. In an HTTP request a busy lock is the client's to retry (409
- * Conflict; 423 is WebDAV's), Redis out of reach or a line longer than the request's deadline is ours
- * (503 Service Unavailable), both with `Retry-After`, and a key that cannot be built from the request is the client's mistake (400 Bad
- * Request). They are thrown as Nest's own HttpException subclasses, so any exception filter, an
+ * Lock errors as HTTP exceptions. In an HTTP request a lock held past the call's own waitTimeout is the
+ * client's to retry (409 Conflict; 423 is WebDAV's), Redis out of reach or a wait refused for overload
+ * (turned away at the door, or cut short by a standing line or the request's deadline) is ours (503
+ * Service Unavailable), both with `Retry-After`, and a key that cannot be built from the request is the
+ * client's mistake (400 Bad Request). They are thrown as Nest's own HttpException subclasses, so any exception filter, an
  * application's catch-all included, renders the right status; the typed lock error stays the `cause`.
  * Outside HTTP (microservices, WebSockets, GraphQL, plain providers) nothing is converted.
  */
@@ -27,27 +28,14 @@ import { RequestClosedError } from '../errors/request-closed.error';
 
 /** The HTTP exception for a lock error, or undefined for any other error (left as it is). */
 export function httpExceptionFor(error: unknown): HttpException | undefined {
-  if (error instanceof LockShedError) {
-    return new ServiceUnavailableException(
-      {
-        statusCode: 503,
-        error: 'Service Unavailable',
-        code: error.code,
-        message:
-          'The line for this resource is longer than the request could wait through, so it was turned away at once; nothing ran for it. Retry after the time given.',
-      },
-      { cause: error },
-    );
-  }
-  if (error instanceof LockTimeoutError && error.deadline) {
+  if (error instanceof LockTimeoutError && error.retryAfterMs !== undefined) {
     // Not the resource's business but the server's: its line is longer than the request can wait.
     return new ServiceUnavailableException(
       {
         statusCode: 503,
         error: 'Service Unavailable',
         code: error.code,
-        message:
-          "The request's deadline would pass before its turn for the lock came, so it was answered now; nothing ran for it.",
+        message: overloadMessage(error),
       },
       { cause: error },
     );
@@ -106,6 +94,17 @@ export function httpExceptionFor(error: unknown): HttpException | undefined {
   return undefined;
 }
 
+/** What a 503 for a wait refused for overload tells the client. */
+function overloadMessage(error: LockTimeoutError): string {
+  if (error instanceof LockShedError) {
+    return 'The line for this resource is longer than the request could wait through, so it was turned away at once; nothing ran for it. Retry after the time given.';
+  }
+  if (error.deadline) {
+    return "The request's deadline would pass before its turn for the lock came, so it was answered now; nothing ran for it. Retry after the time given.";
+  }
+  return 'The resource has more requests than it can serve, so this one was turned away before its turn came; nothing ran for it. Retry after the time given.';
+}
+
 /** `Retry-After` of the 409 and 503 responses, in seconds, unless the module's options say otherwise. */
 export const DEFAULT_RETRY_AFTER = 1;
 
@@ -118,9 +117,11 @@ export interface LockErrorResponse {
 
 /**
  * The response the module's conversion would give a lock error, for an exception filter of your own
- * (with `httpErrors: false`, or outside Nest's HTTP layer): 409 for a busy lock, 503 for Redis out of
- * reach or a request's deadline that came before its turn, both with `Retry-After: retryAfterSeconds` (default 1, as the module's option), 400 for a key the
- * request cannot build; undefined for any other error.
+ * (with `httpErrors: false`, or outside Nest's HTTP layer): 409 for a lock held past the call's own
+ * waitTimeout and 503 for Redis out of reach, both with `Retry-After: retryAfterSeconds` (default 1, as
+ * the module's option); 503 for a wait refused for overload, with `Retry-After` when its line would
+ * clear (LockTimeoutError.retryAfterMs, in whole seconds, at least 1); 400 for a key the request cannot
+ * build; undefined for any other error.
  */
 export function lockErrorResponse(
   error: unknown,
@@ -140,10 +141,12 @@ function retryable(exception: HttpException): boolean {
   return exception instanceof ConflictException || exception instanceof ServiceUnavailableException;
 }
 
-/** The module's `Retry-After`, or, for a call turned away at the door, when the line it saw clears. */
+/** The module's `Retry-After`, or, for a wait refused for overload, when its line would clear. */
 function retryAfter(exception: HttpException, seconds: number): number {
   const { cause } = exception;
-  return cause instanceof LockShedError ? Math.max(1, Math.ceil(cause.retryAfterMs / 1000)) : seconds;
+  return cause instanceof LockTimeoutError && cause.retryAfterMs !== undefined
+    ? Math.max(1, Math.ceil(cause.retryAfterMs / 1000))
+    : seconds;
 }
 
 /** Sets `Retry-After` on the response the exception will be rendered on, whichever filter renders it. */

@@ -15,7 +15,7 @@ import { LockShedError } from '../errors/lock-shed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RequestClosedError } from '../errors/request-closed.error';
 import type { Lease } from '../lease';
-import { loggedEvents } from './event-log';
+import { type LockEventLog, loggedEvents } from './event-log';
 import type { LeaseObserver, ObservedLease } from './lease-observer';
 import { anyChannelWatched, isWatched, type LockEvent, type LockEventKind, publish } from './lock-events';
 import { type Instruments, OpenTelemetry } from './open-telemetry';
@@ -33,10 +33,18 @@ export const UNNAMED = 'unnamed';
 export class LockTelemetry {
   private readonly otel: OpenTelemetry;
   readonly onEvent: ((event: LockEvent) => void) | undefined;
+  /** The `logger`'s writer, whose pending summaries close() writes. */
+  private readonly log: LockEventLog | undefined;
 
   constructor(options: TelemetryOptions | undefined) {
     this.otel = new OpenTelemetry(options?.meterProvider, options?.tracerProvider);
-    this.onEvent = options?.logger ? loggedEvents(options.logger, options.onEvent) : options?.onEvent;
+    this.log = options?.logger ? loggedEvents(options.logger, options.onEvent) : undefined;
+    this.onEvent = this.log ?? options?.onEvent;
+  }
+
+  /** The service closes: summaries of warnings still counted are written now, not lost with the process. */
+  close(): void {
+    this.log?.flush();
   }
 
   /** Starts the record of one call, or undefined when nothing would hear of it. */

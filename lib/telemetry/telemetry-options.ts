@@ -24,9 +24,10 @@ export interface TelemetryOptions {
   /** Called with every lock event of this service (as the diagnostics channels publish them); must not throw. */
   onEvent?: (event: LockEvent) => void;
   /**
-   * Log a lock not granted in time (warn) and a lease lost while held (error), with the lock's name,
-   * keys and how long it waited or was held: a Nest `Logger` (`new Logger('Locks')`), `console`, or any
-   * object with `warn` and `error`. Default: none (a busy lock answering 409s is not an incident).
+   * Log a lock not granted (warn, saying why: turned away, cut by overload or its deadline, or out of
+   * waitTimeout; a lock's repeated warnings summarised, docs/observability.md "In a log") and a lease
+   * lost while held (error, always at once), with the lock's name and keys: a Nest `Logger` (`new Logger('Locks')`), `console`,
+   * or any object with `warn` and `error`. Default: none (a busy lock answering 409s is not an incident).
    */
   logger?: LockLogger;
 }

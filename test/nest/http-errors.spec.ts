@@ -1,7 +1,9 @@
 // Lock errors over HTTP reach exception filters as Nest HttpExceptions with the typed lock error as
 // their cause: an application-wide catch-all filter, registered as Nest's docs show, renders 409 (with
-// Retry-After) for a busy lock, 400 for a key the request cannot build, and 503 (with Retry-After) when
-// Redis is out of reach. Outside an HTTP request the same calls throw the typed errors.
+// Retry-After) for a lock held past the call's own waitTimeout, 400 for a key the request cannot build,
+// and 503 (with Retry-After) when Redis is out of reach or a wait was refused for overload (then
+// Retry-After says when the line would clear). Outside an HTTP request the same calls throw the typed
+// errors.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import {
   type ArgumentsHost,
@@ -30,12 +32,13 @@ import {
   Locked,
   LockKeyError,
   LockService,
+  LockShedError,
   LockTimeoutError,
   lockErrorResponse,
   RedisLockModule,
   RedisUnavailableError,
 } from '../../lib';
-import { lockService } from '../support/lock-fixtures';
+import { lockService, until } from '../support/lock-fixtures';
 import { startRedis, useRedis } from '../support/redis-server';
 
 const server = useRedis();
@@ -169,6 +172,88 @@ describe('lock errors through an application-wide catch-all filter', () => {
     } finally {
       await own.dispose();
     }
+  });
+});
+
+describe('under overload', () => {
+  const TARGET = 20;
+  const INTERVAL = 50;
+  const HOLD = 5 * TARGET;
+
+  it("a wait its key's standing line cut is 503 with Retry-After from the line; a lock held past the call's own waitTimeout stays 409", async () => {
+    @Module({ controllers: [OrdersController], providers: [Orders, OrderGuard] })
+    class Shop {}
+    const ref = await Test.createTestingModule({
+      imports: [
+        RedisLockModule.forRoot({
+          url: server().url,
+          shed: { target: TARGET, interval: INTERVAL },
+          retryAfterSeconds: 7,
+        }),
+        Shop,
+      ],
+    }).compile();
+    const app = ref.createNestApplication({ logger: false });
+    apps.push(app);
+    const filter = new AllExceptions(app.get(HttpAdapterHost));
+    app.useGlobalFilters(filter);
+    await app.init();
+    const locks = app.get(LockService);
+    const others = lockService(server());
+    // The app's service is served from order:1's line after a hold of 5 targets, twice, an interval
+    // apart: the line stands, and its pace is at least 5 targets a place.
+    for (const pause of [2 * INTERVAL, 0]) {
+      const holder = await others.acquire('order:1');
+      const waiting = locks.acquire('order:1', { waitTimeout: 10_000 });
+      await until(
+        () => locks.inspect('order:1'),
+        (info) => info.queueLength === 1,
+      );
+      await new Promise((resolve) => setTimeout(resolve, HOLD)); // the hold it waits through
+      await holder.release();
+      await (await waiting).release();
+      await new Promise((resolve) => setTimeout(resolve, pause)); // so the next serve closes an interval
+    }
+
+    const holders = [await others.acquire('order:1'), await others.acquire('order:2')];
+    // The request's wait (100 ms) is cut to half the target: turned away for overload.
+    const cut = await request(app.getHttpServer()).post('/orders/pay').send({ id: 1 });
+    expect(cut.status).toBe(503);
+    expect(cut.body).toEqual({ status: 503, name: 'ServiceUnavailableException', cause: 'LOCK_TIMEOUT' });
+    const refused = (filter.seen.at(-1) as HttpException).cause as LockTimeoutError;
+    expect(refused).toBeInstanceOf(LockTimeoutError);
+    expect(refused.retryAfterMs).toBeGreaterThanOrEqual(HOLD);
+    // When the line would clear, in whole seconds: not the module's 7.
+    expect(cut.headers['retry-after']).toBe(
+      String(Math.max(1, Math.ceil((refused.retryAfterMs ?? 0) / 1000))),
+    );
+    expect(cut.headers['retry-after']).not.toBe('7');
+
+    // order:2's line does not stand: the request waits its whole 100 ms while the lock is held.
+    const busy = await request(app.getHttpServer()).post('/orders/pay').send({ id: 2 });
+    expect(busy.status).toBe(409);
+    expect(busy.headers['retry-after']).toBe('7');
+    expect(((filter.seen.at(-1) as HttpException).cause as LockTimeoutError).retryAfterMs).toBeUndefined();
+    expect(app.get(Orders).runs).toBe(0);
+    for (const holder of holders) await holder.release();
+  });
+
+  it('lockErrorResponse: every refusal for overload is 503 with Retry-After from the line, a plain timeout 409', () => {
+    const standing = new LockTimeoutError('k', 10, { retryAfterMs: 2_300, waitTimeout: 5_000 });
+    const deadline = new LockTimeoutError('k', 80, {
+      retryAfterMs: 400,
+      deadline: { leftMs: 100, holdMs: 20 },
+    });
+    const shed = new LockShedError('k', 12, 250, 1_000);
+    expect(lockErrorResponse(standing, 7)).toMatchObject({ status: 503, headers: { 'Retry-After': '3' } });
+    expect(lockErrorResponse(deadline, 7)).toMatchObject({ status: 503, headers: { 'Retry-After': '1' } });
+    expect(lockErrorResponse(shed, 7)).toMatchObject({ status: 503, headers: { 'Retry-After': '3' } });
+    expect(lockErrorResponse(new LockTimeoutError('k', 0), 7)).toMatchObject({
+      status: 409,
+      headers: { 'Retry-After': '7' },
+    });
+    expect(standing.message).toMatch(/turned away for overload/);
+    expect(lockErrorResponse(standing)?.body.message).not.toMatch(/another request holds its lock/);
   });
 });
 
