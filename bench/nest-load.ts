@@ -7,7 +7,7 @@
  *
  * Usage: npm run bench:nest-load [-- --quick | --smoke] [--rounds 3] [--window 10000] [--warmup 2000]
  *        [--loads 0.5,1.2] [--timeout 2000] [--variants ours,murlock] [--seed 1] [--no-build]
- *        [--no-deadline-header] [--baseline DIR (another build, for ours-handler-baseline)]
+ *        [--no-deadline-header] [--baseline DIR (another build, for ours-baseline and ours-handler-baseline)]
  *        [--work MS (the section's work, default 2)] [--standing-target MS (ours-handler-standing, default 25)]
  *        [--places N (ours-handler-places, default 5)]
  * BENCH_NODE=/path/to/node runs the applications on another Node; BENCH_APP_ARGS passes them flags.
@@ -77,6 +77,11 @@ const VARIANTS: Record<string, { app: string; env: Record<string, string>; what:
     app: 'ours-handler',
     env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS) },
     what: 'the same on the route handler: the wait ends when the client closes the connection',
+  },
+  'ours-baseline': {
+    app: 'ours-baseline',
+    env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS) },
+    what: 'ours on the build given as --baseline, to compare two builds in one run',
   },
   'ours-handler-baseline': {
     app: 'ours-handler-baseline',

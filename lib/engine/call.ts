@@ -5,6 +5,7 @@
  */
 import type { DeadlineShortfall } from '../errors/lock-timeout.error';
 import type { ResolvedAcquireOptions } from '../options/call-options';
+import type { JoinDoor } from '../store/lock-store';
 import type { CallRecord } from '../telemetry/lock-telemetry';
 import type { LeaseTerms } from './held-lease';
 
@@ -18,6 +19,10 @@ export interface EngineCall {
   readonly busyIsTimeout: boolean;
   /** Set when the call's deadline cut its wait short: what its LockTimeoutError says. */
   readonly deadline?: DeadlineShortfall;
+  /** Set when its key's standing line cut its wait: its own waitTimeout, ms (admission.ts). */
+  readonly cutFrom?: number;
+  /** How many may be in line before its join is turned away, when its key's pace is known (admission.ts). */
+  readonly door?: JoinDoor;
   /**
    * Somebody waits on the call's result: it serves a request, or carries a deadline. Only such a call's
    * wait is cut while its key's line stands; a job's (a cron's) is its own to spend.

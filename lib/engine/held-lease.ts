@@ -115,6 +115,12 @@ export class HeldLease implements OwnedLease {
   /** When renewal stops and the lease is given up (monotonic): grantedAt + maxHold, or Infinity. */
   private readonly holdEnds: number;
 
+  /**
+   * Its place in line as it joined (1: first), for a lease granted to a waiter the store told its place:
+   * how its line's pace is learnt (admission.ts).
+   */
+  grantedFrom: number | undefined;
+
   constructor(
     private readonly host: LeaseHost,
     private readonly ticket: LockTicket,

@@ -7,7 +7,7 @@
  */
 import { LockAbortedError } from '../errors/lock-aborted.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
-import { LockTimeoutError } from '../errors/lock-timeout.error';
+import type { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { resolveAcquireOptions } from '../options/call-options';
 import { claimWindowFor, type ResolvedServiceOptions } from '../options/service-options';
@@ -23,14 +23,13 @@ import type {
 } from '../store/lock-store';
 import { openStore, type StoreSource } from '../store/open-store';
 import { claimWindowOf } from '../store/token';
-import { type EngineCall, withWaitLeft } from './call';
+import { Admission } from './admission';
+import type { EngineCall } from './call';
 import { now, validFor } from './clock';
 import { type GrantLinks, HeldLease, type LeaseHost } from './held-lease';
 import { type KeyTaker, takeInOrder } from './key-sequence';
-import { LineTimes } from './line-times';
-import { PACED_TARGET, StandingLines } from './standing-line';
 import { StartWindows } from './start-window';
-import { type Door, type Granted, handOnLocally, queueLifetime, Waiter, type WaiterHost } from './waiter';
+import { type Granted, handOnLocally, queueLifetime, Waiter, type WaiterHost } from './waiter';
 
 export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease>, KeyTaker {
   readonly store: LockStore;
@@ -40,12 +39,8 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   private readonly waiters = new Map<string, Waiter<HeldLease>>();
   private readonly leases = new Set<HeldLease>();
   private readonly orphans = new Map<string, LockTicket>();
-  private readonly times = new LineTimes();
+  private readonly admission: Admission;
   private readonly starts: StartWindows;
-  /** The standing-line rule, unless the service's `shed` is false or 'door'. */
-  private readonly standing: StandingLines | undefined;
-  /** Calls whose wait the standing line cut, with their own waitTimeout: their timeout is an overload refusal. */
-  private readonly cut = new WeakMap<EngineCall, number>();
   private closed = false;
   /** LeaseHost.ownGrants. */
   ownGrants = 0;
@@ -58,11 +53,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     this.startsOnPush = !replicas;
     this.waitsOnUnreplicated = replicas?.unacknowledged === 'requeue';
     this.starts = new StartWindows(options.startWindow);
-    const { shed } = options;
-    if (shed !== false && shed !== 'door') {
-      const rule = shed === true ? { places: PACED_TARGET } : shed;
-      this.standing = new StandingLines(rule, (key) => this.times.perPlace(key));
-    }
+    this.admission = new Admission(options);
     this.store = openStore(source, options, this);
   }
 
@@ -99,37 +90,19 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   ): Promise<HeldLease | null> {
     const { key } = ticket;
     this.assertOpen(key);
-    const { signal, deadline } = call.options;
+    const { signal } = call.options;
     if (signal?.aborted) throw new LockAbortedError(key, signal.reason);
-    if (deadline !== undefined) {
-      const within = this.cutToDeadline(key, call, deadline);
-      if (within === null || within instanceof LockTimeoutError) {
-        return within ? Promise.reject(within) : Promise.resolve(null);
-      }
-      call = within;
-    }
     const started = now();
-    if (this.standing) {
-      const patience = call.serving
-        ? this.standing.patience(key, call.options.waitTimeout)
-        : call.options.waitTimeout;
-      if (patience < call.options.waitTimeout) {
-        const own = call.options.waitTimeout;
-        call = withWaitLeft(call, patience);
-        this.cut.set(call, own);
+    const admitted = this.admission.admit(key, call, started);
+    if (admitted === null) return Promise.resolve(null);
+    if (!('options' in admitted)) return Promise.reject(admitted);
+    return this.takeFrom(ticket, admitted, started, claim, onQueued).then((lease) => {
+      if (lease) {
+        const at = now();
+        this.admission.served(key, admitted, at - started, lease.grantedFrom, at);
       }
-      const standing = this.standing;
-      const { serving } = call;
-      if (serving) standing.came(key, started);
-      return this.takeFrom(ticket, call, started, claim, onQueued).then((lease) => {
-        if (lease) {
-          const at = now();
-          standing.served(key, at - started, at, serving);
-        }
-        return lease;
-      });
-    }
-    return this.takeFrom(ticket, call, started, claim, onQueued);
+      return lease;
+    });
   }
 
   private takeFrom(
@@ -148,30 +121,6 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     // Joins at once, subscribed or not, so the line keeps the order calls came in (docs/protocol.md,
     // "The first wait"); one that finds itself in line opens the subscription if nobody has yet.
     return this.wait(ticket, started, call, 'join', onQueued, !wakeReady);
-  }
-
-  /**
-   * A call with a deadline waits only as long as leaves the key's usual hold before it: a caller served
-   * later would have its result too late. Past the deadline it does not ask Redis at all (null for a
-   * try-once call, else LockTimeoutError).
-   */
-  private cutToDeadline(
-    key: string,
-    call: EngineCall,
-    deadline: number,
-  ): EngineCall | LockTimeoutError | null {
-    const left = Math.round(deadline - Date.now());
-    const holdMs = Math.round(this.times.typicalHold(key));
-    if (left <= 0) {
-      if (!call.busyIsTimeout) return null;
-      return new LockTimeoutError(key, 0, {
-        deadline: { leftMs: left, holdMs },
-        retryAfterMs: this.lineClears(key, 0, undefined),
-      });
-    }
-    const wait = Math.max(0, left - holdMs);
-    if (wait >= call.options.waitTimeout) return call;
-    return { ...withWaitLeft(call, wait), deadline: { leftMs: left, holdMs } };
   }
 
   /** Stops new work, ends the waiters, lets `settle` run (the grace period), then loses and releases every lease. */
@@ -242,7 +191,11 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   }
 
   timedOut(waiter: Waiter<HeldLease>, waitedMs: number): LockTimeoutError {
-    return this.timeout(waiter.key, waiter.call, waitedMs, waiter.place);
+    return this.admission.refusal(waiter.key, waiter.call, waitedMs, waiter.place);
+  }
+
+  told(key: string, perPlaceMs: number): void {
+    this.admission.told(key, perPlaceMs, now());
   }
 
   roundTrip(ms: number): void {
@@ -250,15 +203,23 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   }
 
   granted(waiter: Waiter<HeldLease>, grant: Granted): HeldLease {
-    if (waiter.place) this.times.place(waiter.key, (now() - waiter.started) / waiter.place);
-    return this.lease(waiter.ticket, grant.fence, grant.validUntil, waiter.call, grant.confirmed, grant);
+    const lease = this.lease(
+      waiter.ticket,
+      grant.fence,
+      grant.validUntil,
+      waiter.call,
+      grant.confirmed,
+      grant,
+    );
+    lease.grantedFrom = waiter.place;
+    return lease;
   }
 
   // LeaseHost: what a held lease asks of the engine.
 
   forget(lease: HeldLease, heldFor: number | undefined): void {
     this.leases.delete(lease);
-    if (heldFor !== undefined) this.times.hold(lease.key, heldFor);
+    if (heldFor !== undefined) this.admission.held(lease.key, heldFor, now());
   }
 
   validateTtl(ttl: unknown): number {
@@ -317,7 +278,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
       return this.lease(ticket, reply.fence, from + validFor(this.store, ttl), call, true);
     }
     if (waitTimeout === 0) {
-      if (call.busyIsTimeout) throw this.timeout(key, call, 0, undefined);
+      if (call.busyIsTimeout) throw this.admission.refusal(key, call, 0, undefined);
       return null;
     }
     // A store whose waiters cannot join unheard: pushes must flow before this one queues.
@@ -360,53 +321,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
       if (listen) this.subscribe(ticket.key).catch((error: unknown) => waiter.onUnheard(error));
       onQueued?.();
     };
-    return waiter.run(first, queued, undefined, first === 'join' ? this.door(ticket.key, call) : undefined);
-  }
-
-  /**
-   * How many may be in line before a join is turned away: as many as its wait can see through at the
-   * pace this service has seen the line move. None before any waiter was served from this key's line.
-   */
-  private door(key: string, call: EngineCall): Door | undefined {
-    const perPlaceMs = this.times.perPlace(key);
-    const { waitTimeout } = call.options;
-    if (!this.options.shed || !perPlaceMs || !Number.isFinite(waitTimeout)) return undefined;
-    return { places: Math.max(1, Math.floor(waitTimeout / perPlaceMs)), perPlaceMs };
-  }
-
-  /**
-   * The LockTimeoutError of `call` on `key` after `waitedMs`, from `place` in line if the store said: a
-   * refusal for overload when the engine cut its wait (its deadline, or the key's standing line), with
-   * when the line would clear; else its own waitTimeout ran out while the lock was held.
-   */
-  private timeout(
-    key: string,
-    call: EngineCall,
-    waitedMs: number,
-    place: number | undefined,
-  ): LockTimeoutError {
-    const waitTimeout = this.cut.get(call);
-    const { deadline } = call;
-    if (waitTimeout === undefined && deadline === undefined) return new LockTimeoutError(key, waitedMs);
-    const retryAfterMs = this.lineClears(key, waitedMs, place);
-    return new LockTimeoutError(key, waitedMs, { retryAfterMs, deadline, waitTimeout });
-  }
-
-  /**
-   * When `key`'s line would clear for a call refused after waiting `waitedMs` from `place` (1: first;
-   * undefined if it never joined or the store did not say), ms from now, at least 1.
-   */
-  private lineClears(key: string, waitedMs: number, place: number | undefined): number {
-    const perPlace = this.times.perPlace(key);
-    // The line it joined, at the pace seen, less what it waited: when the line it saw clears, as a shed's
-    // retryAfterMs is; at least one place, as its own turn had not come.
-    if (perPlace !== undefined && place !== undefined) {
-      return Math.ceil(Math.max(perPlace, place * perPlace - waitedMs));
-    }
-    // Without its place (its time ran out before the store's reply said it): a call not served has at
-    // least one place (or one hold) ahead, and a standing line's waits run past its target; the longer.
-    const ahead = Math.max(perPlace ?? this.times.typicalHold(key), this.standing?.standingTarget(key) ?? 0);
-    return Math.max(1, Math.ceil(ahead));
+    return waiter.run(first, queued, undefined, first === 'join' ? call.door : undefined);
   }
 
   private lease(

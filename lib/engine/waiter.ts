@@ -20,7 +20,7 @@ import { LockShedError } from '../errors/lock-shed.error';
 import type { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { MAX_MS } from '../options/option-checks';
-import type { AcquireReply, HandedOn, LockStore, LockTicket, Successor } from '../store/lock-store';
+import type { AcquireReply, HandedOn, JoinDoor, LockStore, LockTicket, Successor } from '../store/lock-store';
 import type { EngineCall } from './call';
 import { now, safetyMargin, validFor } from './clock';
 
@@ -44,6 +44,8 @@ export interface WaiterHost<T> {
   timedOut(waiter: Waiter<T>, waitedMs: number): LockTimeoutError;
   /** Turns a grant into what the waiter's promise resolves with (a lease); may throw (service closed). */
   granted(waiter: Waiter<T>, grant: Granted): T;
+  /** The store told the pace (ms per place) `key`'s line moves at, which a cold join's door was set by. */
+  told(key: string, perPlaceMs: number): void;
   /** One of a waiter's calls was answered `ms` after it was sent. */
   roundTrip(ms: number): void;
 }
@@ -92,15 +94,6 @@ export function handOnLocally<T>(
   return false;
 }
 
-/**
- * A join's door: it is turned away if `places` or more are in line, the most it could wait through at
- * `perPlaceMs` each.
- */
-export interface Door {
-  readonly places: number;
-  readonly perPlaceMs: number;
-}
-
 /** Retry delay after a failed re-check while Redis is unreachable. */
 const RETRY_MS = 100;
 
@@ -134,7 +127,7 @@ export class Waiter<T> {
    */
   private late = false;
   private onQueued: (() => void) | undefined;
-  private door: Door | undefined;
+  private door: JoinDoor | undefined;
   /** Its place in line as it joined (1: first), where the store says it: how the line's pace is learnt. */
   place: number | undefined;
 
@@ -173,7 +166,7 @@ export class Waiter<T> {
     first: 'join' | 'wait' = 'join',
     onQueued?: () => void,
     refused?: LockNotReplicatedError,
-    door?: Door,
+    door?: JoinDoor,
   ): Promise<T> {
     this.firstMode = first;
     this.door = door;
@@ -331,8 +324,12 @@ export class Waiter<T> {
     // refreshes it each time it joins, as every waiter does.
     const queueTtl = queueLifetime(this.deadline - sent, this.ticket.claimWindow);
     const mode = first ? this.firstMode : this.late ? 'late' : 'wait';
-    const door = mode === 'join' ? this.door?.places : undefined;
-    this.inFlight = this.host.store.acquire(this.ticket, mode, queueTtl, door);
+    this.inFlight = this.host.store.acquire(
+      this.ticket,
+      mode,
+      queueTtl,
+      mode === 'join' ? this.door : undefined,
+    );
     this.inFlight.then(
       (reply) => {
         if (mode === 'late') this.late = false;
@@ -376,8 +373,9 @@ export class Waiter<T> {
       if (reply.granted && this.cancelled !== undefined) this.host.store.release(this.ticket).catch(() => {});
       return;
     }
+    if (!reply.granted && reply.pace !== undefined) this.host.told(this.key, reply.pace);
     if (!reply.granted && reply.turnedAway !== undefined) {
-      this.turnAway(reply.turnedAway);
+      this.turnAway(reply.turnedAway, reply.pace);
       return;
     }
     if (!reply.granted && reply.place !== undefined) this.place = reply.place;
@@ -488,11 +486,13 @@ export class Waiter<T> {
     }
   }
 
-  /** Turned away at the door: not in line, so there is nothing to leave. */
-  private turnAway(inLine: number): void {
+  /** Turned away at the door: not in line, so there is nothing to leave. `told`: a cold door's pace. */
+  private turnAway(inLine: number, told: number | undefined): void {
     if (!this.settle()) return;
-    const { places, perPlaceMs } = this.door ?? { places: 0, perPlaceMs: 0 };
-    this.reject(new LockShedError(this.key, inLine, perPlaceMs, Math.round(places * perPlaceMs)));
+    const door = this.door;
+    const perPlaceMs = door && 'perPlaceMs' in door ? door.perPlaceMs : (told ?? 0);
+    const waitMs = door && 'waitMs' in door ? door.waitMs : (door?.places ?? 0) * perPlaceMs;
+    this.reject(new LockShedError(this.key, inLine, perPlaceMs, Math.round(waitMs)));
   }
 
   private fail(error: unknown): void {

@@ -29,6 +29,7 @@ import type {
   AcquireMode,
   AcquireReply,
   ExtendOutcome,
+  JoinDoor,
   LockSnapshot,
   Successor,
   TransferReply,
@@ -119,16 +120,24 @@ const SOURCES: Record<ScriptName, ScriptSource> = {
   semaphoreExtend: semaphoreScript(semaphoreExtendLua),
 };
 
-function acquireReply(reply: number[]): AcquireReply {
-  if (reply[0] === 1) return { granted: true, fence: reply[1], serverMs: reply[2] / 1000 };
+/** ARGV[11..13] of a join (acquire.lua): the door's places, a cold join's wait, the pace to offer. */
+function doorArgv(door: JoinDoor): (string | number)[] {
+  if ('waitMs' in door) return ['', Math.floor(door.waitMs)];
+  return [door.places, '', door.perPlaceMs.toFixed(3)];
+}
+
+function acquireReply(reply: (number | string)[]): AcquireReply {
+  const [granted, second, serverUs, head, count, away, pace] = reply as number[];
+  if (granted === 1) return { granted: true, fence: second, serverMs: serverUs / 1000 };
   const waiting = {
     granted: false,
-    ownerTtl: reply[1],
-    serverMs: reply[2] / 1000,
-    isHead: reply[3] === 1,
+    ownerTtl: second,
+    serverMs: serverUs / 1000,
+    isHead: head === 1,
   } as const;
   if (reply.length < 5) return waiting;
-  return reply[5] === 1 ? { ...waiting, turnedAway: reply[4] } : { ...waiting, place: reply[4] };
+  const told = pace === undefined ? {} : { pace: Number(pace) };
+  return away === 1 ? { ...waiting, turnedAway: count, ...told } : { ...waiting, place: count, ...told };
 }
 
 /**
@@ -202,32 +211,25 @@ export class LockScripts {
 
   /**
    * `listenLater`: a join from a service whose wake subscription is not live yet keeps its place this
-   * long (ms) though pushes reach nobody (prelude.lua, listening_later). `door`: a join is turned away
-   * when this many are in line already (acquire.lua, semaphore-acquire.lua).
+   * long (ms) though pushes reach nobody (prelude.lua, listening_later). `door`: a join's door
+   * (acquire.lua, semaphore-acquire.lua, prelude.lua's join_door).
    */
   async acquire(
     ctx: ScriptContext,
     mode: AcquireMode,
     queueTtl: number,
     listenLater?: number,
-    door?: number,
+    door?: JoinDoor,
   ): Promise<AcquireReply> {
     // The optional arguments only when given: an argument less for every other call.
-    const withDoor = door !== undefined;
-    const later = listenLater === undefined ? (withDoor ? [''] : []) : [listenLater];
+    const doorArgs = door ? doorArgv(door) : [];
+    const later = listenLater === undefined ? (doorArgs.length > 0 ? [''] : []) : [listenLater];
     const args =
       ctx.reserved || later.length > 0
-        ? this.argv(
-            ctx,
-            mode,
-            queueTtl,
-            ...(ctx.kind ? [] : [ctx.reserved ?? '']),
-            ...later,
-            ...(withDoor ? [door] : []),
-          )
+        ? this.argv(ctx, mode, queueTtl, ...(ctx.kind ? [] : [ctx.reserved ?? '']), ...later, ...doorArgs)
         : this.argv(ctx, mode, queueTtl);
     const name = this.named('acquire', ctx);
-    if (!this.ack) return acquireReply((await this.run(name, ctx.keys.lock, args)) as number[]);
+    if (!this.ack) return acquireReply((await this.run(name, ctx.keys.lock, args)) as (number | string)[]);
     // A waiter's re-check is acknowledged too: it is how a hand-off is confirmed (the PEXPIRE it writes
     // comes after the hand-off in the replication stream, so acknowledging it covers both).
     let acked: Acknowledged;
@@ -241,7 +243,7 @@ export class LockScripts {
       this.release(ctx).catch(() => {});
       throw error;
     }
-    const reply = acquireReply(acked.value as number[]);
+    const reply = acquireReply(acked.value as (number | string)[]);
     if (!reply.granted || this.enough(acked)) return reply;
     // Not acknowledged in time: a failover now could lose the grant, so it is not used. Given back,
     // it goes to the next in line as any release would.

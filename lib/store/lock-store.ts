@@ -13,6 +13,7 @@ import type {
   AcquireMode,
   AcquireReply,
   ExtendOutcome,
+  JoinDoor,
   KeyList,
   LockSnapshot,
   TransferReply,
@@ -67,6 +68,7 @@ export type {
   AcquireReply,
   ExtendOutcome,
   HolderSnapshot,
+  JoinDoor,
   KeyList,
   LockSnapshot,
   NodeSnapshot,
@@ -117,10 +119,11 @@ export interface LockStore {
    * call whose ticket holds a reservation on the key (reserve) claims it: it is queued at that place.
    * `queueTtl`: how long a place in line outlives this call (the wait left plus a claim window); a `try`
    * never queues, and gets it from a waiting call's first attempt, 0 from tryAcquire. `door`, for a
-   * `join`: with this many or more in line the caller is turned away, not queued (reply `turnedAway`);
-   * a store that keeps no such count ignores it, and says no `place`.
+   * `join`: with its places or more in line the caller is turned away, not queued (reply `turnedAway`);
+   * a cold door's places come from the pace left for the key by another service (JoinDoor). A store that
+   * keeps no such count ignores it, and says no `place`.
    */
-  acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number, door?: number): Promise<AcquireReply>;
+  acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number, door?: JoinDoor): Promise<AcquireReply>;
   /**
    * Optional. Keeps a place in `ticket.key`'s line for a later key of a multi-key call that still waits
    * for the keys before it: never granted, passed over by every hand-off (so it makes nobody wait), and

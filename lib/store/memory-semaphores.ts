@@ -11,6 +11,7 @@ import type {
   AcquireMode,
   AcquireReply,
   ExtendOutcome,
+  JoinDoor,
   LockSnapshot,
   LockTicket,
   WakeMessage,
@@ -42,6 +43,8 @@ export interface SemaphoreHost {
   deliver(token: string, message: WakeMessage): boolean;
   /** Whether `key` is held or waited for as a mutex. */
   isMutex(key: string, now: number): boolean;
+  /** A join's door on `key`: its places, and the pace a cold one was set by (prelude.lua, join_door). */
+  door(key: string, door: JoinDoor | undefined, now: number): { places?: number; pace?: number };
 }
 
 const FREE = -2;
@@ -148,7 +151,7 @@ export class MemorySemaphores {
     asked: AcquireMode,
     queueTtl: number,
     now: number,
-    door?: number,
+    door?: JoinDoor,
   ): AcquireReply {
     const late = asked === 'late';
     const mode = late ? 'wait' : asked;
@@ -174,8 +177,9 @@ export class MemorySemaphores {
     const at = sem.queue.indexOf(token);
     // semaphore-acquire.lua's door and place: a join turned away is not queued, one that joins learns its place.
     const inLine = sem.queue.length;
-    if (mode === 'join' && at < 0 && door !== undefined && inLine >= door)
-      return { ...waiting(false), turnedAway: inLine };
+    const { places, pace } = mode === 'join' && at < 0 ? this.host.door(key, door, now) : {};
+    const told = pace === undefined ? {} : { pace };
+    if (places !== undefined && inLine >= places) return { ...waiting(false), turnedAway: inLine, ...told };
     let place: number | undefined;
     if (at < 0 || (late && at > 0)) {
       if (at > 0) sem.queue.splice(at, 1);
@@ -186,7 +190,7 @@ export class MemorySemaphores {
     const [fence, granted] = this.serve(key, sem, now, ticket);
     if (granted > 0) this.notifyHead(sem, now);
     if (fence !== false) return { granted: true, fence, serverMs: now };
-    return mode === 'join' && place !== undefined ? { ...waiting(), place } : waiting();
+    return mode === 'join' && place !== undefined ? { ...waiting(), place, ...told } : waiting();
   }
 
   /** A permit given back: the line is served and its new head told. */

@@ -16,6 +16,7 @@ import type {
   AcquireMode,
   AcquireReply,
   ExtendOutcome,
+  JoinDoor,
   KeyList,
   LockBackend,
   LockSnapshot,
@@ -57,6 +58,9 @@ const FREE = -2;
 const FENCE_RETENTION = 3_600_000;
 /** Forgotten fences are swept after this many grants, so the sweep costs O(1) per grant on average. */
 const SWEEP_EVERY = 1_024;
+/** How long a pace left for a key is kept (and not replaced), ms, and for how many keys at most (prelude.lua's PACE_TTL). */
+const PACE_TTL = 10_000;
+const MAX_PACES = 4_096;
 
 export class MemoryLockBackend implements LockBackend {
   private readonly locks = new Map<string, LockState>();
@@ -67,9 +71,12 @@ export class MemoryLockBackend implements LockBackend {
   /** The last fence of each lock granted within FENCE_RETENTION: what inspect() reports. */
   private readonly fences = new Map<string, { fence: number; at: number }>();
   private grants = 0;
+  /** The pace each key's line moves at, as a service that saw it left it: prelude.lua's join_door. */
+  private readonly paces = new Map<string, { perPlace: number; until: number }>();
   /** The keys used with permits: semaphore.lua's counterpart. */
   private readonly semaphores = new MemorySemaphores({
     fence: (key, now) => this.fence(key, now),
+    door: (key, door, now) => this.door(key, door, now),
     deliver: (token, message) => this.deliver(token, message),
     isMutex: (key, now) => this.state(key, now) !== undefined,
   });
@@ -123,6 +130,26 @@ export class MemoryLockBackend implements LockBackend {
     const lock: LockState = { owner: null, ownerUntil: 0, queue: [], queueUntil: 0 };
     this.locks.set(key, lock);
     return lock;
+  }
+
+  /**
+   * prelude.lua's join_door: the places of a join's door, and the pace a cold one was set by. A pace left
+   * is kept for PACE_TTL, and not replaced meanwhile; past MAX_PACES keys the oldest is forgotten.
+   */
+  private door(key: string, door: JoinDoor | undefined, now: number): { places?: number; pace?: number } {
+    if (door === undefined) return {};
+    const left = this.paces.get(key);
+    const live = left !== undefined && left.until > now ? left : undefined;
+    if (!('waitMs' in door)) {
+      if (!live) {
+        this.paces.delete(key);
+        if (this.paces.size >= MAX_PACES) this.paces.delete(this.paces.keys().next().value as string);
+        this.paces.set(key, { perPlace: door.perPlaceMs, until: now + PACE_TTL });
+      }
+      return { places: door.places };
+    }
+    if (!live || !(live.perPlace > 0)) return {};
+    return { places: Math.max(1, Math.floor(door.waitMs / live.perPlace)), pace: live.perPlace };
   }
 
   private fence(key: string, now: number): number {
@@ -252,7 +279,7 @@ export class MemoryLockBackend implements LockBackend {
     ticket: MemoryTicket,
     asked: AcquireMode,
     queueTtl: number,
-    door?: number,
+    door?: JoinDoor,
   ): AcquireReply {
     const now = this.now();
     const kind = kindOf(ticket);
@@ -286,10 +313,12 @@ export class MemoryLockBackend implements LockBackend {
         if (mode === 'try') return waiting(false);
         // acquire.lua's door and place: a join turned away is not queued, one that joins learns its place.
         const inLine = lock.queue.length;
-        if (mode === 'join' && door !== undefined && inLine >= door)
-          return { ...waiting(false), turnedAway: inLine };
+        const { places, pace } = mode === 'join' ? this.door(ticket.key, door, now) : {};
+        const told = pace === undefined ? {} : { pace };
+        if (places !== undefined && inLine >= places)
+          return { ...waiting(false), turnedAway: inLine, ...told };
         this.push(lock, token, queueTtl, now);
-        return { ...waiting(true), place: lock.queue.length };
+        return { ...waiting(true), place: lock.queue.length, ...told };
       }
       // Free, but others queued first: FIFO, so the first waiter goes first.
       if (mode === 'join') this.push(lock, token, queueTtl, now);
@@ -413,7 +442,7 @@ class MemoryLockStore implements LockStore {
 
   // Every call answers on a later turn, as a round trip would: callers never see a reply within the
   // same synchronous step that sent it.
-  acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number, door?: number): Promise<AcquireReply> {
+  acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number, door?: JoinDoor): Promise<AcquireReply> {
     return Promise.resolve().then(() => this.backend.acquire(ticket, mode, queueTtl, door));
   }
 

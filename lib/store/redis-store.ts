@@ -19,6 +19,7 @@ import type {
   AcquireReply,
   ExtendOutcome,
   HandedOn,
+  JoinDoor,
   KeyList,
   LockSnapshot,
   LockStore,
@@ -148,7 +149,7 @@ export class RedisLockStore implements LockStore {
     return ticket;
   }
 
-  acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number, door?: number): Promise<AcquireReply> {
+  acquire(ticket: LockTicket, mode: AcquireMode, queueTtl: number, door?: JoinDoor): Promise<AcquireReply> {
     if (mode !== 'join' || this.wake.ready)
       return this.scripts.acquire(ticket as RedisTicket, mode, queueTtl, undefined, door);
     // A join before the subscription is live: Redis keeps its place (WakeListener), and the subscription

@@ -95,4 +95,39 @@ describe.each(KINDS)('the door on Redis, for $kind', ({ options, holders }) => {
     }
     await (await patient).release();
   }, 60_000);
+
+  it('protects a new instance from its first join: the pace another instance left in Redis sets its door', async () => {
+    const key = 'door-cold';
+    const [locks, other] = [lockService(server()), lockService(server())];
+    await learnPace(locks, other, key, 100, 3);
+    const agents = await Promise.all([readyAgent(), readyAgent(), readyAgent()]);
+    const holder = await fill(other, key, { ttl: 30_000, renew: true });
+    for (const [i, agent] of agents.entries()) {
+      agent.send({ type: 'acquire', id: `w${i}`, key, waitTimeout: 60_000, ...options });
+      await until(
+        () => queueLength(locks, key),
+        (length) => length === i + 1,
+      );
+    }
+    // A service started now, which has never seen this key's line move.
+    const fresh = lockService(server());
+    const error = await fresh.acquire(key, { ...options, waitTimeout: 250 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockShedError);
+    const shed = error as LockShedError;
+    expect(shed.inLine).toBe(3);
+    expect(shed.waitedMs).toBe(0);
+    // The pace it was turned away by is the one the other service saw: about 100 ms a place.
+    expect(shed.perPlaceMs).toBeGreaterThanOrEqual(90);
+    expect(shed.retryAfterMs).toBeGreaterThanOrEqual(3 * 90);
+    expect((await fresh.inspect(key)).queueLength).toBe(3);
+    // It has learnt the pace: its next call is turned away by its own door too (no cold join sent).
+    const again = await fresh.acquire(key, { ...options, waitTimeout: 250 }).catch((e: unknown) => e);
+    expect(again).toBeInstanceOf(LockShedError);
+    await holder.release();
+    for (const [i, agent] of agents.entries()) {
+      await agent.next((m) => m.type === 'granted');
+      agent.send({ type: 'release', id: `w${i}` });
+      await agent.next((m) => m.type === 'released');
+    }
+  }, 60_000);
 });

@@ -5,7 +5,7 @@
 // (Single-process properties: test/conformance/read-write-conformance.ts.)
 import { describe, expect, it } from '@jest/globals';
 import { watchEventLoop } from '../support/event-loop';
-import { commandsIn, listening, lockService, until } from '../support/lock-fixtures';
+import { commandsIn, keysLeft, listening, lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
 
@@ -34,7 +34,7 @@ describe('read-write lock across processes', () => {
     const fences = done.flatMap((d) => d.fences);
     expect(fences).toHaveLength(3 * 6 * 4);
     expect(new Set(fences).size).toBe(fences.length);
-    expect(await server().client().keys('lock:{doc}*')).toEqual(['lock:{doc}:fence']);
+    expect(await keysLeft(server().client(), 'lock:{doc}*')).toEqual(['lock:{doc}:fence']);
     await Promise.all(workers.map((w) => w.stop()));
   }, 120_000);
 

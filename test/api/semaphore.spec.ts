@@ -5,7 +5,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { watchEventLoop } from '../support/event-loop';
 import { arrivalAndGrants } from '../support/fifo-order';
-import { agentInstance, commandsIn, listening, lockService, until } from '../support/lock-fixtures';
+import { agentInstance, commandsIn, keysLeft, listening, lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
 
@@ -39,8 +39,7 @@ describe('semaphore across processes', () => {
     const fences = done.flatMap((d) => d.fences);
     expect(new Set(fences).size).toBe(fences.length);
     expect(await server().client().get('export:holding')).toBe('0');
-    const left = await server().client().keys('lock:{export}*');
-    expect(left.sort()).toEqual(['lock:{export}:fence']);
+    expect(await keysLeft(server().client(), 'lock:{export}*')).toEqual(['lock:{export}:fence']);
     await Promise.all(workers.map((w) => w.stop()));
   }, 120_000);
 

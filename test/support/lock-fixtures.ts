@@ -133,3 +133,19 @@ export function commandsIn(stats: Map<string, number>): number {
   }
   return total;
 }
+
+/**
+ * The keys matching `pattern` left behind, less a line's pace (`...:p`, docs/protocol.md "Keys"), which a
+ * contended line leaves for 10 s: that one must be expiring within them.
+ */
+export async function keysLeft(
+  client: { keys(pattern: string): Promise<string[]>; pttl(key: string): Promise<number> },
+  pattern: string,
+): Promise<string[]> {
+  const left = (await client.keys(pattern)).sort();
+  for (const key of left.filter((one) => one.endsWith(':p'))) {
+    const ttl = await client.pttl(key);
+    if (!(ttl > 0 && ttl <= 10_000)) throw new Error(`${key} is left with a ttl of ${ttl} ms`);
+  }
+  return left.filter((one) => !one.endsWith(':p'));
+}

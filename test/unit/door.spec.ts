@@ -117,7 +117,29 @@ describe.each(KINDS)('the door, for $kind', (each) => {
     for (const waiting of waiters) await (await waiting)?.release();
   });
 
-  it('turns nobody away before the service has seen its line move', async () => {
+  it('turns away the first join of a service that has not seen the line move, by the pace another left', async () => {
+    const memory = new MemoryLockBackend();
+    const { locks } = counting(memory);
+    await learnPace(locks, 'k', 100, 3);
+    const { holder, waiters, order } = await line(locks, 'k', 3);
+    // A service opened now on the same locks: its first join is set a door by the pace left with them.
+    const { locks: fresh, sent } = counting(memory);
+    const error = await fresh.takeOne('k', ask({ waitTimeout: 250 })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockShedError);
+    const shed = error as LockShedError;
+    expect(shed.inLine).toBe(3);
+    expect(shed.perPlaceMs).toBeGreaterThanOrEqual(90);
+    expect(sent).toEqual({ joins: 1, cancels: 0 });
+    // It learnt the pace from the refusal: its next join carries a door of its own.
+    expect(await fresh.takeOne('k', ask({ waitTimeout: 250 })).catch((e: unknown) => e)).toBeInstanceOf(
+      LockShedError,
+    );
+    await holder?.release();
+    for (const waiting of waiters) await (await waiting)?.release();
+    expect(order).toEqual([0, 1, 2]);
+  });
+
+  it('turns nobody away before any service has seen its line move', async () => {
     const { locks, sent } = counting(new MemoryLockBackend());
     const { holder, waiters } = await line(locks, 'fresh', 3);
     const error = await locks.takeOne('fresh', ask({ waitTimeout: 30 })).catch((e: unknown) => e);

@@ -4,7 +4,6 @@
 // them; `shed: 'door'` has no rule. Fast, no Redis (bench/nest-load.ts measures it: the ours-handler,
 // -door and -standing variants).
 import { describe, expect, it } from '@jest/globals';
-import { StandingLines } from '../../lib/engine/standing-line';
 import { LockTimeoutError } from '../../lib/errors/lock-timeout.error';
 import type { LockServiceOptions } from '../../lib/options/service-options';
 import { call, engine } from './engine-fixtures';
@@ -138,66 +137,4 @@ describe('the default rule, paced by the key', () => {
     await longLine(locks, 'k', IN_LINE, HOLD);
     expect(await waitBehindHolder(locks, 'k', 600)).toBeGreaterThanOrEqual(600);
   }, 30_000);
-});
-
-describe('StandingLines, paced', () => {
-  const at = (ms: number) => ms; // the rule is given its clock: times here are ms from 0
-
-  /** `n` calls that serve someone came to `k` at `t`, and were served after `waited` ms, at `t`. */
-  function cameAndServed(lines: StandingLines, n: number, waited: number, t: number) {
-    for (let i = 0; i < n; i++) lines.came('k', at(t));
-    for (let i = 0; i < n; i++) lines.served('k', waited, at(t));
-  }
-
-  it('a target of 15 places and an interval of 10 targets, from the pace of that moment', () => {
-    let pace: number | undefined = 4; // 60 ms target, 600 ms interval
-    const lines = new StandingLines({ places: 15 }, () => pace);
-    cameAndServed(lines, 1, 61, 0);
-    cameAndServed(lines, 1, 61, 599); // not an interval yet
-    expect(lines.patience('k', 10_000)).toBe(10_000);
-    cameAndServed(lines, 1, 61, 600); // every wait in it past 60 ms: the line stands
-    expect(lines.patience('k', 10_000)).toBe(30);
-    expect(lines.patience('k', 20)).toBe(20); // never longer than the call's own wait
-    expect(lines.patience('other', 10_000)).toBe(10_000);
-    pace = 8; // the key slowed: a 120 ms target, a 1.2 s interval
-    expect(lines.patience('k', 10_000)).toBe(60);
-  });
-
-  it('a standing line stands until an interval serves 95 % of the calls that came', () => {
-    const lines = new StandingLines({ places: 15 }, () => 4); // 60 ms target, 600 ms interval
-    cameAndServed(lines, 1, 61, 0);
-    cameAndServed(lines, 1, 61, 600);
-    expect(lines.patience('k', 10_000)).toBe(30);
-    // 100 came, 90 served, some at once: past capacity a short line still serves someone at once.
-    for (let i = 0; i < 10; i++) lines.came('k', at(700));
-    cameAndServed(lines, 90, 0, 700);
-    lines.served('k', 10, at(1_200), false); // a job's call ends the interval: 90 of 100 served, still standing
-    expect(lines.patience('k', 10_000)).toBe(30);
-    for (let i = 0; i < 5; i++) lines.came('k', at(1_300));
-    cameAndServed(lines, 95, 40, 1_300);
-    lines.served('k', 40, at(1_900), false); // 95 of 100 served: the load fell below capacity
-    expect(lines.patience('k', 10_000)).toBe(10_000);
-  });
-
-  it('waits at the target are not a standing line; the floors hold for keys held microseconds', () => {
-    const lines = new StandingLines({ places: 15 }, () => 0.01); // 20 ms target (floor), 200 ms interval (floor)
-    cameAndServed(lines, 1, 20, 0);
-    cameAndServed(lines, 1, 25, 200);
-    expect(lines.patience('k', 10_000)).toBe(10_000); // 20 ms is not past the target
-    cameAndServed(lines, 1, 21, 400);
-    expect(lines.patience('k', 10_000)).toBe(10);
-  });
-
-  it('shed: { places } sets the target in places instead of 15', () => {
-    const lines = new StandingLines({ places: 5 }, () => 10); // 50 ms target, 500 ms interval
-    cameAndServed(lines, 1, 51, 0);
-    cameAndServed(lines, 1, 51, 500);
-    expect(lines.patience('k', 10_000)).toBe(25);
-  });
-
-  it('a key whose pace is not known yet never stands', () => {
-    const lines = new StandingLines({ places: 15 }, () => undefined);
-    for (let t = 0; t <= 10_000; t += 100) cameAndServed(lines, 1, 5_000, t);
-    expect(lines.patience('k', 10_000)).toBe(10_000);
-  });
 });

@@ -14,18 +14,21 @@
 --                      ("" for none)
 --   ARGV[11] door      for a "join": the most that may be in line before it; with that many or more the
 --                      caller is turned away, unqueued (its service's estimate of the line it could wait
---                      through; the newest is refused at the door, the line is never reordered)
+--                      through; the newest is refused at the door, the line is never reordered) ("": none)
+--   ARGV[12] cold wait for a "join" from a service that has not seen the line move: its wait, ms; the
+--                      door is then set by the pace left here (prelude.lua, join_door) ("": none)
+--   ARGV[13] pace      for a "join" from a service that has: the line's ms per place, left for others
 -- Returns {1, fence, server_us}                          the caller holds the lock for ttl
 --         {0, owner_pttl, server_us, is_head}           the caller waits (or, for "try", gave up)
---         {0, owner_pttl, server_us, is_head, place}    a "join" that joined: its place in line (1: first)
---         {0, owner_pttl, server_us, 0, in_line, 1}     a "join" turned away at the door, not queued
+--         {0, owner_pttl, server_us, is_head, place, 0, pace}   a "join" that joined: its place in line
+--                                                       (1: first), and the pace a cold door was set by
+--         {0, owner_pttl, server_us, 0, in_line, 1, pace}   a "join" turned away at the door, not queued
 
 local mode = ARGV[7]
 local late = mode == 'late'
 if late then mode = 'wait' end
 local queue_ttl = tonumber(ARGV[8])
 local listen_later = tonumber(ARGV[10])
-local door = tonumber(ARGV[11])
 local now_us = server_time_us()
 
 -- A first call that ran before, its reply lost on a connection that dropped, which the client sent again
@@ -83,14 +86,15 @@ if mode ~= 'wait' then
     local at = queued > 0 and mode == 'join' and queued_before(token)
     if at then return {0, owner_ttl, now_us, at == 0 and 1 or 0} end
     if mode == 'try' then return {0, owner_ttl, now_us, 0} end
-    if door and queued >= door then return {0, owner_ttl, now_us, 0, queued, 1} end
+    local door, told = join_door(tonumber(ARGV[11]), tonumber(ARGV[12]), ARGV[13])
+    if door and queued >= door then return {0, owner_ttl, now_us, 0, queued, 1, told} end
     -- The reply of RPUSH says whether anyone is ahead: 1, nobody; more, others are, so the caller is not
     -- first (unless only reservations are: it then learns it from the next hand-off's head note, or at
     -- its fallback re-check a claim window after the hold; reading the line to tell would cost every
     -- join a command).
     local length = push_entry(token, queue_ttl)
     if listen_later then listening_later(listen_later) end
-    return {0, owner_ttl, now_us, length == 1 and 1 or 0, length}
+    return {0, owner_ttl, now_us, length == 1 and 1 or 0, length, 0, told}
   end
 end
 

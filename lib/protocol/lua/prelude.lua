@@ -105,6 +105,26 @@ end
 local pending_key = owner_key .. ':g'
 local stalled_key = owner_key .. ':st'
 
+-- The pace a key's line moves at, ms per place, left ("<owner>:p") by a service that has seen it move,
+-- for services that have not: a new instance protects its callers from its first join (join_door). Kept
+-- 10 s and not replaced meanwhile, so it costs a busy line one write per 10 s; a stale pace only sets a
+-- door a little off, never a wrong grant.
+local pace_key = owner_key .. ':p'
+local PACE_TTL = 10000
+
+-- The door of a "join" (ARGV[11..13] of acquire.lua and semaphore-acquire.lua): `places` as its service
+-- set it; or, from a service that has not seen the line move, as many as its wait (`cold_wait`, ms) could
+-- see through at the pace left here, with that pace (a string, as stored) to tell it. A service that knows
+-- the pace offers it (`pace`), left if none is.
+local function join_door(places, cold_wait, pace)
+  if pace and pace ~= '' then redis.call('SET', pace_key, pace, 'PX', PACE_TTL, 'NX') end
+  if places or not cold_wait then return places, nil end
+  local left = redis.call('GET', pace_key)
+  local per_place = tonumber(left)
+  if not per_place or per_place <= 0 then return nil, nil end
+  return math.max(1, math.floor(cold_wait / per_place)), left
+end
+
 -- How a grant to `waiter` is pushed, and how long it stays reserved until the waiter confirms it: a "G"
 -- and its claim window when a call of the waiter's own service makes it (that service is running: it
 -- sends this call, so the grant needs no confirmation as its waiter starts), else a "g" and its start

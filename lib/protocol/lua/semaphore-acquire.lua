@@ -5,10 +5,12 @@
 --   ARGV[9] queue ttl  the line outlives its newest waiter by this much, ms
 --   ARGV[10] listening later  as acquire.lua's: a "join" from a service not subscribed yet, ms ("": none)
 --   ARGV[11] door      as acquire.lua's: a "join" finding this many or more in line is turned away
+--   ARGV[12] cold wait, ARGV[13] pace   as acquire.lua's (prelude.lua, join_door)
 -- Returns {1, fence, server_us}                       the caller holds a permit for ttl
 --         {0, first hold left, server_us, is_head}   the caller waits (or, for "try", gave up)
---         {0, first hold left, server_us, is_head, place}   a "join" that joined: its place (1: first)
---         {0, first hold left, server_us, 0, in_line, 1}    a "join" turned away at the door, not queued
+--         {0, first hold left, server_us, is_head, place, 0, pace}   a "join" that joined: its place
+--                                                    (1: first), and the pace a cold door was set by
+--         {0, first hold left, server_us, 0, in_line, 1, pace}   a "join" turned away at the door
 
 local refused = kind_refused()
 if refused then return refused end
@@ -17,7 +19,6 @@ local late = mode == 'late'
 if late then mode = 'wait' end
 local queue_ttl = tonumber(ARGV[9])
 local listen_later = tonumber(ARGV[10])
-local door = tonumber(ARGV[11])
 
 live_holders()
 -- A grant reached us (or we already hold a permit): confirm it with the full ttl. A first call finds its
@@ -42,13 +43,15 @@ if queued == 0 and fits(token) then
 end
 if mode == 'try' then return {0, first_hold_left(), now_us, 0} end
 
-local length = 0
+local length, told = 0, nil
 -- A waiter that calls in is running: if its service was passed over as stalled, it is served again.
 if mode == 'wait' then back_in() end
 if mode == 'join' then
   -- Unless it is a join sent again after a reconnect, in line already (queue.lua).
   if queued == 0 or not queued_before(token) then
-    if door and queued >= door then return {0, first_hold_left(), now_us, 0, queued, 1} end
+    local door
+    door, told = join_door(tonumber(ARGV[11]), tonumber(ARGV[12]), ARGV[13])
+    if door and queued >= door then return {0, first_hold_left(), now_us, 0, queued, 1, told} end
     length = push_entry(token, queue_ttl)
   end
 elseif not redis.call('LPOS', queue_key, token) then
@@ -64,7 +67,9 @@ local fence, count, pushed = serve(token)
 if count > 0 then notify_head(pushed) end
 if fence then return {1, fence, now_us} end
 if mode == 'join' and listen_later then listening_later(listen_later) end
-if mode == 'join' and length > 0 then return {0, first_hold_left(), now_us, length == 1 and 1 or 0, length} end
+if mode == 'join' and length > 0 then
+  return {0, first_hold_left(), now_us, length == 1 and 1 or 0, length, 0, told}
+end
 -- First, or the waiter told when the first hold ends (is_told): told "not first", a re-check that reached
 -- Redis just before a pushed grant's start window ended would wait a claim window.
 local is_head = length == 1 or is_told(token)
