@@ -58,8 +58,11 @@ describe.each(KINDS)('the door on Redis, for $kind', ({ options, holders }) => {
     }
   }
 
-  it('turns away a call that could not wait through the line of other processes; the line stays as it was', async () => {
-    const key = 'door';
+  /**
+   * A service that learnt `key`'s pace (about 100 ms a place), a hold of another, and three waiters of
+   * other processes in line behind it, in order.
+   */
+  async function pacedLine(key: string) {
     const [locks, other] = [lockService(server()), lockService(server())];
     await learnPace(locks, other, key, 100, 3);
     const agents = await Promise.all([readyAgent(), readyAgent(), readyAgent()]);
@@ -71,6 +74,12 @@ describe.each(KINDS)('the door on Redis, for $kind', ({ options, holders }) => {
         (length) => length === i + 1,
       );
     }
+    return { locks, agents, holder };
+  }
+
+  it('turns away a call that could not wait through the line of other processes; the line stays as it was', async () => {
+    const key = 'door';
+    const { locks, agents, holder } = await pacedLine(key);
     const line = (await locks.inspect(key)).waiting;
 
     const error = await locks.acquire(key, { ...options, waitTimeout: 250 }).catch((e: unknown) => e);
@@ -98,17 +107,7 @@ describe.each(KINDS)('the door on Redis, for $kind', ({ options, holders }) => {
 
   it('protects a new instance from its first join: the pace another instance left in Redis sets its door', async () => {
     const key = 'door-cold';
-    const [locks, other] = [lockService(server()), lockService(server())];
-    await learnPace(locks, other, key, 100, 3);
-    const agents = await Promise.all([readyAgent(), readyAgent(), readyAgent()]);
-    const holder = await fill(other, key, { ttl: 30_000, renew: true });
-    for (const [i, agent] of agents.entries()) {
-      agent.send({ type: 'acquire', id: `w${i}`, key, waitTimeout: 60_000, ...options });
-      await until(
-        () => queueLength(locks, key),
-        (length) => length === i + 1,
-      );
-    }
+    const { agents, holder } = await pacedLine(key);
     // A service started now, which has never seen this key's line move.
     const fresh = lockService(server());
     const error = await fresh.acquire(key, { ...options, waitTimeout: 250 }).catch((e: unknown) => e);

@@ -115,6 +115,18 @@ const cases: Array<{
     key: 'stock:2',
     headers: () => ({ 'x-request-deadline': String(Date.now() + 300) }),
   },
+  {
+    what: "a @Locked service method a route with no lock calls (the README's shape), from x-request-deadline",
+    path: '/orders/3/reserve',
+    key: 'stock:3',
+    headers: () => ({ 'x-request-deadline': String(Date.now() + 300) }),
+  },
+  {
+    what: 'LockService.using a route with no lock calls, from grpc-timeout',
+    path: '/orders/3/count',
+    key: 'count:3',
+    headers: { 'grpc-timeout': '300m' },
+  },
 ];
 
 describe.each(['express', 'fastify'] as const)('on %s, a request with a deadline', (platform) => {
@@ -141,6 +153,18 @@ describe.each(['express', 'fastify'] as const)('on %s, a request with a deadline
     // The guard took at least 300 ms of the 600: at most 300 were left when the call began to wait.
     expect(timeouts).toHaveLength(1);
     expect(timeouts[0].deadline?.leftMs).toBeLessThanOrEqual(300);
+    await holder.release();
+    expect(ran).toEqual([]);
+  });
+
+  it("from the module's budget, for a @Locked service method a route with no lock calls", async () => {
+    ran.length = 0;
+    const { locks, port } = await start(platform, { requestDeadline: { budget: 300 } });
+    const holder = await locks.acquire('stock:4', { ttl: 30_000, renew: true });
+    const response = await post(port, '/orders/4/reserve', {});
+    expect(response.status).toBe(503);
+    expect(response.headers['retry-after']).toMatch(/^\d+$/);
+    expect((await locks.inspect('stock:4')).queueLength).toBe(0);
     await holder.release();
     expect(ran).toEqual([]);
   });
