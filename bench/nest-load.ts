@@ -10,6 +10,8 @@
  *        [--no-deadline-header] [--baseline DIR (another build, for ours-baseline and ours-handler-baseline)]
  *        [--work MS (the section's work, default 2)] [--standing-target MS (ours-handler-standing, default 25)]
  *        [--places N (ours-handler-places, default 5)]
+ *        [--restart: per variant, the first load for 10 s, then one instance restarted and at once the
+ *        same load for 30 s: the restarted instance's goodput in the burst's seconds 1-3 against 10-30]
  * BENCH_NODE=/path/to/node runs the applications on another Node; BENCH_APP_ARGS passes them flags.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -56,6 +58,11 @@ process.env.BENCH_WORK_MS = WORK_MS;
 const STANDING_TARGET = option('standing-target', '25');
 /** The paced target for ours-handler-places, in places of the key's line. */
 const SHED_PLACES = option('places', '5');
+/** The restart scenario (see the usage above). */
+const RESTART = process.argv.includes('--restart');
+/** How long the load runs before the restart, and after it, ms; the seconds compared after it. */
+const BEFORE_RESTART_MS = 10_000;
+const AFTER_RESTART_MS = 30_000;
 const INSTANCES = 3;
 const HOT_IDS = 4;
 /** How long the critical section is run back to back to measure one id's capacity, ms. */
@@ -148,6 +155,8 @@ for (const name of VARIANT_NAMES) {
 interface Outcome extends RequestOutcome {
   /** The HTTP status of a non-2xx answer, or the socket error's code. */
   status?: number | string;
+  /** Which application it was sent to. */
+  instance?: number;
 }
 
 /** One POST /pay/<id>, given up on (socket destroyed) `TIMEOUT_MS` after its arrival. */
@@ -280,6 +289,8 @@ interface LevelRun extends OpenLoopSummary {
   /** CPU used by every other process on the machine over the window, in cores: another load skews it all. */
   otherCores: number;
   drained: boolean;
+  /** The first application's goodput (answers within the timeout per s) in seconds 1-3 and 10-30. */
+  firstInstance: { seconds1to3: number; seconds10to30: number };
   crashed?: string;
 }
 
@@ -291,14 +302,19 @@ async function runLevel(
   round: number,
   level: number,
   ratePerS: number,
+  phase: { warmupMs: number; windowMs: number; idLevel?: number } = {
+    warmupMs: WARMUP_MS,
+    windowMs: WINDOW_MS,
+  },
 ): Promise<LevelRun> {
-  // Fresh ids, so their counters start at 0; the same arrivals for every variant of a round and load.
-  const ids = Array.from({ length: HOT_IDS }, (_, k) => `r${round}l${level}i${k}`);
+  // Fresh ids, so their counters start at 0 (a restart keeps the level before's: the same hot keys, whose
+  // line the other instances know); the same arrivals for every variant of a round and load.
+  const ids = Array.from({ length: HOT_IDS }, (_, k) => `r${round}l${phase.idLevel ?? level}i${k}`);
   const arrivalsRandom = seededRandom(SEED * 1_000_003 + round * 1000 + level);
   const idRandom = seededRandom(SEED * 1_000_033 + round * 1000 + level);
   const start = hr() + 100;
-  const from = start + WARMUP_MS;
-  const to = from + WINDOW_MS;
+  const from = start + phase.warmupMs;
+  const to = from + phase.windowMs;
   const arrivals = poissonArrivals(ratePerS, start, to, arrivalsRandom);
   // Open loop: unbounded sockets, so a request never waits for a free one.
   const agent = new Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
@@ -313,7 +329,12 @@ async function runLevel(
     const now = hr();
     for (; i < arrivals.length && arrivals[i] <= now; i++) {
       const id = ids[Math.floor(idRandom() * HOT_IDS)];
-      pending.push(send(agent, apps[i % INSTANCES].port, id, arrivals[i]));
+      pending.push(
+        send(agent, apps[i % INSTANCES].port, id, arrivals[i]).then((o) => ({
+          ...o,
+          instance: i % INSTANCES,
+        })),
+      );
     }
     if (i < arrivals.length) await sleepUntil(arrivals[i]);
   }
@@ -322,6 +343,17 @@ async function runLevel(
   agent.destroy();
   const { before, after } = await cpu;
   const summary = summarizeOpenLoop(outcomes, { from, to, timeoutMs: TIMEOUT_MS, observedUntil });
+  // The first application's answers in time per second of the burst, from its arrivals: after a restart,
+  // the new instance's.
+  const firstInstance = (fromS: number, toS: number) =>
+    outcomes.filter(
+      (o) =>
+        o.instance === 0 &&
+        o.arrival >= from + fromS * 1000 &&
+        o.arrival < from + toS * 1000 &&
+        o.granted - o.arrival <= TIMEOUT_MS,
+    ).length /
+    (toS - fromS);
 
   const failures: Record<string, number> = {};
   for (const o of outcomes) {
@@ -361,6 +393,7 @@ async function runLevel(
     busyCores: ours / windowUs,
     otherCores: (after.machine - before.machine - ours) / windowUs,
     drained,
+    firstInstance: { seconds1to3: firstInstance(0, 3), seconds10to30: firstInstance(10, 30) },
     ...(crashed ? { crashed } : {}),
   };
 }
@@ -375,10 +408,27 @@ async function runVariant(variant: string, round: number, capacityPerS: number):
     const build: Record<string, string> = app.endsWith('-baseline')
       ? { BENCH_DIST: join(ROOT, BASELINE) }
       : {};
-    for (let i = 0; i < INSTANCES; i++)
-      apps.push(
-        await App.start(app, redis.port, { ...env, ...build, BENCH_SECTIONS: '1', BENCH_QUIET: '1' }),
+    const appEnv = { ...env, ...build, BENCH_SECTIONS: '1', BENCH_QUIET: '1' };
+    for (let i = 0; i < INSTANCES; i++) apps.push(await App.start(app, redis.port, appEnv));
+    if (RESTART) {
+      const rate = LOADS[0] * capacityPerS;
+      await runLevel(apps, redis, variant, round, 0, rate, { warmupMs: 0, windowMs: BEFORE_RESTART_MS });
+      // A deploy: the first instance goes and a new one takes its place, straight into the same load on the
+      // same keys (its section counts go with it: the run's lost-update figure then counts only what the
+      // others saw, and the counters show a surplus).
+      await apps[0].stop();
+      apps[0] = await App.start(app, redis.port, appEnv);
+      const run = await runLevel(apps, redis, variant, round, 1, rate, {
+        warmupMs: 0,
+        windowMs: AFTER_RESTART_MS,
+        idLevel: 0,
+      });
+      const { seconds1to3, seconds10to30 } = run.firstInstance;
+      console.log(
+        `round ${round + 1} ${variant.padEnd(18)} restarted at ${pct(run.load)}: its goodput ${seconds1to3.toFixed(0)}/s in seconds 1-3, ${seconds10to30.toFixed(0)}/s in 10-30 (${(seconds1to3 / seconds10to30).toFixed(2)} x), all ${run.goodputPerS.toFixed(0)}/s`,
       );
+      return [run];
+    }
     for (let level = 0; level < LOADS.length; level++) {
       const run = await runLevel(apps, redis, variant, round, level, LOADS[level] * capacityPerS);
       runs.push(run);
@@ -515,7 +565,7 @@ async function main(): Promise<void> {
     runs,
   };
   const json = `${JSON.stringify(record, null, 2)}\n`;
-  const file = `nest-load-${MODE}-${date.replace(/[:.]/g, '-')}.json`;
+  const file = `nest-load-${RESTART ? 'restart-' : ''}${MODE}-${date.replace(/[:.]/g, '-')}.json`;
   writeFileSync(join(dir, file), json);
   writeFileSync(join(dir, `latest-nest-load-${MODE}.json`), json);
   console.log(`\nraw results: bench/results/${file}`);

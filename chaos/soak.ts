@@ -8,8 +8,8 @@
  *   - heap after GC: least-squares slope < 1 MB/min per process, and the last sample within 2 MB of
  *     the first post-warm-up one;
  *   - Redis used_memory: slope < 512 KB/min;
- *   - DBSIZE <= keys + 2 x agents (a fence counter per key ever used, plus an owner and a queue per
- *     lock that is held or waited for);
+ *   - DBSIZE <= 2 x keys + 2 x agents (a fence counter per key ever used, a line's pace per key waited
+ *     for in the last 10 s, plus an owner and a queue per lock that is held or waited for);
  *   - active handles/timers per process <= 4 x agents + 20, and the floor (fewest) of the last third of
  *     the post-warm-up samples at most agents / 2 above the floor of the first third: they follow the
  *     calls in flight (one sample may catch up to 8 fewer than the next), while a process makes about
@@ -46,7 +46,7 @@ const bounds = {
   heapSlopeKbPerMin: 1_024,
   heapGrowthKb: 2_048,
   redisMemorySlopeKbPerMin: 512,
-  dbsizeMax: cfg.keys + 2 * totalAgents,
+  dbsizeMax: 2 * cfg.keys + 2 * totalAgents,
   resourcesMax: 4 * cfg.agents + 20,
   resourcesFloorGrowth: cfg.agents / 2,
 };
