@@ -418,11 +418,12 @@ async function runVariant(variant: string, round: number, capacityPerS: number):
       // others saw, and the counters show a surplus).
       await apps[0].stop();
       apps[0] = await App.start(app, redis.port, appEnv);
-      const run = await runLevel(apps, redis, variant, round, 1, rate, {
+      const after = await runLevel(apps, redis, variant, round, 1, rate, {
         warmupMs: 0,
         windowMs: AFTER_RESTART_MS,
         idLevel: 0,
       });
+      const run = { ...after, load: LOADS[0] };
       const { seconds1to3, seconds10to30 } = run.firstInstance;
       console.log(
         `round ${round + 1} ${variant.padEnd(18)} restarted at ${pct(run.load)}: its goodput ${seconds1to3.toFixed(0)}/s in seconds 1-3, ${seconds10to30.toFixed(0)}/s in 10-30 (${(seconds1to3 / seconds10to30).toFixed(2)} x), all ${run.goodputPerS.toFixed(0)}/s`,
