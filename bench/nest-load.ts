@@ -123,7 +123,7 @@ const VARIANTS: Record<string, { app: string; env: Record<string, string>; what:
   'ours-all-routes': {
     app: 'ours-all-routes',
     env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS) },
-    what: "ours with closedRequests: 'all-routes': the service method's wait ends when the client leaves",
+    what: "ours with closedRequests: 'all-routes' written out (the default now; not before)",
   },
   'nest-redlock': {
     app: 'nest-redlock',

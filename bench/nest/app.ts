@@ -11,9 +11,9 @@
  * - ours: RedisLockModule and `@Locked('order:<0>', { ttl: 5000 })`;
  * - ours-board: `ours` with the lock board mounted (RedisLockBoardModule), nobody looking at it;
  * - ours-handler: `@Locked('order:<0>')` on the route's handler itself rather than on a service method
- *   (the handler then runs in its request's scope, which carries the client's departure);
- * - ours-all-routes: `ours` with `closedRequests: 'all-routes'` (every request in the scope that carries
- *   its client's departure to the service's @Locked method);
+ *   (the shape that followed its request before every locked call did);
+ * - ours-all-routes: `ours` with `closedRequests: 'all-routes'` written out, which is now the default
+ *   (kept so that older runs can be repeated on a baseline build, where it was not);
  * - nest-redlock: RedlockModule.register and `@Redlock((_, id) => \`order:${id}\`, 5000)`;
  * - murlock: MurLockModule.forRoot and `@MurLock(5000, 'id')`;
  * - ours-baseline: `ours` on another build of this library (BENCH_DIST), to compare two builds.
