@@ -5,9 +5,9 @@
 # script that wrote nothing on the new connection, then returns at once. The replica acknowledgements
 # and the first calls resent after a reconnect are proved here too, on Redis 8.
 #
-# The Redis is built from Debian's source package (the same tarball Debian 13 builds its redis from,
-# checked against its SHA-256), in about a minute on two cores, and kept in the user's cache directory,
-# so a second run, or another clone, builds nothing. Needs make and a C compiler.
+# The Redis is built from Debian's source package (apt-get source: the tarball Debian 13 builds its redis
+# from, checked against its SHA-256), in about a minute on two cores, and kept in the user's cache
+# directory, so a second run, or another clone, builds nothing. Needs apt-get, make and a C compiler.
 #
 # Usage: bash scripts/redis-check.sh [-- <jest arguments>]
 #        bash scripts/redis-check.sh --which   builds it if needed and prints the redis-server's path
@@ -23,14 +23,31 @@ if [ "${1:-}" = "--" ]; then shift; fi
 
 version="8.0.2"
 sha256="caf3c0069f06fc84c5153bd2a348b204c578de80490c73857bee01d9b5d7401f"
-url="http://deb.debian.org/debian/pool/main/r/redis/redis_${version}.orig.tar.gz"
 dir="${XDG_CACHE_HOME:-$HOME/.cache}/nestjs-redis-lock/redis-check/redis-$version"
 server="$dir/bin/redis-server"
 if [ ! -x "$server" ]; then
-  echo "redis-check: building Redis $version from $url" >&2
+  echo "redis-check: building Redis $version from Debian's source package (trixie)" >&2
   work="$(mktemp -d)"
   trap 'rm -rf "$work"' EXIT
-  curl -fsSL --retry 3 -o "$work/redis.tar.gz" "$url"
+  # apt-get source, from the archive this machine's own apt sources name, with trixie's source index in a
+  # list of its own: the system's apt configuration is left as it is.
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  archive="$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)"
+  if [ -z "$archive" ]; then
+    archive="$(awk '$1 == "deb" && $2 !~ /security/ { print $2; exit }' /etc/apt/sources.list 2>/dev/null || true)"
+  fi
+  [ -n "$archive" ] || { echo "redis-check: no Debian archive in this machine's apt sources" >&2; exit 1; }
+  printf 'Types: deb-src\nURIs: %s\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    "$archive" >"$work/trixie-src.sources"
+  apt_options=(-o "Dir::Etc::sourcelist=$work/trixie-src.sources" -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0)
+  $SUDO apt-get "${apt_options[@]}" update -qq >/dev/null
+  # Only the upstream tarball is needed: its packaging files may be gone from the archive already (a newer
+  # Debian revision of the same tarball), which apt-get reports as a failure; the checksum below decides.
+  (cd "$work" && apt-get "${apt_options[@]}" source --download-only -qq redis >/dev/null 2>&1) || true
+  [ -f "$work/redis_$version.orig.tar.gz" ] ||
+    { echo "redis-check: apt-get source gave no redis_$version.orig.tar.gz" >&2; exit 1; }
+  mv "$work/redis_$version.orig.tar.gz" "$work/redis.tar.gz"
   echo "$sha256  $work/redis.tar.gz" | sha256sum -c --quiet -
   tar -xzf "$work/redis.tar.gz" -C "$work"
   # libc's allocator and no TLS: nothing to build or link beyond Redis' own sources.
