@@ -166,14 +166,21 @@ describe('local hand-off', () => {
   it('a release whose reply was lost still wakes the waiter of its own service it granted, long before the hold it knew of ends', async () => {
     // Replies to this service time out after 300 ms; the holder's lease is 30 s, which is when its
     // waiter would otherwise look again.
-    const service = lockService(server(), { commandTimeout: 300 });
-    const admin = server().client();
+    const queued: string[] = [];
+    const service = lockService(server(), {
+      commandTimeout: 300,
+      telemetry: { onEvent: (event) => event.kind === 'queued' && queued.push(event.keys[0]) },
+    });
     const holder = await service.acquire('lost-reply', { ttl: 30_000 });
     const waiting = outcome(service.acquire('lost-reply', { ttl: TTL, waitTimeout: 10_000 }));
+    // In line as the service itself knows it: its join's reply was read. A queue seen from another
+    // connection is not enough: on a stalled event loop that reply could still be unread when Redis is
+    // paused, and the join, a first call, would then fail fast on its command timeout.
     await until(
-      () => admin.llen('lock:{lost-reply}:q'),
-      (length) => length === 1,
+      async () => queued,
+      (keys) => keys.includes('lost-reply'),
     );
+    const admin = server().client();
     // Redis takes the release but cannot answer in time: the grant it makes travels in that reply only.
     server().pause();
     let released: { error?: unknown };
