@@ -76,7 +76,7 @@ export class Admission {
   }
 
   /**
-   * The call as it may wait on `key` (its wait cut by its deadline or a standing line, its door set), or
+   * The call as it may wait on `key` (its wait cut by its deadline or a standing line), or
    * why it may not: LockTimeoutError for a call whose deadline has passed, null for a try-once call then.
    */
   admit(key: string, call: EngineCall, at: number): EngineCall | LockTimeoutError | null {
@@ -103,12 +103,20 @@ export class Admission {
       if (times && times.target / 2 < own) call = { ...withWaitLeft(call, times.target / 2), cutFrom: own };
       this.line(key, at).came++;
     }
+    return call;
+  }
+
+  /**
+   * An admitted call about to join `key`'s line, with its door: what is left of its wait at the pace seen,
+   * or, before any was seen, that wait for the store to set the door by (asked only at a join, so a call
+   * served at once pays nothing for it).
+   */
+  atDoor(key: string, call: EngineCall): EngineCall {
     const { waitTimeout } = call.options;
     if (!this.door || !Number.isFinite(waitTimeout)) return call;
-    const perPlaceMs = line?.perPlace;
+    const perPlaceMs = this.lines.get(key)?.perPlace;
     if (!perPlaceMs) return { ...call, door: { waitMs: waitTimeout } };
-    const places = Math.max(1, Math.floor(waitTimeout / perPlaceMs));
-    return { ...call, door: { places, perPlaceMs } };
+    return { ...call, door: { places: Math.max(1, Math.floor(waitTimeout / perPlaceMs)), perPlaceMs } };
   }
 
   /** The store told the pace `key`'s line moves at (a cold join's door was set by it): start from it. */

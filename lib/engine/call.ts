@@ -21,7 +21,7 @@ export interface EngineCall {
   readonly deadline?: DeadlineShortfall;
   /** Set when its key's standing line cut its wait: its own waitTimeout, ms (admission.ts). */
   readonly cutFrom?: number;
-  /** How many may be in line before its join is turned away, when its key's pace is known (admission.ts). */
+  /** Its join's door, set as it joins (Admission.atDoor). */
   readonly door?: JoinDoor;
   /**
    * Somebody waits on the call's result: it serves a request, or carries a deadline. Only such a call's

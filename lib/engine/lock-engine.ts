@@ -314,14 +314,15 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     onQueued?: () => void,
     listen = false,
   ): Promise<HeldLease> {
-    const waiter = new Waiter(this, ticket, started, call);
+    const joining = first === 'join' ? this.admission.atDoor(ticket.key, call) : call;
+    const waiter = new Waiter(this, ticket, started, joining);
     const queued = () => {
       call.record?.queued(ticket.token);
       // The subscription the waiter needs (the store retries it; the waiter's re-checks serve it meanwhile).
       if (listen) this.subscribe(ticket.key).catch((error: unknown) => waiter.onUnheard(error));
       onQueued?.();
     };
-    return waiter.run(first, queued, undefined, first === 'join' ? call.door : undefined);
+    return waiter.run(first, queued);
   }
 
   private lease(

@@ -20,7 +20,7 @@ import { LockShedError } from '../errors/lock-shed.error';
 import type { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { MAX_MS } from '../options/option-checks';
-import type { AcquireReply, HandedOn, JoinDoor, LockStore, LockTicket, Successor } from '../store/lock-store';
+import type { AcquireReply, HandedOn, LockStore, LockTicket, Successor } from '../store/lock-store';
 import type { EngineCall } from './call';
 import { now, safetyMargin, validFor } from './clock';
 
@@ -127,7 +127,6 @@ export class Waiter<T> {
    */
   private late = false;
   private onQueued: (() => void) | undefined;
-  private door: JoinDoor | undefined;
   /** Its place in line as it joined (1: first), where the store says it: how the line's pace is learnt. */
   place: number | undefined;
 
@@ -160,16 +159,10 @@ export class Waiter<T> {
    * of the first call: `join` for a ticket the store has not seen, `wait` to claim a reservation.
    * `onQueued` runs once, when a reply first says the caller is in line rather than granted. `refused`:
    * a grant the replicas did not acknowledge before this waiter was made, the reason given at the deadline.
-   * `door`: the first join is turned away, unqueued, past that many in line (LockShedError).
+   * A first join carries the call's door (EngineCall.door): past it, it is turned away (LockShedError).
    */
-  run(
-    first: 'join' | 'wait' = 'join',
-    onQueued?: () => void,
-    refused?: LockNotReplicatedError,
-    door?: JoinDoor,
-  ): Promise<T> {
+  run(first: 'join' | 'wait' = 'join', onQueued?: () => void, refused?: LockNotReplicatedError): Promise<T> {
     this.firstMode = first;
-    this.door = door;
     this.lastError = refused;
     this.onQueued = onQueued;
     this.host.register(this);
@@ -328,7 +321,7 @@ export class Waiter<T> {
       this.ticket,
       mode,
       queueTtl,
-      mode === 'join' ? this.door : undefined,
+      mode === 'join' ? this.call.door : undefined,
     );
     this.inFlight.then(
       (reply) => {
@@ -489,7 +482,7 @@ export class Waiter<T> {
   /** Turned away at the door: not in line, so there is nothing to leave. `told`: a cold door's pace. */
   private turnAway(inLine: number, told: number | undefined): void {
     if (!this.settle()) return;
-    const door = this.door;
+    const { door } = this.call;
     const perPlaceMs = door && 'perPlaceMs' in door ? door.perPlaceMs : (told ?? 0);
     const waitMs = door && 'waitMs' in door ? door.waitMs : (door?.places ?? 0) * perPlaceMs;
     this.reject(new LockShedError(this.key, inLine, perPlaceMs, Math.round(waitMs)));

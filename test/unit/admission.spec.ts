@@ -97,13 +97,16 @@ describe('one admission: the deadline, then the standing line, then the door', (
     const cron = admitted(admission, 'k', job(), 601);
     expect(cron.options.waitTimeout).toBe(10_000);
     expect(cron.cutFrom).toBeUndefined();
-    expect(cron.door).toEqual({ places: 2_500, perPlaceMs: 4 });
+    expect(admission.atDoor('k', cron).door).toEqual({ places: 2_500, perPlaceMs: 4 });
   });
 
   it("a request's door is what is left of its wait once the standing line cut it", () => {
     const admission = paced(true, 4);
     cameAndServed(admission, 1, 61, 600);
-    expect(admitted(admission, 'k', request(), 601).door).toEqual({ places: 7, perPlaceMs: 4 });
+    expect(admission.atDoor('k', admitted(admission, 'k', request(), 601)).door).toEqual({
+      places: 7,
+      perPlaceMs: 4,
+    });
   });
 
   it('a deadline keeps back the usual hold, and the standing line cuts what is left', () => {
@@ -139,12 +142,12 @@ describe('one admission: the deadline, then the standing line, then the door', (
     const off = paced(false, 4);
     cameAndServed(off, 1, 61, 600);
     const plain = admitted(off, 'k', request(), 601);
-    expect(plain.door).toBeUndefined();
+    expect(off.atDoor('k', plain).door).toBeUndefined();
     expect(plain.options.waitTimeout).toBe(10_000);
     const door = paced('door', 4);
     cameAndServed(door, 1, 61, 600);
     const doored = admitted(door, 'k', request(), 601);
     expect(doored.options.waitTimeout).toBe(10_000);
-    expect(doored.door).toEqual({ places: 2_500, perPlaceMs: 4 });
+    expect(door.atDoor('k', doored).door).toEqual({ places: 2_500, perPlaceMs: 4 });
   });
 });
