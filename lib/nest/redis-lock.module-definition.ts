@@ -186,12 +186,13 @@ function addProviders(
       inject: [serviceToken, RedisLockContext],
       useFactory: (service: LockService, c: RedisLockContext) => new LockInterceptor(service, c.scope),
     },
-    // Relative deadlines count from a request's arrival, which only the HTTP server sees.
+    // Relative deadlines, and how long a client waited before it left, count from a request's arrival,
+    // which only the HTTP server sees.
     {
       provide: RequestArrivals,
       inject: [HttpAdapterHost, RedisLockContext],
-      useFactory: (host: HttpAdapterHost, { requestDeadline }: RedisLockContext) =>
-        new RequestArrivals(host, requestDeadline.headers || requestDeadline.budget !== undefined),
+      useFactory: (host: HttpAdapterHost, c: RedisLockContext) =>
+        new RequestArrivals(host, followsRequests({ closedRequests, deadline: c.requestDeadline })),
     },
     {
       provide: healthToken,

@@ -1,6 +1,7 @@
 /**
  * The deadline of an HTTP request, which its locked calls carry (AcquireOptions.deadline): the earliest of
- * what the client or a proxy sent and the module's budget. Relative ones (`grpc-timeout`, Envoy's
+ * what the client or a proxy sent (else the patience its route's clients showed) and the module's budget.
+ * Relative ones (`grpc-timeout`, Envoy's
  * `x-envoy-expected-rq-timeout-ms`, `budget`) count from the request's arrival, when Node read its
  * headers, not from when the locked call started: the time a request spent behind others on the
  * event loop, in guards and in pipes is part of what its client waits. An absolute one (`header`,
@@ -71,20 +72,40 @@ export function checkRequestDeadline(value: unknown): ResolvedRequestDeadline {
 /** When each request arrived (Date.now()), for those read while the arrival hook was on. */
 const arrivals = new WeakMap<IncomingMessage, number>();
 
-/** The request's deadline in ms since the epoch, or undefined when neither it nor the module sets one. */
-export function deadlineOf(request: IncomingMessage, settings: ResolvedRequestDeadline): number | undefined {
+/** When `request` arrived (Date.now() as Node read its headers), if the arrival hook was on. */
+export function arrivalOf(request: IncomingMessage): number | undefined {
+  return arrivals.get(request);
+}
+
+/**
+ * The request's deadline in ms since the epoch, or undefined when neither it nor the module sets one.
+ * `patience`: how long its route's clients wait (lib/nest/client-patience.ts), for a request that sent
+ * no deadline of its own.
+ */
+export function deadlineOf(
+  request: IncomingMessage,
+  settings: ResolvedRequestDeadline,
+  patience?: number,
+): number | undefined {
   // Without the hook (an HTTP server the application made itself), from now: later than the arrival.
   const arrived = arrivals.get(request) ?? Date.now();
-  let deadline = settings.budget === undefined ? Number.POSITIVE_INFINITY : arrived + settings.budget;
-  if (settings.headers) {
-    const { headers } = request;
-    const grpc = grpcTimeout(headers['grpc-timeout']);
-    if (grpc !== undefined) deadline = Math.min(deadline, arrived + grpc);
-    const envoy = wholeMs(headers['x-envoy-expected-rq-timeout-ms']);
-    if (envoy !== undefined) deadline = Math.min(deadline, arrived + envoy);
-    const absolute = absoluteTime(headers[settings.header]);
-    if (absolute !== undefined) deadline = Math.min(deadline, absolute);
-  }
+  const sent = settings.headers ? sentDeadline(request, arrived, settings.header) : undefined;
+  const client = sent ?? (patience === undefined ? undefined : arrived + patience);
+  const budget = settings.budget === undefined ? undefined : arrived + settings.budget;
+  if (client === undefined) return budget;
+  return budget === undefined ? client : Math.min(client, budget);
+}
+
+/** The earliest deadline the client or a proxy sent, if any. */
+function sentDeadline(request: IncomingMessage, arrived: number, header: string): number | undefined {
+  const { headers } = request;
+  let deadline = Number.POSITIVE_INFINITY;
+  const grpc = grpcTimeout(headers['grpc-timeout']);
+  if (grpc !== undefined) deadline = Math.min(deadline, arrived + grpc);
+  const envoy = wholeMs(headers['x-envoy-expected-rq-timeout-ms']);
+  if (envoy !== undefined) deadline = Math.min(deadline, arrived + envoy);
+  const absolute = absoluteTime(headers[header]);
+  if (absolute !== undefined) deadline = Math.min(deadline, absolute);
   return Number.isFinite(deadline) ? deadline : undefined;
 }
 
@@ -129,7 +150,7 @@ export class RequestArrivals implements OnApplicationBootstrap, OnApplicationShu
 
   constructor(
     private readonly host: HttpAdapterHost,
-    /** Whether the module reads relative deadlines (headers, or a budget) at all. */
+    /** Whether the module takes anything from a request (relative deadlines, its clients' departures). */
     private readonly wanted: boolean,
   ) {}
 

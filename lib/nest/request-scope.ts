@@ -16,8 +16,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CanActivate, ExecutionContext } from '@nestjs/common';
 import { carriedRequest, enterRequest, type ServedRequest } from '../engine/served-request';
 import { RequestClosedError } from '../errors/request-closed.error';
+import { type ClientPatience, RoutePatience } from './client-patience';
 import type { ClosedRequests } from './redis-lock-options.interface';
-import { DEFAULT_REQUEST_DEADLINE, deadlineOf, type ResolvedRequestDeadline } from './request-deadline';
+import {
+  arrivalOf,
+  DEFAULT_REQUEST_DEADLINE,
+  deadlineOf,
+  type ResolvedRequestDeadline,
+} from './request-deadline';
 
 /** What a module makes of the requests its locked calls serve. */
 export interface RequestSettings {
@@ -45,17 +51,27 @@ class HttpServedRequest implements ServedRequest {
     readonly request: IncomingMessage,
     private readonly response: ServerResponse,
     private readonly settings: RequestSettings,
+    /** Every route's clients, when their departures are followed; this request's route. */
+    private readonly routes: RoutePatience | undefined,
+    private readonly handler: object,
   ) {}
 
+  /** Its route's clients, looked up only when a locked call asks: a route that takes no lock pays nothing. */
+  private get clients(): ClientPatience | undefined {
+    return this.routes?.of(this.handler);
+  }
+
   get signal(): AbortSignal | undefined {
-    if (this.settings.closedRequests === 'ignore') return undefined;
-    this.closed ??= closeController(this.request, this.response);
+    const { clients } = this;
+    if (!clients) return undefined;
+    this.closed ??= closeController(this.request, this.response, clients);
     return this.closed.signal;
   }
 
   get deadline(): number | undefined {
     if (!this.deadlineRead) {
-      this.deadlineAt = deadlineOf(this.request, this.settings.deadline);
+      const patience = this.clients?.of(Date.now());
+      this.deadlineAt = deadlineOf(this.request, this.settings.deadline, patience);
       this.deadlineRead = true;
     }
     return this.deadlineAt;
@@ -66,11 +82,22 @@ class HttpServedRequest implements ServedRequest {
   }
 }
 
-/** Aborts when the client closes the connection before the response is written. */
-function closeController(request: IncomingMessage, response: ServerResponse): AbortController {
+/**
+ * Aborts when the client closes the connection before the response is written, and tells `clients` how
+ * long after its arrival it left.
+ */
+function closeController(
+  request: IncomingMessage,
+  response: ServerResponse,
+  clients: ClientPatience,
+): AbortController {
   const controller = new AbortController();
   const closed = () => {
-    if (!response.writableFinished) controller.abort(new RequestClosedError());
+    if (response.writableFinished) return;
+    const now = Date.now();
+    const arrived = arrivalOf(request);
+    if (arrived !== undefined) clients.departed(now - arrived, now);
+    controller.abort(new RequestClosedError());
   };
   // The client may have left already, while guards, pipes or the handler ran: its close event is past.
   if (request.socket?.destroyed || response.destroyed) closed();
@@ -83,7 +110,12 @@ function closeController(request: IncomingMessage, response: ServerResponse): Ab
  * several configurations the first one's settings apply to a request (the others find it carried).
  */
 export class RequestGuard implements CanActivate {
-  constructor(private readonly settings: RequestSettings) {}
+  /** Each route's clients, learnt from their departures: none when departures are not followed. */
+  private readonly routes: RoutePatience | undefined;
+
+  constructor(private readonly settings: RequestSettings) {
+    this.routes = settings.closedRequests === 'ignore' ? undefined : new RoutePatience();
+  }
 
   canActivate(context: ExecutionContext): boolean {
     if (context.getType() !== 'http') return true;
@@ -93,7 +125,7 @@ export class RequestGuard implements CanActivate {
     if (!request?.headers || typeof response?.once !== 'function') return true;
     const carried = carriedRequest();
     if (carried instanceof HttpServedRequest && carried.request === request) return true;
-    enterRequest(new HttpServedRequest(request, response, this.settings));
+    enterRequest(new HttpServedRequest(request, response, this.settings, this.routes, context.getHandler()));
     return true;
   }
 }

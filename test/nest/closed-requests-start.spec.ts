@@ -25,10 +25,14 @@ class Response extends EventEmitter {
   destroyed = false;
 }
 
+/** The route's handler, as Nest gives it: what the route's clients are learnt by. */
+function route(): void {}
+
 function httpContext(response: Response): ExecutionContext {
   const request = { socket: { destroyed: false }, headers: {} };
   return {
     getType: () => 'http',
+    getHandler: () => route,
     switchToHttp: () => ({
       getRequest: () => request,
       getResponse: () => response,
