@@ -31,8 +31,6 @@ if [ ! -x "$server" ]; then
   trap 'rm -rf "$work"' EXIT
   # apt-get source, from the archive this machine's own apt sources name, with trixie's source index in a
   # list of its own: the system's apt configuration is left as it is.
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
   archive="$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)"
   if [ -z "$archive" ]; then
     archive="$(awk '$1 == "deb" && $2 !~ /security/ { print $2; exit }' /etc/apt/sources.list 2>/dev/null || true)"
@@ -41,7 +39,7 @@ if [ ! -x "$server" ]; then
   printf 'Types: deb-src\nURIs: %s\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
     "$archive" >"$work/trixie-src.sources"
   apt_options=(-o "Dir::Etc::sourcelist=$work/trixie-src.sources" -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0)
-  $SUDO apt-get "${apt_options[@]}" update -qq >/dev/null
+  bash scripts/apt-get-waiting.sh "${apt_options[@]}" update -qq >/dev/null
   # Only the upstream tarball is needed: its packaging files may be gone from the archive already (a newer
   # Debian revision of the same tarball), which apt-get reports as a failure; the checksum below decides.
   (cd "$work" && apt-get "${apt_options[@]}" source --download-only -qq redis >/dev/null 2>&1) || true
