@@ -64,8 +64,10 @@ describe.each(KINDS)('the door on Redis, for $kind', ({ options, holders }) => {
    */
   async function pacedLine(key: string) {
     const [locks, other] = [lockService(server()), lockService(server())];
-    await learnPace(locks, other, key, 100, 3);
+    // The agents first: the pace the service leaves in Redis lasts 10 s from its first paced join, and
+    // starting three processes on a busy machine can take longer than that.
     const agents = await Promise.all([readyAgent(), readyAgent(), readyAgent()]);
+    await learnPace(locks, other, key, 100, 3);
     const holder = await fill(other, key, { ttl: 30_000, renew: true });
     for (const [i, agent] of agents.entries()) {
       agent.send({ type: 'acquire', id: `w${i}`, key, waitTimeout: 60_000, ...options });
