@@ -40,35 +40,54 @@ local function granted_again()
   return {1, tonumber(redis.call('GET', fence_key) or '0'), now_us}
 end
 
--- The usual case: nobody queued and the key free. SET NX checks and takes it in one call. On Redis 7 it
--- also GETs, at no extra cost: a semaphore's hash at this key (semaphore.lua) then answers with an error
--- instead of being queued behind, so one key is never used as both kinds of lock.
-local queued = redis.call('LLEN', queue_key)
-if queued == 0 then
-  local took
-  if redis_7 then
-    local previous = redis.pcall('SET', owner_key, token, 'NX', 'PX', ttl, 'GET')
-    if type(previous) == 'table' and previous.err then
-      -- Anything but a wrong type (OOM on a full server) is Redis' own refusal: pass it on as it is.
-      if string.sub(previous.err, 1, 9) ~= 'WRONGTYPE' then return previous end
-      local permits = redis.pcall('HGET', owner_key, '#')
-      if type(permits) == 'string' then return redis.error_reply('LOCKKIND ' .. permits .. ' 1') end
-      return redis.error_reply('WRONGTYPE the lock key ' .. owner_key .. ' holds a ' ..
-        redis.call('TYPE', owner_key)['ok'] .. ', not a lock')
-    end
-    if previous == token and mode ~= 'wait' then return granted_again() end
-    took = not previous
-  else
-    took = redis.call('SET', owner_key, token, 'NX', 'PX', ttl)
+-- SET NX checks and takes a free key in one call. On Redis 7 it also GETs, at no extra cost: a
+-- semaphore's hash at this key (semaphore.lua) then answers with an error instead of being queued
+-- behind, so one key is never used as both kinds of lock. Returns nil when it took the key, else the
+-- owner it found (Redis 6.2: true, the owner unread), or Redis' error.
+local function take_if_free()
+  if not redis_7 then return not redis.call('SET', owner_key, token, 'NX', 'PX', ttl) or nil end
+  local previous = redis.pcall('SET', owner_key, token, 'NX', 'PX', ttl, 'GET')
+  if type(previous) == 'table' and previous.err then
+    -- Anything but a wrong type (OOM on a full server) is Redis' own refusal: pass it on as it is.
+    if string.sub(previous.err, 1, 9) ~= 'WRONGTYPE' then return previous end
+    local permits = redis.pcall('HGET', owner_key, '#')
+    if type(permits) == 'string' then return redis.error_reply('LOCKKIND ' .. permits .. ' 1') end
+    return redis.error_reply('WRONGTYPE the lock key ' .. owner_key .. ' holds a ' ..
+      redis.call('TYPE', owner_key)['ok'] .. ', not a lock')
   end
-  if took then return {1, next_fence(now_us), now_us} end
+  return previous
+end
+
+-- `queued`: the line's length, read only where it decides something.
+local queued, freed
+if mode ~= 'wait' and redis_7 then
+  -- A first call tries the key before reading the line: the owner SET NX GET returns is all a call that
+  -- finds the key held needs (itself: sent again; another: it queues, and its RPUSH counts the line),
+  -- so a contended join reads neither the line's length nor the owner again. Taken while others are
+  -- queued (their grant ran out, or their holder died), it is given back at once: FIFO, the line is
+  -- served below, in the same script, so nobody saw it taken.
+  local previous = take_if_free()
+  if type(previous) == 'table' then return previous end
+  if previous == token then return granted_again() end
+  if not previous then
+    queued = redis.call('LLEN', queue_key)
+    if queued == 0 then return {1, next_fence(now_us), now_us} end
+    redis.call('DEL', owner_key)
+    freed = true
+  end
+else
+  queued = redis.call('LLEN', queue_key)
+  if queued == 0 then
+    local previous = take_if_free()
+    if type(previous) == 'table' then return previous end
+    if not previous then return {1, next_fence(now_us), now_us} end
+  end
 end
 
 if mode ~= 'wait' then
-  -- A first call ("try" or "join") brings a token Redis has never seen (unless sent again, below): it is
-  -- neither the owner nor queued. SET NX failing on an empty queue already says somebody holds the lock; otherwise PTTL both
-  -- says whether somebody does (-2: no key) and is what the reply carries.
-  local owner_ttl = redis.call('PTTL', owner_key)
+  -- A first call ("try" or "join") brings a token Redis has never seen (unless sent again, below). The
+  -- key is held (SET NX failed: PTTL is what the reply carries), or free with others in line (-2).
+  local owner_ttl = freed and -2 or redis.call('PTTL', owner_key)
   -- A lock key always expires; one without an expiry that is not a string was written by something
   -- else, and no wait would ever end: say so now, before queueing.
   if owner_ttl == -1 then
@@ -77,22 +96,27 @@ if mode ~= 'wait' then
       return redis.error_reply('WRONGTYPE the lock key ' .. owner_key .. ' holds a ' .. kind .. ', not a lock')
     end
   end
-  if queued == 0 or owner_ttl ~= -2 then
-    -- Sent again (see granted_again) after it took the lock (where SET NX GET did not say so: a hand-off,
-    -- Redis 6.2), or after it joined the line.
-    if (queued > 0 or not redis_7) and owner_ttl > 0 and redis.call('GET', owner_key) == token then
+  if owner_ttl ~= -2 then
+    -- Sent again (see granted_again) after a hand-off made it the owner: Redis 7's SET NX GET said so
+    -- above; Redis 6.2 reads the owner.
+    if not redis_7 and queued > 0 and owner_ttl > 0 and redis.call('GET', owner_key) == token then
       return granted_again()
     end
-    local at = queued > 0 and mode == 'join' and queued_before(token)
+    local at = mode == 'join' and queued ~= 0 and queued_before(token)
     if at then return {0, owner_ttl, now_us, at == 0 and 1 or 0} end
     if mode == 'try' then return {0, owner_ttl, now_us, 0} end
     local door, told = join_door(tonumber(ARGV[11]), tonumber(ARGV[12]), ARGV[13])
-    if door and queued >= door then return {0, owner_ttl, now_us, 0, queued, 1, told} end
-    -- The reply of RPUSH says whether anyone is ahead: 1, nobody; more, others are, so the caller is not
-    -- first (unless only reservations are: it then learns it from the next hand-off's head note, or at
-    -- its fallback re-check a claim window after the hold; reading the line to tell would cost every
-    -- join a command).
-    local length = push_entry(token, queue_ttl)
+    -- The reply of RPUSH says how many are ahead: past the door, the caller is taken off the tail again
+    -- (the script is atomic: the tail is its own entry) and turned away. Nobody ahead: it is first
+    -- (unless only reservations are: it then learns it from the next hand-off's head note, or at its
+    -- fallback re-check a claim window after the hold; reading the line to tell would cost every join a
+    -- command).
+    local length = redis.call('RPUSH', queue_key, token)
+    if door and length > door then
+      redis.call('RPOP', queue_key)
+      return {0, owner_ttl, now_us, 0, length - 1, 1, told}
+    end
+    expire_queue(length, queue_ttl)
     if listen_later then listening_later(listen_later) end
     return {0, owner_ttl, now_us, length == 1 and 1 or 0, length, 0, told}
   end
@@ -101,9 +125,9 @@ end
 local current = mode == 'wait' and redis.call('GET', owner_key)
 if current == token then
   -- A grant reached us (or we already hold it): confirm with the full ttl. A grant pushed to us is no
-  -- longer pending.
+  -- longer pending (any note of one is ours: see extend.lua).
   redis.call('PEXPIRE', owner_key, ttl)
-  if redis.call('GET', pending_key) == token then redis.call('DEL', pending_key) end
+  redis.call('DEL', pending_key)
   return {1, tonumber(redis.call('GET', fence_key) or '0'), now_us}
 end
 

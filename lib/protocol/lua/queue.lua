@@ -6,10 +6,8 @@
 -- NX and GET together (acquire.lua).
 local redis_7 = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
 
--- Appends `entry` to the queue (puts it first with `front`), which then outlives it by at least
--- `queue_ttl` ms. Returns the length.
-local function push_entry(entry, queue_ttl, front)
-  local length = redis.call(front and 'LPUSH' or 'RPUSH', queue_key, entry)
+-- The queue, `length` long after an entry was added, outlives that entry by at least `queue_ttl` ms.
+local function expire_queue(length, queue_ttl)
   if length == 1 then
     redis.call('PEXPIRE', queue_key, queue_ttl)
   elseif redis_7 then
@@ -17,6 +15,13 @@ local function push_entry(entry, queue_ttl, front)
   elseif redis.call('PTTL', queue_key) < queue_ttl then
     redis.call('PEXPIRE', queue_key, queue_ttl)
   end
+end
+
+-- Appends `entry` to the queue (puts it first with `front`), which then outlives it by at least
+-- `queue_ttl` ms. Returns the length.
+local function push_entry(entry, queue_ttl, front)
+  local length = redis.call(front and 'LPUSH' or 'RPUSH', queue_key, entry)
+  expire_queue(length, queue_ttl)
   return length
 end
 
