@@ -20,7 +20,14 @@ import { LockShedError } from '../errors/lock-shed.error';
 import type { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { MAX_MS } from '../options/option-checks';
-import type { AcquireReply, HandedOn, LockStore, LockTicket, Successor } from '../store/lock-store';
+import type {
+  AcquireMode,
+  AcquireReply,
+  HandedOn,
+  LockStore,
+  LockTicket,
+  Successor,
+} from '../store/lock-store';
 import type { EngineCall } from './call';
 import { now, safetyMargin, validFor } from './clock';
 
@@ -97,21 +104,43 @@ export function handOnLocally<T>(
 /** Retry delay after a failed re-check while Redis is unreachable. */
 const RETRY_MS = 100;
 
+/**
+ * Where a waiter is; every transition is one method of Waiter (`send`, `answered`, `settle`).
+ * - `waiting`: in line (or about to join), no call on its way; its one timer is set.
+ * - `calling`: a call to the store is on its way, sent in `mode` (`first`: the waiter's first call,
+ *   which fails fast). `again`: a check was asked for meanwhile, sent once this one is answered.
+ * - `done`: granted, or given up; nothing it receives changes it any more.
+ * `late` (waiting or calling): a grant reached it too late to start on (its process was stalled):
+ * until a `late` call is answered, its checks say so, and Redis puts it back at the front of the line
+ * if the grant moved on.
+ */
+export type WaiterState =
+  | { readonly is: 'waiting'; readonly late: boolean }
+  | {
+      readonly is: 'calling';
+      readonly mode: AcquireMode;
+      readonly first: boolean;
+      /**
+       * The call on its way. A grant that reaches the waiter meanwhile passes it to the lease as
+       * `unanswered`: its client may send it after later commands (a cluster client retries each across
+       * a failover on its own timer), and run after the lease's release it would take the free lock, or
+       * join the line again, under a token nobody uses any more. So the release waits for its answer.
+       */
+      reply: Promise<AcquireReply>;
+      late: boolean;
+      again: boolean;
+    }
+  | { readonly is: 'done' };
+type Calling = Extract<WaiterState, { is: 'calling' }>;
+/** A calling state's reply until the store's call returns it. */
+const NO_REPLY: Promise<AcquireReply> = new Promise(() => {});
+
 export class Waiter<T> {
   private readonly deadline: number;
   private readonly done: Promise<T>;
   private resolve!: (value: T) => void;
   private reject!: (error: unknown) => void;
-  private settled = false;
-  private checking = false;
-  /**
-   * The check on its way (set while `checking`). A grant that reaches the waiter meanwhile passes it to
-   * the lease as `unanswered`: its client may send it after later commands (a cluster client retries
-   * each across a failover on its own timer), and run after the lease's release it would take the free
-   * lock, or join the line again, under a token nobody uses any more. So the release waits for its answer.
-   */
-  private inFlight: Promise<AcquireReply> | undefined;
-  private recheck = false;
+  private state: WaiterState = { is: 'waiting', late: false };
   private lastError: unknown;
   /** Upper bound of (server clock - local clock), in ms, from this waiter's round trips. */
   private offsetBound = Number.POSITIVE_INFINITY;
@@ -120,12 +149,6 @@ export class Waiter<T> {
   private recheckAt = Number.POSITIVE_INFINITY;
   private timer: NodeJS.Timeout | undefined;
   private readonly onAbort: (() => void) | undefined;
-  private firstMode: 'join' | 'wait' = 'join';
-  /**
-   * A grant reached this waiter too late to start on (its process was stalled): until a check gets
-   * through, its checks say so, and Redis puts it back at the front of the line if the grant moved on.
-   */
-  private late = false;
   private onQueued: (() => void) | undefined;
   /** Its place in line as it joined (1: first), where the store says it: how the line's pace is learnt. */
   place: number | undefined;
@@ -154,16 +177,27 @@ export class Waiter<T> {
     return this.ticket.key;
   }
 
+  /** Where it is (WaiterState). */
+  get is(): WaiterState['is'] {
+    return this.state.is;
+  }
+
+  private get settled(): boolean {
+    return this.state.is === 'done';
+  }
+
+  /** The call on its way, if any: a grant started on meanwhile hands it to the lease (`unanswered`). */
+  private get inFlight(): Promise<AcquireReply> | undefined {
+    return this.state.is === 'calling' && this.state.reply !== NO_REPLY ? this.state.reply : undefined;
+  }
+
   /**
    * Joins the queue and resolves when granted; rejects with a typed error otherwise. `first` is the mode
    * of the first call: `join` for a ticket the store has not seen, `wait` to claim a reservation.
-   * `onQueued` runs once, when a reply first says the caller is in line rather than granted. `refused`:
-   * a grant the replicas did not acknowledge before this waiter was made, the reason given at the deadline.
-   * A first join carries the call's door (EngineCall.door): past it, it is turned away (LockShedError).
+   * `onQueued` runs once, when a reply first says the caller is in line rather than granted. A first
+   * join carries the call's door (EngineCall.door): past it, it is turned away (LockShedError).
    */
-  run(first: 'join' | 'wait' = 'join', onQueued?: () => void, refused?: LockNotReplicatedError): Promise<T> {
-    this.firstMode = first;
-    this.lastError = refused;
+  run(first: 'join' | 'wait' = 'join', onQueued?: () => void): Promise<T> {
     this.onQueued = onQueued;
     this.host.register(this);
     this.arm();
@@ -175,7 +209,7 @@ export class Waiter<T> {
         return this.done;
       }
     }
-    this.check(true);
+    this.send(first, true);
     return this.done;
   }
 
@@ -233,8 +267,12 @@ export class Waiter<T> {
    * it moved on meanwhile, this waiter keeps its place: it was first in line when it was granted.
    */
   private askLate(): void {
-    this.late = true;
-    this.check(false);
+    const { state } = this;
+    if (state.is === 'done') return;
+    if (state.is === 'calling') {
+      state.late = true;
+      state.again = true;
+    } else this.send('late', false);
   }
 
   /**
@@ -255,9 +293,9 @@ export class Waiter<T> {
       this.expire(now());
       return undefined;
     }
+    const grant = { fence, validUntil, confirmed: false, handedOn, next, unanswered: this.inFlight };
     this.settle();
     try {
-      const grant = { fence, validUntil, confirmed: false, handedOn, next, unanswered: this.inFlight };
       const lease = this.host.granted(this, grant);
       this.resolve(lease);
       return lease;
@@ -271,13 +309,13 @@ export class Waiter<T> {
   /** This waiter reached the head of the queue: re-check when the current hold runs out (now, if it has). */
   onHead(holdMs: number): void {
     if (this.settled) return;
-    if (holdMs <= 0) this.check(false);
+    if (holdMs <= 0) this.check();
     else this.scheduleCheck(holdMs + 1);
   }
 
   /** The wake channel reconnected: pushes may have been missed, so ask Redis. */
   onReconnect(): void {
-    if (!this.settled) this.check(false);
+    this.check();
   }
 
   /** The command connection ended for good: no grant could ever be confirmed, so give up now. */
@@ -304,68 +342,87 @@ export class Waiter<T> {
     return this.cancelled ?? Promise.resolve();
   }
 
-  private check(first: boolean): void {
-    if (this.settled) return;
-    if (this.checking) {
-      this.recheck = true;
-      return;
-    }
-    this.checking = true;
+  /** A re-check: now, or once the call on its way is answered. */
+  private check(): void {
+    const { state } = this;
+    if (state.is === 'calling') state.again = true;
+    else if (state.is === 'waiting') this.send(state.late ? 'late' : 'wait', false);
+  }
+
+  /** waiting → calling: the store is asked (`first`: the waiter's first call, which fails fast). */
+  private send(mode: AcquireMode, first: boolean): void {
     this.recheckAt = Number.POSITIVE_INFINITY;
     const sent = now();
     // A waiter without a deadline (waitTimeout Infinity) still leaves a queue key that expires; it
     // refreshes it each time it joins, as every waiter does.
     const queueTtl = queueLifetime(this.deadline - sent, this.ticket.claimWindow);
-    const mode = first ? this.firstMode : this.late ? 'late' : 'wait';
-    this.inFlight = this.host.store.acquire(
-      this.ticket,
+    const door = mode === 'join' ? this.call.door : undefined;
+    // In its state before the store is called: whatever the call sets off at once finds it calling.
+    const calling: Calling = {
+      is: 'calling',
       mode,
-      queueTtl,
-      mode === 'join' ? this.call.door : undefined,
-    );
-    this.inFlight.then(
-      (reply) => {
-        if (mode === 'late') this.late = false;
-        this.checked(reply, sent);
-      },
-      (error: unknown) => {
-        this.checking = false;
-        this.inFlight = undefined;
-        if (this.settled) return;
-        if (error instanceof LockNotReplicatedError) {
-          // The grant was given back. Back in line (at the end), or give up, as the option says; a
-          // retry costs at least the replicas' timeout already spent, so this never spins.
-          if (!this.host.waitsOnUnreplicated) return this.fail(error);
-          this.lastError = error;
-          this.recheck = false;
-          return this.scheduleCheck(1);
-        }
-        // The first call fails fast: the caller learns at once that Redis is unreachable. Redis refusing
-        // the command (a lock key of another type, scripting disabled) is not transient: no retry either.
-        if (first || (error instanceof LockError && error.code === 'LOCK_REDIS_ERROR'))
-          return this.fail(error);
-        this.lastError = error;
-        this.scheduleCheck(RETRY_MS);
-      },
+      first,
+      reply: NO_REPLY,
+      late: mode === 'late',
+      again: false,
+    };
+    this.state = calling;
+    calling.reply = this.host.store.acquire(this.ticket, mode, queueTtl, door);
+    calling.reply.then(
+      (answer) => this.answered(calling, sent, answer),
+      (error: unknown) => this.answered(calling, sent, undefined, error),
     );
   }
 
-  private checked(reply: AcquireReply, sent: number): void {
-    this.checking = false;
-    this.inFlight = undefined;
-    // A refused grant stays the reason given at the deadline: the caller should learn of the replicas.
-    if (!(this.lastError instanceof LockNotReplicatedError)) this.lastError = undefined;
-    this.offsetBound = Math.min(this.offsetBound, reply.serverMs - sent);
-    this.host.roundTrip(now() - sent);
-    if (this.settled) {
+  /**
+   * calling → waiting: the call sent at `sent` was answered with `reply`, or failed with `error`. A
+   * waiter already done only passes on a grant it can no longer use.
+   */
+  private answered(state: Calling, sent: number, reply: AcquireReply | undefined, error?: unknown): void {
+    if (this.state !== state) {
       // Settled by a push that won first: this reply is the same grant, now held. Settled by giving up
       // (`cancelled` is set): its cancel passes such a grant on, but only if it reached Redis after this
       // call; a client that held this call back while reconnecting ran it after the cancel had failed,
       // and nothing else would free the lock before its ttl. A release after a cancel that did pass it
       // on finds another owner and changes nothing.
-      if (reply.granted && this.cancelled !== undefined) this.host.store.release(this.ticket).catch(() => {});
+      if (reply?.granted && this.cancelled !== undefined)
+        this.host.store.release(this.ticket).catch(() => {});
       return;
     }
+    // A `late` call answered: the waiter is back in line or granted, its later checks plain. One that
+    // failed is sent again as it was.
+    this.state = { is: 'waiting', late: state.late && (reply === undefined || state.mode !== 'late') };
+    if (reply === undefined) this.failed(error, state.first);
+    else this.checked(reply, sent, state.again);
+  }
+
+  /** A call failed: the waiter gives up, or re-checks later (a check asked for meanwhile is that one). */
+  private failed(error: unknown, first: boolean): void {
+    if (error instanceof LockNotReplicatedError) {
+      // The grant was given back. Back in line (at the end), or give up, as the option says; a retry
+      // costs at least the replicas' timeout already spent, so this never spins.
+      if (!this.host.waitsOnUnreplicated) this.fail(error);
+      else {
+        this.lastError = error;
+        this.scheduleCheck(1);
+      }
+      return;
+    }
+    // The first call fails fast: the caller learns at once that Redis is unreachable. Redis refusing the
+    // command (a lock key of another type, scripting disabled) is not transient: no retry either.
+    if (first || (error instanceof LockError && error.code === 'LOCK_REDIS_ERROR')) {
+      this.fail(error);
+      return;
+    }
+    this.lastError = error;
+    this.scheduleCheck(RETRY_MS);
+  }
+
+  private checked(reply: AcquireReply, sent: number, again: boolean): void {
+    // A refused grant stays the reason given at the deadline: the caller should learn of the replicas.
+    if (!(this.lastError instanceof LockNotReplicatedError)) this.lastError = undefined;
+    this.offsetBound = Math.min(this.offsetBound, reply.serverMs - sent);
+    this.host.roundTrip(now() - sent);
     if (!reply.granted && reply.pace !== undefined) this.host.told(this.key, reply.pace);
     if (!reply.granted && reply.turnedAway !== undefined) {
       this.turnAway(reply.turnedAway, reply.pace);
@@ -389,9 +446,8 @@ export class Waiter<T> {
       this.onQueued = undefined;
       queued();
     }
-    if (this.recheck) {
-      this.recheck = false;
-      this.check(false);
+    if (again) {
+      this.check();
       return;
     }
     // The head re-checks as the hold ends; the others a claim window later, in case the head is gone:
@@ -450,7 +506,7 @@ export class Waiter<T> {
   }
 
   private static recheckNow<T>(this: void, waiter: Waiter<T>): void {
-    waiter.check(false);
+    waiter.check();
   }
 
   /**
@@ -503,9 +559,10 @@ export class Waiter<T> {
     );
   }
 
+  /** → done: its timer and abort listener go, and the host forgets it. False if it was done already. */
   private settle(): boolean {
-    if (this.settled) return false;
-    this.settled = true;
+    if (this.state.is === 'done') return false;
+    this.state = { is: 'done' };
     clearTimeout(this.timer);
     this.timer = undefined;
     if (this.onAbort) this.call.options.signal?.removeEventListener('abort', this.onAbort);
