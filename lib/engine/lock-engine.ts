@@ -28,7 +28,6 @@ import type { EngineCall } from './call';
 import { now, validFor } from './clock';
 import { type GrantLinks, HeldLease, type LeaseHost } from './held-lease';
 import { type KeyTaker, takeInOrder } from './key-sequence';
-import { StartWindows } from './start-window';
 import { type Granted, handOnLocally, queueLifetime, Waiter, type WaiterHost } from './waiter';
 
 export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease>, KeyTaker {
@@ -40,7 +39,6 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   private readonly leases = new Set<HeldLease>();
   private readonly orphans = new Map<string, LockTicket>();
   private readonly admission: Admission;
-  private readonly starts: StartWindows;
   private closed = false;
   /** LeaseHost.ownGrants. */
   ownGrants = 0;
@@ -52,7 +50,6 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     const { replicas } = options;
     this.startsOnPush = !replicas;
     this.waitsOnUnreplicated = replicas?.unacknowledged === 'requeue';
-    this.starts = new StartWindows(options.startWindow);
     this.admission = new Admission(options);
     this.store = openStore(source, options, this);
   }
@@ -153,7 +150,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     if (waiter) {
       if (message.kind === 'grant') {
         if (message.pushed !== true) this.ownGrants += 1;
-        waiter.onGrant(message.fence, message.serverMs, message.next, message.pushed === true);
+        waiter.onGrant(message.fence, message.serverMs, message.next);
       } else waiter.onHead(message.holdMs);
       return;
     }
@@ -198,10 +195,6 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     this.admission.told(key, perPlaceMs, now());
   }
 
-  roundTrip(ms: number): void {
-    this.starts.observe(ms);
-  }
-
   granted(waiter: Waiter<HeldLease>, grant: Granted): HeldLease {
     const lease = this.lease(
       waiter.ticket,
@@ -242,14 +235,13 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   // The machine.
 
   /**
-   * A ticket for one key: it carries this call's claim window and start window (how long a grant to it
-   * stays reserved, handed on in its own service or pushed from another).
+   * A ticket for one key: it carries this call's claim window (how long a grant to it stays reserved,
+   * handed on in its own service or pushed from another).
    */
   private ticket(key: string, call: EngineCall, member?: TicketMember): LockTicket {
     const { ttl, permits, mode } = call.options;
     const claimWindow = claimWindowFor(ttl, this.options.claimWindow);
-    const startWindow = this.starts.windowFor(claimWindow);
-    return this.store.ticket(key, ttl, claimWindow, member, { permits, mode }, startWindow);
+    return this.store.ticket(key, ttl, claimWindow, member, { permits, mode });
   }
 
   /** One ticket per key of a multi-key call: the first key's token, and the later keys' derived from it. */

@@ -5,11 +5,10 @@
  * crashed holder or a lost push costs latency, never a hang. A thousand waiters are a thousand of
  * these objects, so each keeps to one promise, one timer and no closures it does not need.
  *
- * A grant in its own service's release reply lets the waiter start at once, before Redis has confirmed
- * it, as long as the grant is certainly still valid: the grant's server time plus the claim window,
- * mapped to the local monotonic clock with an offset bound taken from this waiter's own round trips (see
- * docs/protocol.md). A grant pushed from another process lasts only the waiter's start window: the
- * waiter confirms it and starts on the confirmation's reply.
+ * A grant, pushed or in its own service's release reply, lets the waiter start at once, before Redis
+ * has confirmed it, as long as the grant is certainly still valid: the grant's server time plus the
+ * claim window, mapped to the local monotonic clock with an offset bound taken from this waiter's own
+ * round trips (see docs/protocol.md). The lease confirms it later, only if its work lasts that long.
  */
 
 import { LockError } from '../errors/lock.error';
@@ -53,8 +52,6 @@ export interface WaiterHost<T> {
   granted(waiter: Waiter<T>, grant: Granted): T;
   /** The store told the pace (ms per place) `key`'s line moves at, which a cold join's door was set by. */
   told(key: string, perPlaceMs: number): void;
-  /** One of a waiter's calls was answered `ms` after it was sent. */
-  roundTrip(ms: number): void;
 }
 
 export interface Granted {
@@ -214,20 +211,18 @@ export class Waiter<T> {
   }
 
   /**
-   * A grant was pushed to this waiter (`pushed`: from another process's call) or came in its service's
-   * release reply. `next`: its followers, used only if the waiter starts on this grant: a fence read
-   * back by a confirming call could be one set aside for them.
+   * A grant was pushed to this waiter or came in its service's release reply. `next`: its followers,
+   * used only if the waiter starts on this grant: a fence read back by a confirming call could be one
+   * set aside for them.
    */
-  onGrant(fence: number, serverMs: number, next?: readonly Successor[], pushed = false): void {
+  onGrant(fence: number, serverMs: number, next?: readonly Successor[]): void {
     if (this.settled) return;
     const received = now();
     if (this.pastDeadline()) {
       this.expire(received); // its cancel passes the grant on
       return;
     }
-    const { startWindow } = this.ticket;
-    const starting = pushed && startWindow !== undefined;
-    const window = starting ? startWindow : this.ticket.claimWindow;
+    const window = this.ticket.claimWindow;
     // The end of the grant's reservation, at the earliest, on the local clock: its server time less the
     // bound on (server - local) from this waiter's round trips, less 0.1 % of the wait for drift and 1 ms.
     const validUntil = serverMs - this.offsetBound - (received - this.started) / 1000 - 1 + window;
@@ -235,31 +230,7 @@ export class Waiter<T> {
       this.askLate();
       return;
     }
-    if (starting) this.confirmStart(fence, next);
-    else this.win({ fence, validUntil, confirmed: false, next, unanswered: this.inFlight });
-  }
-
-  /**
-   * A grant pushed from another process is confirmed as the waiter starts, and the waiter starts on the
-   * confirmation's reply, with its full ttl: a start window is short, and a lease started before that
-   * reply would be lost whenever Redis or this process were slower than the window, with its work under
-   * way. If the grant moved on meanwhile (the process stalled), the waiter goes back to the front.
-   */
-  private confirmStart(fence: number, next?: readonly Successor[]): void {
-    const sent = now();
-    this.host.store.extend(this.ticket, this.ticket.ttl, true).then(
-      (outcome) => {
-        // Settled meanwhile (it gave up): its cancel, sent after this, passed the grant on.
-        if (this.settled) return;
-        if (outcome !== 'extended') return this.askLate();
-        if (this.pastDeadline()) return this.expire(now());
-        const validUntil = sent + validFor(this.host.store, this.ticket.ttl);
-        this.win({ fence, validUntil, confirmed: true, next, unanswered: this.inFlight });
-      },
-      () => {
-        if (!this.settled) this.askLate();
-      },
-    );
+    this.win({ fence, validUntil, confirmed: false, next, unanswered: this.inFlight });
   }
 
   /**
@@ -422,7 +393,6 @@ export class Waiter<T> {
     // A refused grant stays the reason given at the deadline: the caller should learn of the replicas.
     if (!(this.lastError instanceof LockNotReplicatedError)) this.lastError = undefined;
     this.offsetBound = Math.min(this.offsetBound, reply.serverMs - sent);
-    this.host.roundTrip(now() - sent);
     if (!reply.granted && reply.pace !== undefined) this.host.told(this.key, reply.pace);
     if (!reply.granted && reply.turnedAway !== undefined) {
       this.turnAway(reply.turnedAway, reply.pace);

@@ -40,16 +40,6 @@ export interface LockServiceOptions {
    */
   claimWindow?: number;
   /**
-   * How long a lock handed to a waiter in another process stays reserved for it until it starts, in ms:
-   * the waiter confirms the grant as it starts, and one that has not by then (its process stopped, its
-   * event loop blocked) is passed over, keeping its place, with the rest of its service's waiters, until
-   * it calls in. A stalled instance then costs the others one start window, not a claim window per
-   * waiter. `{ factor, min, max }` (the default, `{ factor: 4, min: 20, max: 500 }`): `factor` times the
-   * p99 of the round trips to Redis this service's waiters have seen, between `min` and `max`; a number:
-   * that window, fixed. Never more than the claim window.
-   */
-  startWindow?: number | { factor?: number; min?: number; max?: number };
-  /**
    * How long a lock's fencing counter is kept after its last grant, in ms. Fencing tokens stay
    * increasing beyond it too (they never fall below the Redis server clock in µs). Default 3 600 000.
    */
@@ -187,47 +177,6 @@ function checkReplicas(value: unknown): ResolvedReplicas {
   return { count, timeout, unacknowledged, aof };
 }
 
-/** A start window sized from the round trips to Redis: `factor` x their p99, between `min` and `max` ms. */
-export interface StartWindowRule {
-  factor: number;
-  min: number;
-  max: number;
-}
-
-const DEFAULT_START_WINDOW: StartWindowRule = { factor: 4, min: 20, max: 500 };
-
-function checkStartWindow(value: unknown): StartWindowRule {
-  if (typeof value === 'number') {
-    const ms = milliseconds('startWindow', value, 1);
-    return { factor: 1, min: ms, max: ms };
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new LockOptionsError(
-      `startWindow must be a number of ms (a fixed window) or { factor, min, max } (factor x the p99 of the round trips to Redis, between min and max ms), got ${describe(value)}.`,
-    );
-  }
-  const bag = value as Record<string, unknown>;
-  checkKnownKeys(bag, ['factor', 'min', 'max'], 'startWindow');
-  const factor = read(bag, 'factor', 'startWindow.factor') ?? DEFAULT_START_WINDOW.factor;
-  if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1 || factor > 100)
-    throw new LockOptionsError(
-      `startWindow.factor must be a number from 1 to 100 (how many times the p99 of the round trips to Redis a grant is reserved for), got ${describe(factor)}.`,
-    );
-  const min = milliseconds(
-    'startWindow.min',
-    read(bag, 'min', 'startWindow.min') ?? DEFAULT_START_WINDOW.min,
-    1,
-  );
-  const max = milliseconds(
-    'startWindow.max',
-    read(bag, 'max', 'startWindow.max') ?? Math.max(min, DEFAULT_START_WINDOW.max),
-    1,
-  );
-  if (max < min)
-    throw new LockOptionsError(`startWindow.max (${max} ms) must be at least startWindow.min (${min} ms).`);
-  return { factor, min, max };
-}
-
 /**
  * Every service option, once: its check (given the value set) and its default (undefined: unset).
  * `nodeTimeout`'s default and the rules against the ttl need the resolved `defaults`: see
@@ -238,7 +187,6 @@ const SERVICE_OPTIONS = {
   instanceName: { check: checkInstanceName, default: undefined },
   defaults: { check: resolveCallDefaults, default: undefined },
   claimWindow: { check: (v: unknown) => milliseconds('claimWindow', v, 10), default: 2_000 },
-  startWindow: { check: checkStartWindow, default: DEFAULT_START_WINDOW },
   fenceRetention: { check: (v: unknown) => milliseconds('fenceRetention', v, 1), default: 3_600_000 },
   commandTimeout: {
     check: (v: unknown) => milliseconds('commandTimeout', v, 1),
@@ -288,7 +236,6 @@ export interface ResolvedServiceOptions {
   /** What a call that leaves an option unset gets. */
   defaults: CallDefaults;
   claimWindow: number;
-  startWindow: StartWindowRule;
   fenceRetention: number;
   commandTimeout: number;
   nodeTimeout: number;
@@ -331,7 +278,6 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
   const instanceName = value('instanceName');
   const defaults = value('defaults') ?? resolveCallDefaults(undefined);
   const claimWindow = value('claimWindow');
-  const startWindow = value('startWindow');
   const fenceRetention = value('fenceRetention');
   const commandTimeout = value('commandTimeout');
   const nodeTimeout = value('nodeTimeout') ?? Math.min(DEFAULT_NODE_TIMEOUT, Math.floor(defaults.ttl / 3));
@@ -360,7 +306,6 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
     instanceName,
     defaults,
     claimWindow,
-    startWindow,
     fenceRetention,
     commandTimeout,
     nodeTimeout,

@@ -11,8 +11,6 @@ export interface RedisKeys {
   queue: string;
   /** Highest fencing token handed out. */
   fence: string;
-  /** The grant pushed to another process and not confirmed yet, if any (its waiter's token). */
-  pending: string;
   /** A semaphore's holders, scored by when each hold ends (its owner key is then a hash of their fences). */
   holders: string;
   /** A semaphore's own FIFO line. */
@@ -26,7 +24,6 @@ export function redisKeys(prefix: string, key: string): RedisKeys {
     owner,
     queue: `${owner}:q`,
     fence: `${owner}:fence`,
-    pending: `${owner}:g`,
     // Only semaphores and read-write locks use these: built when asked, not kept by every mutex ticket.
     get holders() {
       return `${owner}:s`;

@@ -67,7 +67,6 @@ type ScriptName =
   | 'cancel'
   | 'transfer'
   | 'extend'
-  | 'confirm'
   | 'inspect'
   | SemaphoreScript;
 
@@ -110,8 +109,6 @@ const SOURCES: Record<ScriptName, ScriptSource> = {
   cancel: { lua: ownerScript('cancel', cancelLua), keys: 3 },
   transfer: { lua: ownerScript('transfer', transferLua), keys: 3 },
   extend: { lua: extendLua, keys: 1 },
-  // extend.lua with the pending grant's note as a second key: a pushed grant confirmed as its waiter starts.
-  confirm: { lua: extendLua, keys: 2 },
   inspect: { lua: inspectLua, keys: 5 },
   semaphoreAcquire: semaphoreScript(semaphoreAcquireLua),
   semaphoreRelease: semaphoreScript(semaphoreReleaseLua),
@@ -294,19 +291,11 @@ export class LockScripts {
     return (await this.run(this.named('cancel', ctx), ctx.keys.lock, args)) === 1;
   }
 
-  /**
-   * Resets the lease to `ttl` if the caller holds the lock; else says whether the key is gone or taken.
-   * `starting`: it confirms a grant pushed to it, which is no longer pending.
-   */
-  async extend(ctx: ScriptContext, ttl: number, starting = false): Promise<ExtendOutcome> {
+  /** Resets the lease to `ttl` if the caller holds the lock; else says whether the key is gone or taken. */
+  async extend(ctx: ScriptContext, ttl: number): Promise<ExtendOutcome> {
     const { keys } = ctx;
-    const starts = starting && !ctx.kind;
-    const name = starts ? 'confirm' : this.named('extend', ctx);
-    const args = ctx.kind
-      ? this.argv({ ...ctx, ttl }, ...(starting ? ['1'] : []))
-      : starts
-        ? [keys.owner, keys.pending, ctx.token, ttl]
-        : [keys.owner, ctx.token, ttl];
+    const name = this.named('extend', ctx);
+    const args = ctx.kind ? this.argv({ ...ctx, ttl }) : [keys.owner, ctx.token, ttl];
     if (!this.ack) return extendOutcome(await this.run(name, keys.lock, args));
     const acked = await this.runner.runAcknowledged(name, keys.lock, args, this.ack);
     const outcome = extendOutcome(acked.value);

@@ -111,9 +111,9 @@ export interface Successor {
 
 /**
  * A wake-up for one waiter: a grant (with its followers, in line order), or a note to the head of the
- * queue that the hold ends in `holdMs`. `pushed`: the grant was published from another process's call,
- * so it is reserved for the waiter's start window (not its claim window, as one in its own service's
- * release reply or published by its own service's call is).
+ * queue that the hold ends in `holdMs`. `pushed`: the grant was published from another process's call
+ * (one of its own service's calls, in a release reply or published, counts as the service's own grant:
+ * LeaseHost.ownGrants).
  */
 export type WakeMessage =
   | {

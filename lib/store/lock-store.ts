@@ -39,11 +39,6 @@ export interface LockTicket {
   readonly ttl: number;
   /** How long a grant to this caller stays reserved until it confirms, ms (at most its ttl). */
   readonly claimWindow: number;
-  /**
-   * How long a grant pushed to this caller from another process stays reserved until it confirms, ms
-   * (at most its claim window). Absent: the claim window (a store without start windows).
-   */
-  readonly startWindow?: number;
   /** A semaphore's permits (more than 1): how many callers may hold the key at once. Absent: a mutex. */
   readonly permits?: number;
   /** A read-write lock's mode. Absent: a mutex or a semaphore. */
@@ -103,17 +98,8 @@ export interface LockStore {
    * `member.index` (from 1) of a multi-key call, a token derived from its first key's (`member.of`): each
    * key has a token of its own, so a late wake-up about one key can never be taken for another's.
    * `kind`: the ticket is for a semaphore (`permits` above 1) or a read-write lock (`mode`).
-   * `startWindow`: how long a grant pushed to it from another process is reserved, for a store that
-   * keeps start windows (the ticket then says so); others ignore it.
    */
-  ticket(
-    key: string,
-    ttl: number,
-    claimWindow: number,
-    member?: TicketMember,
-    kind?: TicketKind,
-    startWindow?: number,
-  ): LockTicket;
+  ticket(key: string, ttl: number, claimWindow: number, member?: TicketMember, kind?: TicketKind): LockTicket;
   /**
    * Take the lock, or join its queue (per `mode`), or confirm a grant; idempotent per ticket. A `wait`
    * call whose ticket holds a reservation on the key (reserve) claims it: it is queued at that place.
@@ -152,10 +138,9 @@ export interface LockStore {
   cancel(ticket: LockTicket): Promise<boolean>;
   /**
    * The owner resets its lease to `ttl` (also how a granted waiter confirms). Says what it found when the
-   * caller is not the owner: the owner key gone, or another owner (see ExtendOutcome). `starting`: the
-   * confirmation of a grant pushed from another process, sent as its waiter starts on it.
+   * caller is not the owner: the owner key gone, or another owner (see ExtendOutcome).
    */
-  extend(ticket: LockTicket, ttl: number, starting?: boolean): Promise<ExtendOutcome>;
+  extend(ticket: LockTicket, ttl: number): Promise<ExtendOutcome>;
   /** One lock's state. */
   inspect(key: string): Promise<LockSnapshot>;
   /**

@@ -124,18 +124,8 @@ export class RedisLockStore implements LockStore {
     claimWindow: number,
     member?: TicketMember,
     kind?: TicketKind,
-    startWindow?: number,
   ): LockTicket {
-    const fields = ticketFields(
-      this.instanceId,
-      ++this.sequence,
-      key,
-      ttl,
-      claimWindow,
-      member,
-      kind,
-      startWindow,
-    );
+    const fields = ticketFields(this.instanceId, ++this.sequence, key, ttl, claimWindow, member, kind);
     const ticket: RedisTicket = {
       ...fields,
       keys: redisKeys(this.options.prefix, key),
@@ -182,8 +172,8 @@ export class RedisLockStore implements LockStore {
     return this.scripts.cancel(ticket as RedisTicket);
   }
 
-  extend(ticket: LockTicket, ttl: number, starting?: boolean): Promise<ExtendOutcome> {
-    return this.scripts.extend(ticket as RedisTicket, ttl, starting);
+  extend(ticket: LockTicket, ttl: number): Promise<ExtendOutcome> {
+    return this.scripts.extend(ticket as RedisTicket, ttl);
   }
 
   inspect(key: string): Promise<LockSnapshot> {

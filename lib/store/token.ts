@@ -2,25 +2,17 @@ import { randomBytes } from 'node:crypto';
 import type { LockTicket, TicketKind, TicketMember } from './lock-store';
 
 /**
- * The shape of a waiter's or owner's token, shared by the stores: `<instance>:<n>+<start window
- * ms>~<claim window ms>` (the start window only where the store reserves a grant pushed to another
- * process for it). The instance names the service whose wake-ups reach it; the windows tell whoever
- * hands the lock on how long to reserve it (the Redis scripts read the same parts: prelude.lua).
+ * The shape of a waiter's or owner's token, shared by the stores: `<instance>:<n>~<claim window ms>`.
+ * The instance names the service whose wake-ups reach it; the window tells whoever hands the lock on
+ * how long to reserve it (the Redis scripts read the same parts: prelude.lua).
  */
 
 /**
  * The token of call number `n` of store instance `instance`. A read-write lock's reader has `!` before
  * the claim window: the scripts tell readers from writers by their tokens, in line and holding.
  */
-export function lockToken(
-  instance: string,
-  n: number,
-  claimWindow: number,
-  reader = false,
-  startWindow?: number,
-): string {
-  const start = startWindow === undefined ? '' : `+${startWindow}`;
-  return `${instance}:${n.toString(36)}${start}${reader ? '!' : ''}~${claimWindow}`;
+export function lockToken(instance: string, n: number, claimWindow: number, reader = false): string {
+  return `${instance}:${n.toString(36)}${reader ? '!' : ''}~${claimWindow}`;
 }
 
 /** Whether a token is a read-write lock's reader's. */
@@ -57,18 +49,10 @@ export function claimWindowOf(token: string): number {
   return Number(token.slice(token.lastIndexOf('~') + 1));
 }
 
-/** How long a grant pushed to `token` from another process stays reserved until it confirms, ms. */
-export function startWindowOf(token: string): number {
-  const start = /^[^:]*:[0-9a-z]*\+(\d+)/.exec(token);
-  const claim = claimWindowOf(token);
-  return start ? Math.min(Number(start[1]), claim) : claim;
-}
-
 /**
  * What every store's ticket holds: the key, a token (the call's `n`-th of `instance`, a reader's
  * marked; or, for a later key of a multi-key call, derived from its first key's), the ttl, claim
- * window and start window (where the store has one), and the kind of lock (a semaphore's permits above
- * 1, a read-write lock's mode).
+ * window, and the kind of lock (a semaphore's permits above 1, a read-write lock's mode).
  */
 export function ticketFields(
   instance: string,
@@ -78,19 +62,17 @@ export function ticketFields(
   claimWindow: number,
   member?: TicketMember,
   kind?: TicketKind,
-  startWindow?: number,
 ): LockTicket {
   const permits = kind?.permits !== undefined && kind.permits > 1 ? kind.permits : undefined;
   const mode = kind?.mode;
   const token = member
     ? memberToken(member.of, member.index)
-    : lockToken(instance, n, claimWindow, mode === 'read', startWindow);
+    : lockToken(instance, n, claimWindow, mode === 'read');
   return {
     key,
     token,
     ttl,
     claimWindow,
-    ...(startWindow !== undefined ? { startWindow: startWindowOf(token) } : {}),
     ...(permits !== undefined ? { permits } : {}),
     ...(mode !== undefined ? { mode } : {}),
   };

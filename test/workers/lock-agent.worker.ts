@@ -14,8 +14,6 @@ interface Args {
   ttl?: number;
   /** Put before the random part of its tokens, so a test can tell them in `inspect`. */
   instanceName?: string;
-  /** The service's startWindow option. */
-  startWindow?: number;
   /**
    * Where this process stops itself (SIGSTOP; the test sends SIGCONT) the first time it is pushed a
    * grant, on one server with ioredis: `push`, as the push arrives, before the lock reads it; `confirm`,
@@ -55,7 +53,6 @@ const redis = args.urls
 if (args.stopAt || args.blockOnGrantMs) stallOnce(redis as unknown as Hookable);
 const locks = new LockService(redis, {
   claimWindow: args.claimWindow,
-  startWindow: args.startWindow,
   instanceName: args.instanceName,
   defaults: args.ttl === undefined ? undefined : { ttl: args.ttl },
 });

@@ -124,10 +124,8 @@ end
 
 local current = mode == 'wait' and redis.call('GET', owner_key)
 if current == token then
-  -- A grant reached us (or we already hold it): confirm with the full ttl. A grant pushed to us is no
-  -- longer pending (any note of one is ours: see extend.lua).
+  -- A grant reached us (or we already hold it): confirm with the full ttl.
   redis.call('PEXPIRE', owner_key, ttl)
-  redis.call('DEL', pending_key)
   return {1, tonumber(redis.call('GET', fence_key) or '0'), now_us}
 end
 
@@ -159,15 +157,9 @@ local function join_queue(absent)
   return push_entry(token, queue_ttl, late)
 end
 
--- `queued`: whether the caller is in line. The reply says if it is first in line, or the waiter told when
--- the hold ends (first_told): told "not first", a re-check that reached Redis just before a pushed
--- grant's start window ended would wait a claim window, not a start window.
+-- `queued`: whether the caller is in line. The reply says if it is first (reservations passed over).
 local function waiting(queued)
-  local is_head = 0
-  if queued then
-    local head, at = first_active()
-    if head == token or first_told(head, at) == token then is_head = 1 end
-  end
+  local is_head = queued and first_active() == token and 1 or 0
   return {0, redis.call('PTTL', owner_key), now_us, is_head}
 end
 
@@ -190,8 +182,6 @@ if mode ~= 'wait' then
   return take()
 end
 
--- A waiter that calls in is running: if its service was passed over as stalled, it is served again.
-back_in()
 join_queue(false)
 if not current then
   -- Free, but others queued first (see above).

@@ -6,24 +6,16 @@
 
 -- @common
 
-local was_told = first_told() == token
+local was_head = first_active() == token
 redis.call('LREM', queue_key, 0, token)
 if ARGV[7] and ARGV[7] ~= '' then redis.call('LREM', queue_key, 0, ARGV[7]) end
-local current = redis.call('GET', owner_key)
-if current == token then
-  back_in()
+if redis.call('GET', owner_key) == token then
   give_up()
   return 1
 end
--- Its service was passed over as stalled and is running again: if nobody holds the lock, its waiters
--- were all that was left in line, and the first of them is served now.
-if back_in() and not current then
-  give_up()
-  return 0
-end
-if was_told then
-  -- The waiter told in its place must learn when the current hold ends, as it would have.
-  local head, at = first_told()
+if was_head then
+  -- The waiter now first must learn when the current hold ends, as the one that left would have.
+  local head, at = first_active()
   if head then notify_head(math.max(redis.call('PTTL', owner_key), 0), head, at) end
 end
 return 0

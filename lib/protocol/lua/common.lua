@@ -16,58 +16,27 @@ local function reservation_gone(entry, now_us)
   return not listens(owner)
 end
 
--- One stall, one start window: a service whose pushed grant ran out unconfirmed (its process is stopped,
--- or its event loop blocked) has its other waiters passed over, keeping their places, until it calls in
--- (back_in), so a stall costs the line one start window, not one per waiter. A grant still pending while
--- the owner key names someone else, or nobody, ran out: its service is noted here, once per call.
-local stalled
-local function stalled_instances()
-  if stalled then return stalled end
-  stalled = {}
-  local pending = redis.call('GET', pending_key)
-  if pending == token then
-    -- The caller is that waiter: it is running.
-    redis.call('DEL', pending_key)
-  elseif pending and redis.call('GET', owner_key) ~= pending then
-    note_stalled(pending)
-    redis.call('DEL', pending_key)
-  end
-  for _, instance in ipairs(redis.call('HKEYS', stalled_key)) do stalled[instance] = true end
-  return stalled
-end
-
-local function is_stalled(entry)
-  return stalled_instances()[instance_of(entry)] == true
-end
-
--- The caller's service is running: its waiters are served again in their places. Returns whether it had
--- been passed over.
-local function back_in()
-  local instance = instance_of(token)
-  stalled_instances()[instance] = nil
-  return redis.call('HDEL', stalled_key, instance) == 1
-end
-
--- Whether the hand-off passes `entry` over, keeping its place: a reservation, or a stalled service's.
-local function passed_over(entry)
-  return is_reservation(entry) or is_stalled(entry)
-end
-
-local function can_take(entry)
-  return not passed_over(entry)
-end
-
--- The first waiter in line that can take the lock (reservations passed over) and its index, or nil.
--- Given the time, it first drops the reservations at the front that are gone (before each hand-off, so
--- a dead one costs a command or two until it reaches the front, never a stall).
+-- The first waiter in line (reservations passed over, keeping their places) and its index, or nil:
+-- one LINDEX when it is the first, the usual case; past it, read 16 at a time (what is passed over is
+-- few: one reservation per waiting multi-key call and later key). Given the time, it first drops the
+-- reservations at the front that are gone (before each hand-off, so a dead one costs a command or two
+-- until it reaches the front, never a stall).
 local function first_active(now_us)
   local head = redis.call('LINDEX', queue_key, 0)
   while now_us and head and is_reservation(head) and reservation_gone(head, now_us) do
     redis.call('LPOP', queue_key)
     head = redis.call('LINDEX', queue_key, 0)
   end
-  if not head or not passed_over(head) then return head, 0 end
-  return first_usable(can_take, 1)
+  if not head or not is_reservation(head) then return head, 0 end
+  local from = 1
+  while true do
+    local chunk = redis.call('LRANGE', queue_key, from, from + 15)
+    for i, entry in ipairs(chunk) do
+      if not is_reservation(entry) then return entry, from + i - 1 end
+    end
+    if #chunk < 16 then return nil end
+    from = from + 16
+  end
 end
 
 -- Takes `entry`, found at index `at`, out of the queue.
@@ -93,29 +62,6 @@ local function notify_head(hold_ms, head, at)
   end
 end
 
--- The first waiter in line not of `instance` that is not passed over, and its index, or nil: who takes
--- the lock if a grant pushed to `instance` runs out unconfirmed (its service's waiters are passed over
--- then).
-local function first_other(instance)
-  return first_usable(function(entry)
-    return instance_of(entry) ~= instance and not passed_over(entry)
-  end)
-end
-
--- The waiter told when the current hold ends (notify_head), and its index: the first in line that can
--- take the lock, or, while a grant pushed to another service is pending, the first waiter of another
--- service, who is served if that grant runs out (its service's waiters are passed over then). `head`,
--- `at`: the first in line that can take the lock, when the caller already looked it up.
-local function first_told(head, at)
-  if at == nil then head, at = first_active() end
-  if not head then return nil end
-  local pending = redis.call('GET', pending_key)
-  if pending and instance_of(head) == instance_of(pending) and pending == redis.call('GET', owner_key) then
-    return first_other(instance_of(pending))
-  end
-  return head, at
-end
-
 -- How many waiters of one service a grant may name to follow its owner (each with a fence set aside).
 local MAX_FOLLOWERS = 8
 
@@ -133,7 +79,7 @@ local function followers_of(owner)
   -- Only from the very front: a reservation ahead could be claimed meanwhile (acquire.lua's LSET), and
   -- its caller would then be first. Nothing else moves the front but the owner's hand-off or a
   -- follower's own cancel, both of which that service sees.
-  if passed_over(head) then
+  if is_reservation(head) then
     local active, at = first_active()
     return active, at, follows
   end
@@ -147,8 +93,7 @@ end
 
 -- Hands the (free) lock to the first live waiter (reservations passed over); `head` is that waiter when
 -- the caller already took it out of the queue. If that is the caller itself it takes the lock with its
--- full ttl; anyone else gets a grant that lasts until it confirms (extend.lua): its start window when the
--- grant is pushed to another process (noted as pending), its claim window when it comes in the reply. The
+-- full ttl; anyone else gets a grant that lasts its claim window until it confirms (extend.lua). The
 -- owner key is overwritten, never deleted first: a caller giving the lock up deletes it only when
 -- nobody took it. A grant names its followers (followers_of); their fences follow its own, set aside.
 -- `in_reply`: the caller's service learns of a grant to one of its own waiters from the reply, so none
@@ -183,24 +128,12 @@ local function hand_off(caller, head, in_reply)
       if not after then notify_head(window, next_head, next_at) end
       return false, true, {head, fence, now_us, after or ''}
     end
-    local push, start = push_terms(head)
-    local grant = push .. head .. ' ' .. string.format('%.0f', fence) .. ' ' .. string.format('%.0f', now_us)
+    local grant = push_kind(head) .. head .. ' ' .. string.format('%.0f', fence) .. ' ' .. string.format('%.0f', now_us)
     if after then grant = grant .. ' ' .. after end
     local receivers = redis.call('PUBLISH', channel_of(head), grant)
     if heard(head, receivers) then
-      redis.call('SET', owner_key, head, 'PX', start)
-      if start < window then
-        redis.call('SET', pending_key, head, 'PX', window)
-        -- Whoever is served if the grant runs out re-checks as its start window ends, followers or not.
-        if after then
-          local other, other_at = first_other(instance_of(head))
-          if other then notify_head(start, other, other_at) end
-        else
-          notify_head(start, next_head, next_at)
-        end
-      elseif not after then
-        notify_head(start, next_head, next_at)
-      end
+      redis.call('SET', owner_key, head, 'PX', window)
+      if not after then notify_head(window, next_head, next_at) end
       return false, true
     end
     -- Nobody listens for this waiter any more (its process is gone): skip it rather than stall.
@@ -213,6 +146,6 @@ end
 -- see hand_off. Returns hand_off's grant made in the reply, if any.
 local function give_up(head, in_reply)
   local _, granted, local_grant = hand_off(nil, head, in_reply)
-  if not granted then redis.call('DEL', owner_key, pending_key) end
+  if not granted then redis.call('DEL', owner_key) end
   return local_grant
 end

@@ -1,10 +1,5 @@
 -- extend.lua: the owner resets its lease to a full ttl. Also how a granted waiter confirms its grant.
 -- KEYS[1] owner
--- KEYS[2] pending  optional, for the confirmation of a grant pushed to another process as its waiter
---                  starts: the note that the grant is pending ("<owner>:g") goes. It is the caller's:
---                  a grant is noted with its owner, and a note that outlived its grant (it ran out) is
---                  read and dropped by the next script that hands the lock on, or dropped here, losing
---                  only a stall's note, never a grant
 -- ARGV[1] token, ARGV[2] ttl ms
 -- Returns 1 if the caller holds the lock (now for ttl); 0 if another caller does; -1 if the owner key is
 -- gone (expired, evicted under maxmemory, or deleted): the engine tells these apart in LockLostError.
@@ -12,7 +7,6 @@
 local owner = redis.call('GET', KEYS[1])
 if owner == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  if KEYS[2] then redis.call('DEL', KEYS[2]) end
   return 1
 end
 if owner == false then return -1 end

@@ -89,22 +89,6 @@ local function claim_of(waiter)
   return tonumber(string.match(waiter, '~(%d+)$')) or claim_window
 end
 
--- How long a grant pushed to `waiter` (in another process) stays reserved until it confirms: its start
--- window, "+<ms>" after its call number ("<instance>:<n>+<ms>..."), which its service sizes from the
--- hand-off latency it sees; at most its claim window. A token without one gets its claim window.
-local function start_of(waiter)
-  local ms = tonumber(string.match(waiter, '^[^:]*:%w*%+(%d+)'))
-  local claim = claim_of(waiter)
-  if ms and ms < claim then return ms end
-  return claim
-end
-
--- A pushed grant not confirmed yet names its waiter here ("<owner>:g"), for a claim window; the
--- services whose grant ran out unconfirmed are kept in "<owner>:st" (instance -> the token), until they
--- call in or a claim window passes (common.lua, stalled_instances). Same hash tag, so the same slot.
-local pending_key = owner_key .. ':g'
-local stalled_key = owner_key .. ':st'
-
 -- The pace a key's line moves at, ms per place, left ("<owner>:p") by a service that has seen it move,
 -- for services that have not: a new instance protects its callers from its first join (join_door). Kept
 -- 10 s and not replaced meanwhile, so it costs a busy line one write per 10 s; a stale pace only sets a
@@ -125,39 +109,10 @@ local function join_door(places, cold_wait, pace)
   return math.max(1, math.floor(cold_wait / per_place)), left
 end
 
--- How a grant to `waiter` is pushed, and how long it stays reserved until the waiter confirms it: a "G"
--- and its claim window when a call of the waiter's own service makes it (that service is running: it
--- sends this call, so the grant needs no confirmation as its waiter starts), else a "g" and its start
--- window.
-local function push_terms(waiter)
-  if instance_of(waiter) == instance_of(token) then return 'G ', claim_of(waiter) end
-  return 'g ', start_of(waiter)
-end
-
--- A grant pushed to `waiter` ran out before it was confirmed: its service is passed over until it calls
--- in, or for a claim window (a crashed process).
-local function note_stalled(waiter)
-  local window = claim_of(waiter)
-  redis.call('HSET', stalled_key, instance_of(waiter), waiter)
-  if redis.call('PTTL', stalled_key) < window then redis.call('PEXPIRE', stalled_key, window) end
-end
-
--- The first entry in line from index `from` (0 when nil) that `usable` accepts, and its index, or nil:
--- one LINDEX when it is the first, the usual case; past it, read 16 at a time (what is passed over is
--- few: reservations, one per waiting multi-key call and later key; a stalled service's waiters; a
--- grant's followers, at most MAX_FOLLOWERS).
-local function first_usable(usable, from)
-  if not from or from == 0 then
-    local head = redis.call('LINDEX', queue_key, 0)
-    if not head or usable(head) then return head, 0 end
-    from = 1
-  end
-  while true do
-    local chunk = redis.call('LRANGE', queue_key, from, from + 15)
-    for i, entry in ipairs(chunk) do
-      if usable(entry) then return entry, from + i - 1 end
-    end
-    if #chunk < 16 then return nil end
-    from = from + 16
-  end
+-- How a grant to `waiter` is pushed: a "G" when a call of the waiter's own service makes it (that
+-- service is running: it sends this call), else a "g". Either lasts the waiter's claim window until it
+-- confirms.
+local function push_kind(waiter)
+  if instance_of(waiter) == instance_of(token) then return 'G ' end
+  return 'g '
 end

@@ -24,14 +24,13 @@ end
 local head = redis.call('LPOP', queue_key)
 if not head then
   if not held then return 0 end
-  -- A grant pending to this caller (it released before its confirmation ran) goes with it.
-  redis.call('DEL', owner_key, pending_key)
+  redis.call('DEL', owner_key)
   return 1
 end
 
 -- @common
-if passed_over(head) then
-  -- A reservation, or a stalled service's waiter, keeps its place: put it back. If it was the only entry
+if is_reservation(head) then
+  -- A reservation keeps its place: put it back. If it was the only entry
   -- the queue key went with it, so the key's expiry is set again, to a reservation's own (a waiter's
   -- line lives at least a claim window more).
   if redis.call('LPUSH', queue_key, head) == 1 then

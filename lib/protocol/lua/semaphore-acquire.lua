@@ -28,7 +28,6 @@ live_holders()
 -- deleted) is no grant, and the caller takes a permit or waits as anyone would.
 local held = redis.call('ZSCORE', holders_key, token) and redis.call('HGET', owner_key, token)
 if held then
-  not_pending(token)
   hold_for(token, ttl)
   outlive(now_ms + ttl, false)
   return {1, tonumber(held), now_us}
@@ -44,8 +43,6 @@ end
 if mode == 'try' then return {0, first_hold_left(), now_us, 0} end
 
 local length, told = 0, nil
--- A waiter that calls in is running: if its service was passed over as stalled, it is served again.
-if mode == 'wait' then back_in() end
 if mode == 'join' then
   -- Unless it is a join sent again after a reconnect, in line already (queue.lua).
   if queued == 0 or not queued_before(token) then
@@ -63,14 +60,13 @@ elseif late and redis.call('LINDEX', queue_key, 0) ~= token then
 end
 
 -- Room with others in line (their grants expired, their holders died): serve in order.
-local fence, count, pushed = serve(token)
-if count > 0 then notify_head(pushed) end
+local fence, count = serve(token)
+if count > 0 then notify_head() end
 if fence then return {1, fence, now_us} end
 if mode == 'join' and listen_later then listening_later(listen_later) end
 if mode == 'join' and length > 0 then
   return {0, first_hold_left(), now_us, length == 1 and 1 or 0, length, 0, told}
 end
--- First, or the waiter told when the first hold ends (is_told): told "not first", a re-check that reached
--- Redis just before a pushed grant's start window ended would wait a claim window.
+-- First in line: the waiter told when the first hold ends.
 local is_head = length == 1 or is_told(token)
 return {0, first_hold_left(), now_us, is_head and 1 or 0}

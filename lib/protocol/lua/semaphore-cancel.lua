@@ -5,17 +5,11 @@
 
 local was_told = is_told(token)
 redis.call('LREM', queue_key, 0, token)
--- Its service was passed over as stalled and is running again: its waiters are served in their places.
-local returned = back_in()
 if redis.call('ZSCORE', holders_key, token) then
   remove_holder(token)
   served_after_leaving()
   return 1
 end
-if returned then
-  served_after_leaving()
-  return 0
-end
 -- The waiter told in its place must learn when the first hold ends, as it would have.
-if was_told then notify_head(pending_instances()) end
+if was_told then notify_head() end
 return 0

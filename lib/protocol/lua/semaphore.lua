@@ -15,9 +15,6 @@
 -- holder's ttl.
 
 local holders_key, mutex_queue_key = KEYS[4], KEYS[5]
--- The grants pushed to another process and not confirmed yet (a set of tokens; a mutex's is one string at
--- "<owner>:g", so the two never meet on one key): see "Start window" in docs/protocol.md.
-local pending_set = owner_key .. ':sg'
 local kind = ARGV[7]
 local rw = kind == 'rw'
 local permits = tonumber(kind)
@@ -57,30 +54,6 @@ end
 -- `first_token` is that first holder's token.
 local holder_count, first_end, first_token
 
--- The services passed over since a grant pushed to them ran out unconfirmed (stalled_key, as for a
--- mutex): read once per call.
-local stalled
-local function stalled_instances()
-  if not stalled then
-    stalled = {}
-    for _, instance in ipairs(redis.call('HKEYS', stalled_key)) do stalled[instance] = true end
-  end
-  return stalled
-end
-
--- A grant pushed to `holder` ran out before it confirmed: its service is passed over until it calls in.
-local function stalled_grant(holder)
-  note_stalled(holder)
-  if stalled then stalled[instance_of(holder)] = true end
-end
-
--- The caller's service is running: its waiters are served again in their places.
-local function back_in()
-  local instance = instance_of(token)
-  if stalled then stalled[instance] = nil end
-  return redis.call('HDEL', stalled_key, instance) == 1
-end
-
 local function read_first_end()
   local first = redis.call('ZRANGE', holders_key, 0, 0, 'WITHSCORES')
   first_end = first[2] and tonumber(first[2]) or false
@@ -99,12 +72,6 @@ local function live_holders()
     redis.call('ZREMRANGEBYSCORE', holders_key, '-inf', '(' .. ms(now_ms))
     for i = 1, #gone, 500 do
       redis.call('HDEL', owner_key, unpack(gone, i, math.min(i + 499, #gone)))
-    end
-    -- A hold that ended while its grant was still pending: the start window ran out.
-    if redis.call('EXISTS', pending_set) == 1 then
-      for _, holder in ipairs(gone) do
-        if redis.call('SREM', pending_set, holder) == 1 then stalled_grant(holder) end
-      end
     end
     read_first_end()
   end
@@ -161,17 +128,11 @@ local function hold_for(holder, hold)
   first_end = nil
 end
 
--- A grant pushed to `holder` is confirmed, or given back: no longer pending.
-local function not_pending(holder)
-  redis.call('SREM', pending_set, holder)
-end
-
 -- Takes `holder` out; returns whether it still held a permit (its hold had not ended).
 local function remove_holder(holder)
   live_holders()
   if redis.call('ZREM', holders_key, holder) == 0 then return false end
   redis.call('HDEL', owner_key, holder)
-  not_pending(holder)
   holder_count = holder_count - 1
   first_end = nil
   return true
@@ -193,106 +154,61 @@ local function fits(entry)
   return is_reader(entry) and is_reader(first_token)
 end
 
--- The first waiter in line from index `from` (0 when nil) whose service is neither passed over (stalled)
--- nor in `skip` (instance -> true), and its index; nil if none.
-local function first_waiter(skip, from)
-  local passed = stalled_instances()
-  return first_usable(function(entry)
-    local instance = instance_of(entry)
-    return not (passed[instance] or (skip ~= nil and skip[instance]))
-  end, from)
-end
-
--- The services with a grant pushed to them and not confirmed yet (instance -> true), or nil when there
--- is none: if such a grant runs out, their waiters are passed over, so the next to be served is the
--- first of another service.
-local function pending_instances()
-  if redis.call('EXISTS', pending_set) == 0 then return nil end
-  local pending = {}
-  for _, holder in ipairs(redis.call('SMEMBERS', pending_set)) do pending[instance_of(holder)] = true end
-  return pending
-end
-
--- Whether `entry` is the waiter told when the first hold ends (notify_head): first in line, or, while
--- grants pushed to other services are pending, the first waiter of a service with none, who is served
--- if those grants run out and so re-checks as they end.
+-- Whether `entry` is the waiter told when the first hold ends (notify_head): the first in line.
 local function is_told(entry)
-  if redis.call('LINDEX', queue_key, 0) == entry then return true end
-  local pending = pending_instances()
-  return pending ~= nil and first_waiter(pending) == entry
+  return redis.call('LINDEX', queue_key, 0) == entry
 end
 
 -- Grants the key to the waiters first in line, in order, while the first of them fits: none is passed
 -- over while it could be served, so nobody is overtaken, and a writer in line holds back every reader
--- behind it; only a stalled service's waiters are passed over, keeping their places. One whose process
--- no longer listens (on one server) is skipped.
--- A waiter gets its start window to confirm (extend) when the grant is pushed to it, its claim window
--- without one; `caller` (when it is in line) its full ttl. Returns the caller's fence if it was served
--- (else false), how many were granted, and the services granted by push (instance -> true).
+-- behind it. One whose process no longer listens (on one server) is skipped.
+-- A waiter gets its claim window to confirm (extend); `caller` (when it is in line) its full ttl.
+-- Returns the caller's fence if it was served (else false), and how many were granted.
 local function serve(caller)
-  local mine, granted, pushed = false, 0, {}
+  local mine, granted = false, 0
   while true do
-    local head, at
     if rw then
       -- Whether the head fits depends on its mode: look before taking it out of the line.
-      head, at = first_waiter()
+      local head = redis.call('LINDEX', queue_key, 0)
       if not head or not fits(head) then break end
     elseif not fits(caller) then
       break
-    elseif next(stalled_instances()) then
-      head, at = first_waiter()
-      if not head then break end
-    else
-      head, at = redis.call('LPOP', queue_key), -1
-      if not head then break end
     end
-    if at == 0 then
-      redis.call('LPOP', queue_key)
-    elseif at > 0 then
-      redis.call('LREM', queue_key, 1, head)
-    end
+    local head = redis.call('LPOP', queue_key)
+    if not head then break end
     local fence = next_fence(now_us)
     if head == caller then
       add_holder(head, ttl, fence)
       mine = fence
       granted = granted + 1
     else
-      local push, start = push_terms(head)
-      local receivers = redis.call('PUBLISH', channel_of(head), push .. head .. ' ' .. ms(fence) .. ' ' .. ms(now_us))
+      local receivers = redis.call('PUBLISH', channel_of(head), push_kind(head) .. head .. ' ' .. ms(fence) .. ' ' .. ms(now_us))
       if heard(head, receivers) then
-        local window = claim_of(head)
-        add_holder(head, start, fence)
-        if start < window then
-          redis.call('SADD', pending_set, head)
-          if redis.call('PTTL', pending_set) < window then redis.call('PEXPIRE', pending_set, window) end
-          pushed[instance_of(head)] = true
-        end
+        add_holder(head, claim_of(head), fence)
         granted = granted + 1
       end
       -- Otherwise its process is gone: skipped rather than granted.
     end
   end
-  return mine, granted, pushed
+  return mine, granted
 end
 
 -- Tells the first waiter in line when the first hold ends, so that it (and only it) re-checks then;
--- one whose process no longer listens is dropped (one server). A stalled service's waiters are passed
--- over, and so, with `pushed`, are those of the services just granted by push: if such a grant runs out
--- unconfirmed, their waiters are passed over, so the one to re-check is the first of another service.
-local function notify_head(pushed)
+-- one whose process no longer listens is dropped (one server).
+local function notify_head()
   local hold = first_hold_left()
-  local target, at = first_waiter(pushed)
+  local target = redis.call('LINDEX', queue_key, 0)
   while target do
     if heard(target, redis.call('PUBLISH', channel_of(target), 'h ' .. target .. ' ' .. hold)) then return end
-    redis.call('LREM', queue_key, 1, target)
-    target, at = first_waiter(pushed, at)
+    redis.call('LPOP', queue_key)
+    target = redis.call('LINDEX', queue_key, 0)
   end
 end
 
 -- A permit given back (released, cancelled after a grant): the line is served and told; with no
 -- holder left the keys go.
 local function served_after_leaving()
-  local _, granted, pushed = serve(nil)
-  if granted > 0 then notify_head(pushed) end
-  if live_holders() == 0 then redis.call('DEL', owner_key, holders_key, pending_set) end
+  local _, granted = serve(nil)
+  if granted > 0 then notify_head() end
+  if live_holders() == 0 then redis.call('DEL', owner_key, holders_key) end
 end
