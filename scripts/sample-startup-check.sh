@@ -14,8 +14,8 @@ grep -q 'PORT must be an integer' <<<"$out" || fail "no PORT message in: $out"
 grep -q 'REDIS_URL must look like' <<<"$out" || fail "no REDIS_URL message in: $out"
 echo "ok: a bad configuration stops the sample with a message naming each variable"
 
-if ! command -v curl >/dev/null || ! command -v ip >/dev/null; then
-  echo "skipped: embedded-Redis and no-Redis start-up (they need curl and ip)"
+if ! command -v ip >/dev/null; then
+  echo "skipped: embedded-Redis and no-Redis start-up (they need ip)"
   exit 0
 fi
 if ! unshare --net --fork --pid --mount-proc true 2>/dev/null; then
@@ -26,12 +26,14 @@ fi
 unshare --net --fork --pid --mount-proc bash -s <<'INNER'
 set -euo pipefail
 fail() { echo "FAIL: $*"; exit 1; }
+# The sample's HTTP answers, read with Node (no download tool needed): exits 1 on an error status.
+http() { node scripts/local-request.mjs "$@"; }
 ip link set lo up
 log=$(mktemp)
 PORT=3999 node dist/sample/main.js >"$log" 2>&1 &
 app=$!
-for _ in $(seq 1 100); do curl -sf localhost:3999/health >/dev/null && break; sleep 0.1; done
-curl -sf -X POST localhost:3999/orders/1/pay | grep -q '"charged":true' || fail "payment failed: $(cat "$log")"
+for _ in $(seq 1 100); do http localhost:3999/health >/dev/null && break; sleep 0.1; done
+http POST localhost:3999/orders/1/pay | grep -q '"charged":true' || fail "payment failed: $(cat "$log")"
 grep -q 'throwaway redis-server started by the sample' "$log" || fail "no embedded Redis: $(cat "$log")"
 grep -q 'try: curl -X POST localhost:3999/orders/1/pay' "$log" || fail "the hint does not name PORT 3999: $(cat "$log")"
 pgrep -x redis-server >/dev/null || fail "no redis-server child"
@@ -45,19 +47,19 @@ mkdir -p /tmp/no-redis-bin && ln -sf "$(command -v node)" /tmp/no-redis-bin/node
 log=$(mktemp)
 PATH=/tmp/no-redis-bin PORT=3998 node dist/sample/main.js >"$log" 2>&1 &
 app=$!
-for _ in $(seq 1 100); do curl -sf localhost:3998/health >/dev/null && break; sleep 0.1; done
+for _ in $(seq 1 100); do http localhost:3998/health >/dev/null && break; sleep 0.1; done
 grep -q 'No Redis found' "$log" || fail "no banner: $(cat "$log")"
 grep -q 'locks hold within this process only' "$log" || fail "banner does not say the locks are local: $(cat "$log")"
 [ "$(grep -c 'No Redis found' "$log")" -eq 1 ] || fail "banner is not one line: $(cat "$log")"
-health=$(curl -sf localhost:3998/health) || fail "no health answer: $(cat "$log")"
+health=$(http localhost:3998/health) || fail "no health answer: $(cat "$log")"
 grep -q '"status":"up"' <<<"$health" || fail "health not up: $health"
 grep -q '"store":"memory"' <<<"$health" || fail "health does not report the memory store: $health"
-first=$(curl -sf -X POST localhost:3998/orders/1/pay) || fail "payment failed: $(cat "$log")"
+first=$(http POST localhost:3998/orders/1/pay) || fail "payment failed: $(cat "$log")"
 grep -q '"charged":true' <<<"$first" || fail "first payment not charged: $first"
-second=$(curl -sf -X POST localhost:3998/orders/1/pay) || fail "second payment failed: $(cat "$log")"
+second=$(http POST localhost:3998/orders/1/pay) || fail "second payment failed: $(cat "$log")"
 grep -q '"charged":false' <<<"$second" || fail "second payment charged again: $second"
 # Five payments of one order at once: the in-process lock lets exactly one charge.
-for _ in 1 2 3 4 5; do curl -sf -X POST localhost:3998/orders/2/pay >>"$log.pay" & done
+for _ in 1 2 3 4 5; do http POST localhost:3998/orders/2/pay >>"$log.pay" & done
 wait_pay=0; for job in $(jobs -p); do [ "$job" = "$app" ] || wait "$job" || wait_pay=$?; done
 [ "$wait_pay" -eq 0 ] || fail "a concurrent payment failed: $(cat "$log")"
 charged=$(grep -o '"charged":true' "$log.pay" | wc -l)
