@@ -112,7 +112,7 @@ const RETRY_MS = 100;
  * if the grant moved on.
  */
 export type WaiterState =
-  | { readonly is: 'waiting'; readonly late: boolean }
+  | { readonly is: 'waiting'; late: boolean }
   | {
       readonly is: 'calling';
       readonly mode: AcquireMode;
@@ -240,10 +240,8 @@ export class Waiter<T> {
   private askLate(): void {
     const { state } = this;
     if (state.is === 'done') return;
-    if (state.is === 'calling') {
-      state.late = true;
-      state.again = true;
-    } else this.send('late', false);
+    state.late = true;
+    this.check();
   }
 
   /**
