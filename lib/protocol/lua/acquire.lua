@@ -58,29 +58,23 @@ local function take_if_free()
   return previous
 end
 
--- `queued`: the line's length, read only where it decides something.
+-- `queued`: the line's length, read only where it decides something. A first call on Redis 7 tries the
+-- key before reading the line: the owner SET NX GET returns is all a call that finds the key held needs
+-- (itself: sent again; another: it queues, and its RPUSH counts the line), so a contended join reads
+-- neither the line's length nor the owner again. Taken while others are queued (their grant ran out, or
+-- their holder died), it is given back at once (`freed`): FIFO, the line is served below, in the same
+-- script, so nobody saw it taken. A later call ("wait"), and any on Redis 6.2, reads the line first.
 local queued, freed
-if mode ~= 'wait' and redis_7 then
-  -- A first call tries the key before reading the line: the owner SET NX GET returns is all a call that
-  -- finds the key held needs (itself: sent again; another: it queues, and its RPUSH counts the line),
-  -- so a contended join reads neither the line's length nor the owner again. Taken while others are
-  -- queued (their grant ran out, or their holder died), it is given back at once: FIFO, the line is
-  -- served below, in the same script, so nobody saw it taken.
+if mode == 'wait' or not redis_7 then queued = redis.call('LLEN', queue_key) end
+if queued == nil or queued == 0 then
   local previous = take_if_free()
   if type(previous) == 'table' then return previous end
-  if previous == token then return granted_again() end
+  if previous == token and mode ~= 'wait' then return granted_again() end
   if not previous then
-    queued = redis.call('LLEN', queue_key)
+    queued = queued or redis.call('LLEN', queue_key)
     if queued == 0 then return {1, next_fence(now_us), now_us} end
     redis.call('DEL', owner_key)
     freed = true
-  end
-else
-  queued = redis.call('LLEN', queue_key)
-  if queued == 0 then
-    local previous = take_if_free()
-    if type(previous) == 'table' then return previous end
-    if not previous then return {1, next_fence(now_us), now_us} end
   end
 end
 
