@@ -162,7 +162,9 @@ export class CallRecord implements LeaseObserver {
           ? 'skipped'
           : error instanceof LockShedError
             ? 'shed'
-            : 'timeout'
+            : error.retryAfterMs !== undefined
+              ? 'overload'
+              : 'timeout'
         : error instanceof LockAbortedError
           ? error.cause instanceof RequestClosedError
             ? 'abandoned'
@@ -176,7 +178,7 @@ export class CallRecord implements LeaseObserver {
       }
       this.span.end();
     }
-    if (outcome === 'timeout' || outcome === 'shed')
+    if (outcome === 'timeout' || outcome === 'shed' || outcome === 'overload')
       this.telemetry.emit('timeout', this, { waitedMs: waited, error });
     else if (outcome === 'skipped')
       this.telemetry.emit('timeout', this, { waitedMs: waited, error, skipped: true });

@@ -39,4 +39,12 @@ export interface LockLogger {
 }
 
 /** `lock.outcome` of a call. */
-export type LockOutcome = 'acquired' | 'timeout' | 'shed' | 'aborted' | 'abandoned' | 'skipped' | 'error';
+export type LockOutcome =
+  | 'acquired'
+  | 'timeout'
+  | 'shed'
+  | 'overload'
+  | 'aborted'
+  | 'abandoned'
+  | 'skipped'
+  | 'error';

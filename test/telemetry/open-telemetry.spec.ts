@@ -64,13 +64,16 @@ describe('OpenTelemetry metrics and spans through LockService', () => {
     expect(queued?.attributes['lock.wait.duration']).toBeGreaterThan(0);
   });
 
-  it('outcomes: timeout, busy try (skipped), aborted, error; each counted and timed', async () => {
+  it('outcomes: timeout, busy try (skipped), overload, aborted, error; each counted and timed', async () => {
     const locks = lockService(server(), { telemetry: providers() });
     const holder = await locks.acquire('busy', { ttl: 5_000 });
     await expect(locks.acquire('busy', { label: 'busy', waitTimeout: 30 })).rejects.toBeInstanceOf(
       LockTimeoutError,
     );
     await expect(locks.tryAcquire('busy', { label: 'busy' })).resolves.toBeNull();
+    // Cut by its deadline: refused for overload (a 503 over HTTP), not a wait that ran out (a 409).
+    const cut = await outcome(locks.acquire('busy', { label: 'cut', deadline: Date.now() + 40 }));
+    expect((cut.error as LockTimeoutError).retryAfterMs).toBeGreaterThan(0);
     const abort = new AbortController();
     const aborted = locks.acquire('busy', { label: 'busy', signal: abort.signal, waitTimeout: 10_000 });
     await lockState(locks, 'busy', (info) => info.queueLength === 1);
@@ -85,6 +88,7 @@ describe('OpenTelemetry metrics and spans through LockService', () => {
     for (const [name, result] of [
       ['busy', 'timeout'],
       ['busy', 'skipped'],
+      ['cut', 'overload'],
       ['busy', 'aborted'],
       ['foreign', 'error'],
     ]) {
