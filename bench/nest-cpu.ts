@@ -41,9 +41,9 @@ const CONCURRENCY = Number(option('concurrency', '4'));
 const WARMUP = Number(option('warmup', '1000'));
 const CHUNKS = 5;
 const BASELINE = option('baseline', '');
+// Once each: `--variants ...,ours-baseline --baseline DIR` names it twice.
 const VARIANTS = [
-  ...option('variants', ALL_VARIANTS.join(',')).split(','),
-  ...(BASELINE ? ['ours-baseline'] : []),
+  ...new Set([...option('variants', ALL_VARIANTS.join(',')).split(','), ...(BASELINE ? ['ours-baseline'] : [])]),
 ];
 
 interface Batch {
