@@ -43,7 +43,10 @@ const CHUNKS = 5;
 const BASELINE = option('baseline', '');
 // Once each: `--variants ...,ours-baseline --baseline DIR` names it twice.
 const VARIANTS = [
-  ...new Set([...option('variants', ALL_VARIANTS.join(',')).split(','), ...(BASELINE ? ['ours-baseline'] : [])]),
+  ...new Set([
+    ...option('variants', ALL_VARIANTS.join(',')).split(','),
+    ...(BASELINE ? ['ours-baseline'] : []),
+  ]),
 ];
 
 interface Batch {
