@@ -34,9 +34,17 @@
  */
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import type { ResolvedServiceOptions } from '../options/service-options';
+import type { JoinDoor } from '../store/lock-store';
 import { type EngineCall, withWaitLeft } from './call';
 
 const MAX_KEYS = 4_096;
+/**
+ * How often a service offers a key's pace with its joins, ms. The store keeps a pace it is offered for
+ * 10 s and replaces none meanwhile (prelude.lua, join_door), so an offer with every join would cost a busy
+ * line one command per join for nothing: once every 2 s leaves the pace missing at most 2 s after it
+ * expired, for a new service to learn the line for itself meanwhile.
+ */
+const PACE_OFFER_MS = 2_000;
 export const PACED_TARGET = 15;
 const PACED_INTERVAL = 10;
 const MIN_TARGET_MS = 20;
@@ -53,6 +61,8 @@ interface Line {
   hold?: number;
   /** Mean ms per place (undefined before any waiter was served from the line). */
   perPlace?: number;
+  /** When a join last offered the store this line's pace (monotonic ms, as `at`). */
+  offeredAt?: number;
   /** The standing-line rule's interval: since when, the least wait of a call served in it, ms. */
   since: number;
   least: number;
@@ -111,18 +121,33 @@ export class Admission {
    * or, before any was seen, that wait for the store to set the door by (asked only at a join, so a call
    * served at once pays nothing for it).
    */
-  atDoor(key: string, call: EngineCall): EngineCall {
+  atDoor(key: string, call: EngineCall, at: number): EngineCall {
     const { waitTimeout } = call.options;
     if (!this.door || !Number.isFinite(waitTimeout)) return call;
-    const perPlaceMs = this.lines.get(key)?.perPlace;
-    if (!perPlaceMs) return { ...call, door: { waitMs: waitTimeout } };
-    return { ...call, door: { places: Math.max(1, Math.floor(waitTimeout / perPlaceMs)), perPlaceMs } };
+    const line = this.lines.get(key);
+    const perPlaceMs = line?.perPlace;
+    if (!line || !perPlaceMs) return { ...call, door: { waitMs: waitTimeout } };
+    const offer = line.offeredAt === undefined || at - line.offeredAt >= PACE_OFFER_MS;
+    return {
+      ...call,
+      door: { places: Math.max(1, Math.floor(waitTimeout / perPlaceMs)), perPlaceMs, offer },
+    };
   }
 
-  /** The store told the pace `key`'s line moves at (a cold join's door was set by it): start from it. */
-  told(key: string, perPlaceMs: number, at: number): void {
-    const line = this.line(key, at);
-    if (line.perPlace === undefined && perPlaceMs > 0) line.perPlace = perPlaceMs;
+  /**
+   * A join of `key` reached the store's door (`door` as sent): a pace it offered is kept there now, and
+   * the next is offered PACE_OFFER_MS later (a call granted at once never reaches the door, so it is
+   * counted from here, not from atDoor). `pace`: the store told the pace a cold join's door was set by,
+   * to start from.
+   */
+  joined(key: string, door: JoinDoor | undefined, pace: number | undefined, at: number): void {
+    if (pace !== undefined && pace > 0) {
+      const line = this.line(key, at);
+      if (line.perPlace === undefined) line.perPlace = pace;
+    }
+    // Only a line seen already: one made here would start the standing-line rule's interval at a join.
+    const seen = door !== undefined && 'offer' in door && door.offer ? this.lines.get(key) : undefined;
+    if (seen) seen.offeredAt = at;
   }
 
   /** A call admitted on `key` was served after `waitedMs`, from `place` in line if it queued (1: first). */

@@ -14,6 +14,7 @@ import { claimWindowFor, type ResolvedServiceOptions } from '../options/service-
 import type {
   AcquireReply,
   HandedOn,
+  JoinDoor,
   LockStore,
   LockTicket,
   Successor,
@@ -191,8 +192,8 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     return this.admission.refusal(waiter.key, waiter.call, waitedMs, waiter.place);
   }
 
-  told(key: string, perPlaceMs: number): void {
-    this.admission.told(key, perPlaceMs, now());
+  joined(key: string, door: JoinDoor | undefined, pace: number | undefined): void {
+    this.admission.joined(key, door, pace, now());
   }
 
   granted(waiter: Waiter<HeldLease>, grant: Granted): HeldLease {
@@ -306,7 +307,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     onQueued?: () => void,
     listen = false,
   ): Promise<HeldLease> {
-    const joining = first === 'join' ? this.admission.atDoor(ticket.key, call) : call;
+    const joining = first === 'join' ? this.admission.atDoor(ticket.key, call, now()) : call;
     const waiter = new Waiter(this, ticket, started, joining);
     const queued = () => {
       call.record?.queued(ticket.token);

@@ -23,6 +23,7 @@ import type {
   AcquireMode,
   AcquireReply,
   HandedOn,
+  JoinDoor,
   LockStore,
   LockTicket,
   Successor,
@@ -50,8 +51,11 @@ export interface WaiterHost<T> {
   timedOut(waiter: Waiter<T>, waitedMs: number): LockTimeoutError;
   /** Turns a grant into what the waiter's promise resolves with (a lease); may throw (service closed). */
   granted(waiter: Waiter<T>, grant: Granted): T;
-  /** The store told the pace (ms per place) `key`'s line moves at, which a cold join's door was set by. */
-  told(key: string, perPlaceMs: number): void;
+  /**
+   * A join of `key` reached the store's door: `door` as it was sent (a pace it offered is kept there
+   * now), and the pace (ms per place) a cold door was set by, if the store told one.
+   */
+  joined(key: string, door: JoinDoor | undefined, pace: number | undefined): void;
 }
 
 export interface Granted {
@@ -391,7 +395,9 @@ export class Waiter<T> {
     // A refused grant stays the reason given at the deadline: the caller should learn of the replicas.
     if (!(this.lastError instanceof LockNotReplicatedError)) this.lastError = undefined;
     this.offsetBound = Math.min(this.offsetBound, reply.serverMs - sent);
-    if (!reply.granted && reply.pace !== undefined) this.host.told(this.key, reply.pace);
+    // Only a join's reply says its place, or that it was turned away: the store ran its door.
+    if (!reply.granted && (reply.place !== undefined || reply.turnedAway !== undefined))
+      this.host.joined(this.key, this.call.door, reply.pace);
     if (!reply.granted && reply.turnedAway !== undefined) {
       this.turnAway(reply.turnedAway, reply.pace);
       return;

@@ -120,7 +120,7 @@ const SOURCES: Record<ScriptName, ScriptSource> = {
 /** ARGV[11..13] of a join (acquire.lua): the door's places, a cold join's wait, the pace to offer. */
 function doorArgv(door: JoinDoor): (string | number)[] {
   if ('waitMs' in door) return ['', Math.floor(door.waitMs)];
-  return [door.places, '', door.perPlaceMs.toFixed(3)];
+  return [door.places, '', door.offer ? door.perPlaceMs.toFixed(3) : ''];
 }
 
 function acquireReply(reply: (number | string)[]): AcquireReply {

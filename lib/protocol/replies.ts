@@ -41,11 +41,14 @@ export type AcquireReply =
 
 /**
  * A join's door (LockStore.acquire). `places`: the most that may be in line before it, set from the pace
- * its service has seen (`perPlaceMs`, ms per place, offered to the store as the key's pace for services
- * that have not seen the line move). `waitMs`: from such a service, the wait the join could spend; the
- * store sets the door by the pace left for the key (and says it, `pace`), or sets none when it has none.
+ * its service has seen (`perPlaceMs`, ms per place), which the join offers to the store as the key's pace
+ * for services that have not seen the line move when `offer` is set. `waitMs`: from such a service, the
+ * wait the join could spend; the store sets the door by the pace left for the key (and says it, `pace`),
+ * or sets none when it has none.
  */
-export type JoinDoor = { readonly places: number; readonly perPlaceMs: number } | { readonly waitMs: number };
+export type JoinDoor =
+  | { readonly places: number; readonly perPlaceMs: number; readonly offer: boolean }
+  | { readonly waitMs: number };
 
 /**
  * What a renewal found. `extended`: the caller holds the lock, now for the ttl asked. `missing`: no owner

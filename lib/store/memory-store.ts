@@ -141,7 +141,7 @@ export class MemoryLockBackend implements LockBackend {
     const left = this.paces.get(key);
     const live = left !== undefined && left.until > now ? left : undefined;
     if (!('waitMs' in door)) {
-      if (!live) {
+      if (!live && door.offer) {
         this.paces.delete(key);
         if (this.paces.size >= MAX_PACES) this.paces.delete(this.paces.keys().next().value as string);
         this.paces.set(key, { perPlace: door.perPlaceMs, until: now + PACE_TTL });

@@ -132,3 +132,40 @@ describe.each(KINDS)('the door on Redis, for $kind', ({ options, holders }) => {
     }
   }, 60_000);
 });
+
+describe('the pace a service leaves in Redis', () => {
+  it('is offered with one join every 2 s at most, not with each: a busy line pays no write per join', async () => {
+    const key = 'pace-offer';
+    const paceKey = `lock:{${key}}:p`;
+    const [locks, other] = [lockService(server()), lockService(server())];
+    // One wait behind a hold of the other service: `locks` learns the line's pace.
+    const first = await other.acquire(key);
+    const learning = locks.acquire(key, { waitTimeout: 10_000 });
+    await until(
+      async () => (await locks.inspect(key)).queueLength,
+      (length) => length === 1,
+    );
+    await first.release();
+    await (await learning).release();
+
+    const holder = await other.acquire(key, { ttl: 30_000 });
+    // Its first join with a pace offers it, and Redis keeps it.
+    const offering = locks.acquire(key, { waitTimeout: 10_000 });
+    await until(
+      async () => (await locks.inspect(key)).queueLength,
+      (length) => length === 1,
+    );
+    expect(await server().admin((redis) => redis.exists(paceKey))).toBe(1);
+    // Gone (expired, evicted): the next joins of the same service, within 2 s, do not leave it again.
+    await server().admin((redis) => redis.del(paceKey));
+    const next = [locks.acquire(key, { waitTimeout: 10_000 }), locks.acquire(key, { waitTimeout: 10_000 })];
+    await until(
+      async () => (await locks.inspect(key)).queueLength,
+      (length) => length === 3,
+    );
+    expect(await server().admin((redis) => redis.exists(paceKey))).toBe(0);
+
+    await holder.release();
+    for (const waiting of [offering, ...next]) await (await waiting).release();
+  });
+});

@@ -8,6 +8,7 @@ import type { EngineCall } from '../../lib/engine/call';
 import { LockTimeoutError } from '../../lib/errors/lock-timeout.error';
 import type { AcquireOptions } from '../../lib/options/call-options';
 import type { ResolvedServiceOptions } from '../../lib/options/service-options';
+import type { JoinDoor } from '../../lib/store/lock-store';
 import { call } from './engine-fixtures';
 
 const request = (options: AcquireOptions = {}) => call({ waitTimeout: 10_000, ...options }, true, true);
@@ -97,15 +98,16 @@ describe('one admission: the deadline, then the standing line, then the door', (
     const cron = admitted(admission, 'k', job(), 601);
     expect(cron.options.waitTimeout).toBe(10_000);
     expect(cron.cutFrom).toBeUndefined();
-    expect(admission.atDoor('k', cron).door).toEqual({ places: 2_500, perPlaceMs: 4 });
+    expect(admission.atDoor('k', cron, 601).door).toEqual({ places: 2_500, perPlaceMs: 4, offer: true });
   });
 
   it("a request's door is what is left of its wait once the standing line cut it", () => {
     const admission = paced(true, 4);
     cameAndServed(admission, 1, 61, 600);
-    expect(admission.atDoor('k', admitted(admission, 'k', request(), 601)).door).toEqual({
+    expect(admission.atDoor('k', admitted(admission, 'k', request(), 601), 601).door).toEqual({
       places: 7,
       perPlaceMs: 4,
+      offer: true,
     });
   });
 
@@ -142,12 +144,27 @@ describe('one admission: the deadline, then the standing line, then the door', (
     const off = paced(false, 4);
     cameAndServed(off, 1, 61, 600);
     const plain = admitted(off, 'k', request(), 601);
-    expect(off.atDoor('k', plain).door).toBeUndefined();
+    expect(off.atDoor('k', plain, 601).door).toBeUndefined();
     expect(plain.options.waitTimeout).toBe(10_000);
     const door = paced('door', 4);
     cameAndServed(door, 1, 61, 600);
     const doored = admitted(door, 'k', request(), 601);
     expect(doored.options.waitTimeout).toBe(10_000);
-    expect(door.atDoor('k', doored).door).toEqual({ places: 2_500, perPlaceMs: 4 });
+    expect(door.atDoor('k', doored, 601).door).toEqual({ places: 2_500, perPlaceMs: 4, offer: true });
+  });
+});
+
+describe('the pace offered with a join', () => {
+  it('is offered until a join that offered it reached the door, then again 2 s later, not with each join', () => {
+    const admission = paced(true, 4);
+    const door = (at: number) =>
+      admission.atDoor('k', admitted(admission, 'k', job(), at), at).door as { offer: boolean };
+    // A call granted at once never reaches the door: the pace it would have offered is not spent.
+    expect(door(601).offer).toBe(true);
+    const offered = door(602);
+    expect(offered.offer).toBe(true);
+    admission.joined('k', offered as JoinDoor, undefined, 602);
+    expect([603, 2_601].map((at) => door(at).offer)).toEqual([false, false]);
+    expect(door(2_602).offer).toBe(true);
   });
 });

@@ -91,8 +91,9 @@ end
 
 -- The pace a key's line moves at, ms per place, left ("<owner>:p") by a service that has seen it move,
 -- for services that have not: a new instance protects its callers from its first join (join_door). Kept
--- 10 s and not replaced meanwhile, so it costs a busy line one write per 10 s; a stale pace only sets a
--- door a little off, never a wrong grant.
+-- 10 s and not replaced meanwhile, and offered by a service with one join every 2 s at most, so it costs
+-- a busy line one write per 10 s and a command per service every 2 s; a stale pace only sets a door a
+-- little off, never a wrong grant.
 local pace_key = owner_key .. ':p'
 local PACE_TTL = 10000
 
