@@ -35,7 +35,7 @@ app=$!
 for _ in $(seq 1 100); do http localhost:3999/health >/dev/null && break; sleep 0.1; done
 http POST localhost:3999/orders/1/pay | grep -q '"charged":true' || fail "payment failed: $(cat "$log")"
 grep -q 'throwaway redis-server started by the sample' "$log" || fail "no embedded Redis: $(cat "$log")"
-grep -q 'try: curl -X POST localhost:3999/orders/1/pay' "$log" || fail "the hint does not name PORT 3999: $(cat "$log")"
+grep -q 'try: POST localhost:3999/orders/1/pay' "$log" || fail "the hint does not name PORT 3999: $(cat "$log")"
 pgrep -x redis-server >/dev/null || fail "no redis-server child"
 kill -INT "$app"
 code=0; wait "$app" || code=$?

@@ -53,7 +53,7 @@ async function bootstrap(): Promise<void> {
     await app.listen(config.port, '127.0.0.1');
     logger.log(`instance "${config.instance}" listening on http://127.0.0.1:${config.port}`);
     const at = `localhost:${config.port}`;
-    logger.log(`try: curl -X POST ${at}/orders/1/pay · curl ${at}/products/1 · curl ${at}/health`);
+    logger.log(`try: POST ${at}/orders/1/pay · GET ${at}/products/1 · GET ${at}/health`);
     logger.log(
       `lock board: http://${at}/locks${config.boardPassword ? ' (BOARD_PASSWORD, any user name)' : ''}`,
     );
