@@ -130,7 +130,7 @@ export function loggedEvents(logger: LockLogger, own?: (event: LockEvent) => voi
  * (its key's line standing) is a LockTimeoutError, not a shed, with a numeric `retryAfterMs` (or
  * `overload: true`), which an engine without that rule does not set: then it is a plain timeout.
  */
-function refusalOf(error: unknown): Refusal {
+export function refusalOf(error: unknown): Refusal {
   if (error instanceof LockShedError) return 'shed';
   if (!(error instanceof LockTimeoutError)) return 'timeout';
   if (error.deadline) return 'deadline';

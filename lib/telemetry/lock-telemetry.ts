@@ -11,11 +11,10 @@ import type * as Otel from '@opentelemetry/api';
 import { LockAbortedError } from '../errors/lock-aborted.error';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { LockOptionsError } from '../errors/lock-options.error';
-import { LockShedError } from '../errors/lock-shed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RequestClosedError } from '../errors/request-closed.error';
 import type { Lease } from '../lease';
-import { type LockEventLog, loggedEvents } from './event-log';
+import { type LockEventLog, loggedEvents, refusalOf } from './event-log';
 import type { LeaseObserver, ObservedLease } from './lease-observer';
 import { anyChannelWatched, isWatched, type LockEvent, type LockEventKind, publish } from './lock-events';
 import { type Instruments, OpenTelemetry } from './open-telemetry';
@@ -160,11 +159,7 @@ export class CallRecord implements LeaseObserver {
       error instanceof LockTimeoutError
         ? this.skips
           ? 'skipped'
-          : error instanceof LockShedError
-            ? 'shed'
-            : error.retryAfterMs !== undefined
-              ? 'overload'
-              : 'timeout'
+          : timeoutOutcome(error)
         : error instanceof LockAbortedError
           ? error.cause instanceof RequestClosedError
             ? 'abandoned'
@@ -288,4 +283,10 @@ export function checkTelemetryOptions(value: unknown): TelemetryOptions | undefi
     fail(".logger must have warn and error methods: a Nest Logger (new Logger('Locks')), console, or pino.");
   }
   return { ...(options as TelemetryOptions) };
+}
+
+/** A refusal's outcome, as the log reads it (refusalOf): a cut by its deadline is one for overload too. */
+function timeoutOutcome(error: LockTimeoutError): LockOutcome {
+  const refusal = refusalOf(error);
+  return refusal === 'deadline' ? 'overload' : refusal;
 }
