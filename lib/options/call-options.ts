@@ -351,6 +351,27 @@ export function resolveAcquireOptions(
   renewByDefault: boolean,
   tryNow = false,
 ): ResolvedAcquireOptions {
+  if (options !== undefined) return resolveGiven(defaults, options, renewByDefault, tryNow);
+  // A call with no options of its own (the most common) reads only the defaults: resolved once.
+  let byKind = RESOLVED_DEFAULTS.get(defaults);
+  if (!byKind) {
+    byKind = [];
+    RESOLVED_DEFAULTS.set(defaults, byKind);
+  }
+  const kind = (renewByDefault ? 1 : 0) + (tryNow ? 2 : 0);
+  byKind[kind] ??= Object.freeze(resolveGiven(defaults, undefined, renewByDefault, tryNow));
+  return byKind[kind];
+}
+
+/** The options of calls that gave none, per service's defaults and kind of call. */
+const RESOLVED_DEFAULTS = new WeakMap<CallDefaults, ResolvedAcquireOptions[]>();
+
+function resolveGiven(
+  defaults: CallDefaults,
+  options: unknown,
+  renewByDefault: boolean,
+  tryNow: boolean,
+): ResolvedAcquireOptions {
   const path = (name: string) => name;
   const own = readLayer(options, CALL_OPTION_NAMES, 'lock options', path, tryNow ? noWait : undefined);
   const resolved: ResolvedAcquireOptions = {

@@ -18,20 +18,32 @@ export interface RedisKeys {
 }
 
 export function redisKeys(prefix: string, key: string): RedisKeys {
-  const owner = `${prefix}{${key}}`;
-  return {
-    lock: key,
-    owner,
-    queue: `${owner}:q`,
-    fence: `${owner}:fence`,
-    // Only semaphores and read-write locks use these: built when asked, not kept by every mutex ticket.
-    get holders() {
-      return `${owner}:s`;
-    },
-    get semaphoreQueue() {
-      return `${owner}:sq`;
-    },
-  };
+  return new KeyNames(prefix, key);
+}
+
+/** Built for every call: a class, so the semaphore's names are getters on its prototype, not on each. */
+class KeyNames implements RedisKeys {
+  readonly owner: string;
+  readonly queue: string;
+  readonly fence: string;
+
+  constructor(
+    prefix: string,
+    readonly lock: string,
+  ) {
+    this.owner = `${prefix}{${lock}}`;
+    this.queue = `${this.owner}:q`;
+    this.fence = `${this.owner}:fence`;
+  }
+
+  // Only semaphores and read-write locks use these: built when asked, not kept by every mutex ticket.
+  get holders(): string {
+    return `${this.owner}:s`;
+  }
+
+  get semaphoreQueue(): string {
+    return `${this.owner}:sq`;
+  }
 }
 
 /** Channels are per process (per LockService), not per key: one subscription serves every waiter. */

@@ -68,14 +68,10 @@ export function ticketFields(
   const token = member
     ? memberToken(member.of, member.index)
     : lockToken(instance, n, claimWindow, mode === 'read');
-  return {
-    key,
-    token,
-    ttl,
-    claimWindow,
-    ...(permits !== undefined ? { permits } : {}),
-    ...(mode !== undefined ? { mode } : {}),
-  };
+  const ticket: { -readonly [F in keyof LockTicket]: LockTicket[F] } = { key, token, ttl, claimWindow };
+  if (permits !== undefined) ticket.permits = permits;
+  if (mode !== undefined) ticket.mode = mode;
+  return ticket;
 }
 
 /** semaphore.lua's kind of a ticket: a semaphore's permits, "rw" for a read-write lock; "" for a mutex. */

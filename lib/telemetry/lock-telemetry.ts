@@ -48,7 +48,7 @@ export class LockTelemetry {
 
   /** Starts the record of one call, or undefined when nothing would hear of it. */
   begin(name: string | undefined, keys: readonly string[], skips: boolean): CallRecord | undefined {
-    const api = this.otel.api;
+    const api = this.otel.recording;
     if (!api && this.onEvent === undefined && !anyChannelWatched()) return undefined;
     return new CallRecord(this, api, name ?? UNNAMED, keys, skips);
   }

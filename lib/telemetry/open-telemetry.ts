@@ -45,6 +45,12 @@ export function openTelemetryLoaded(): Promise<boolean> {
   });
 }
 
+/** The API's stand-ins while no SDK is registered (NoopMeterProvider, NoopTracerProvider). */
+const isNoop = (provider: unknown): boolean =>
+  typeof provider === 'object' &&
+  provider !== null &&
+  /^Noop(Meter|Tracer)Provider$/.test(provider.constructor.name);
+
 /** The six instruments, from one meter. */
 export interface Instruments {
   waitDuration: Otel.Histogram;
@@ -74,6 +80,20 @@ export class OpenTelemetry {
   /** The API, or undefined when it is not installed (nothing is then reported through it). */
   get api(): typeof Otel | undefined {
     return api ?? undefined;
+  }
+
+  /**
+   * The API when something would record what is reported through it: a provider given in the options,
+   * or one the application registered globally. The API is often installed by some other package with
+   * no SDK behind it, and a call must then cost no span or metric. Read on each call, so a provider
+   * registered later is followed; a provider that cannot be recognised as the API's no-op counts as one.
+   */
+  get recording(): typeof Otel | undefined {
+    if (!api) return undefined;
+    if (this.meterProvider || this.tracerProvider) return api;
+    const meters = api.metrics.getMeterProvider();
+    const tracers = api.trace.getTracerProvider() as Otel.TracerProvider & { getDelegate?(): unknown };
+    return isNoop(meters) && isNoop(tracers.getDelegate?.() ?? tracers) ? undefined : api;
   }
 
   instruments(): Instruments | undefined {

@@ -3,7 +3,7 @@
 // the README lists appears with the right values under contention, a timeout, a busy try, an abort, a
 // Redis error and a lost lease (its key deleted), through LockService and through @Locked, whose
 // `lock.name` is its key template; a reentrant call is not counted; the global providers are used when
-// none is given.
+// none is given, and none is used while the application registered no SDK.
 import { describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { context, metrics, trace } from '@opentelemetry/api';
@@ -17,6 +17,7 @@ import {
   LockTimeoutError,
   RedisLockModule,
 } from '../../lib';
+import { OpenTelemetry } from '../../lib/telemetry/open-telemetry';
 import { boot, connection, lockState, Meter } from '../nest/locked-fixtures';
 import { lockService, outcome, until, whenAborted } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
@@ -178,6 +179,33 @@ describe('OpenTelemetry metrics and spans through LockService', () => {
       metrics.disable();
       trace.disable();
     }
+  });
+
+  it('the API installed with no SDK records nothing; a provider registered later, or either one alone, is followed', async () => {
+    const otel = new OpenTelemetry(undefined, undefined);
+    expect(otel.api).toBeDefined();
+    expect(otel.recording).toBeUndefined();
+    const locks = lockService(server());
+    await (await locks.acquire('unheard', { label: 'unheard' })).release();
+    const given = providers();
+    trace.setGlobalTracerProvider(tracerProvider);
+    try {
+      expect(otel.recording).toBeDefined();
+      await (await locks.acquire('traced', { label: 'traced' })).release();
+      expect(finished('lock.acquire traced')).toHaveLength(1);
+    } finally {
+      trace.disable();
+    }
+    expect(otel.recording).toBeUndefined();
+    metrics.setGlobalMeterProvider(given.meterProvider);
+    try {
+      expect(otel.recording).toBeDefined();
+      await (await locks.acquire('metered', { label: 'metered' })).release();
+      expect(await sum('lock.acquisitions', { 'lock.name': 'metered', 'lock.outcome': 'acquired' })).toBe(1);
+    } finally {
+      metrics.disable();
+    }
+    expect(new OpenTelemetry(given.meterProvider, undefined).recording).toBeDefined();
   });
 });
 
