@@ -70,6 +70,8 @@ const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
  */
 export class OpenTelemetry {
   private cache: { provider: unknown; instruments: Instruments } | undefined;
+  /** The global providers last looked at, and whether either records. */
+  private seen: { meters: unknown; tracers: unknown; recording: boolean } | undefined;
   private tracer: Otel.Tracer | undefined;
 
   constructor(
@@ -92,8 +94,13 @@ export class OpenTelemetry {
     if (!api) return undefined;
     if (this.meterProvider || this.tracerProvider) return api;
     const meters = api.metrics.getMeterProvider();
-    const tracers = api.trace.getTracerProvider() as Otel.TracerProvider & { getDelegate?(): unknown };
-    return isNoop(meters) && isNoop(tracers.getDelegate?.() ?? tracers) ? undefined : api;
+    const proxy = api.trace.getTracerProvider() as Otel.TracerProvider & { getDelegate?(): unknown };
+    const tracers = proxy.getDelegate?.() ?? proxy;
+    const seen = this.seen;
+    if (seen?.meters !== meters || seen.tracers !== tracers) {
+      this.seen = { meters, tracers, recording: !isNoop(meters) || !isNoop(tracers) };
+    }
+    return this.seen?.recording ? api : undefined;
   }
 
   instruments(): Instruments | undefined {
