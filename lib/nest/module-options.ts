@@ -2,7 +2,7 @@
  * The options of one module configuration, checked once: where Redis is (`client`, `url`, `redis`),
  * what only the module does (`gracePeriod`, `retryAfterSeconds`, `scope`, `onWarning`,
  * `requestDeadline`), and the rest
- * passed on to LockService, which checks its own. Renamed options are refused with their new name.
+ * passed on to LockService, which checks its own.
  * Nothing is opened here: lib/nest/redis-lock.context.ts opens what this says to.
  */
 import { isRedisClient, type RedisClient } from '../clients';
@@ -46,17 +46,11 @@ const MODULE_OPTIONS = {
 
 /** The three ways to say where Redis is. */
 const CONNECTION_OPTIONS = ['client', 'url', 'redis'] as const;
-const MODULE_OPTION_NAMES = [...CONNECTION_OPTIONS, ...Object.keys(MODULE_OPTIONS), ...SERVICE_OPTION_NAMES];
+// onWarning is both the module's (its own start-up checks) and the service's: listed once.
+const MODULE_OPTION_NAMES = [
+  ...new Set([...CONNECTION_OPTIONS, ...Object.keys(MODULE_OPTIONS), ...SERVICE_OPTION_NAMES]),
+];
 
-/** Options renamed before 1.0, with what to write instead: refused with that, never ignored. */
-const RENAMED: Readonly<Record<string, string>> = {
-  shutdownGracePeriod: 'it is now gracePeriod, the name close() uses',
-  logEvents:
-    "it is now telemetry: { logger }, with the logger to write to (such as new Logger('Locks') from @nestjs/common)",
-  backend: 'give the backend as client (client: new MemoryLockBackend())',
-  urls: "give the quorum's URLs as url, an array (url: ['redis://a:6379', 'redis://b:6379', 'redis://c:6379'])",
-  clients: "give the quorum's clients as client, an array (client: [a, b, c])",
-};
 /** Extras shape the module itself: they go beside the options, never inside what a factory returns. */
 const EXTRAS = ['isGlobal', 'name', 'httpErrors', 'closedRequests'];
 
@@ -106,9 +100,6 @@ export function resolveModuleOptions(
           'useExisting in forRootAsync({ ... }) (or in forRoot({ ... })), not in the options they return.',
       );
     }
-  }
-  for (const [old, now] of Object.entries(RENAMED)) {
-    if (Object.hasOwn(options, old)) throw new LockOptionsError(`${label}: "${old}" was renamed: ${now}.`);
   }
   checkOptionNames(options, MODULE_OPTION_NAMES, `the ${label} options`);
   const {

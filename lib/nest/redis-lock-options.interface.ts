@@ -69,7 +69,7 @@ export interface RedisLockModuleOptions extends LockServiceOptions {
 }
 
 /** Whose closed requests end their locked calls' waits: see `closedRequests`. */
-export type ClosedRequests = 'locked-routes' | 'all-routes' | 'ignore';
+export type ClosedRequests = 'all-routes' | 'ignore';
 
 /** Set at `forRoot` / `forRootAsync` level, beside the options (they shape the module itself). */
 export interface RedisLockModuleExtras {
@@ -90,7 +90,7 @@ export interface RedisLockModuleExtras {
    * Whether the locked calls made for an HTTP request stop waiting when its client closes the connection
    * before the response is written (they reject with LockAbortedError, answered 499, and a lock granted
    * after that runs nothing): `'all-routes'` (default), every locked call made while serving a request,
-   * at any depth (`'locked-routes'` is its old name, and does the same); `'ignore'`, none.
+   * at any depth; `'ignore'`, none.
    */
   closedRequests?: ClosedRequests;
 }

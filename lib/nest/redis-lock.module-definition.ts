@@ -129,7 +129,7 @@ export const {
   ConfigurableModuleClass,
 } = redisLock;
 
-const CLOSED_REQUESTS: readonly ClosedRequests[] = ['locked-routes', 'all-routes', 'ignore'];
+const CLOSED_REQUESTS: readonly ClosedRequests[] = ['all-routes', 'ignore'];
 
 function addProviders(
   definition: DynamicModule,
@@ -153,7 +153,7 @@ function addProviders(
   if (!CLOSED_REQUESTS.includes(closedRequests)) {
     throw new LockOptionsError(
       `${kind.label}: closedRequests must be 'all-routes' (the default: every locked call made for a request ` +
-        "stops waiting when its client leaves; 'locked-routes' is its old name) or 'ignore' (none does), got " +
+        "stops waiting when its client leaves) or 'ignore' (none does), got " +
         `${describeValue(closedRequests)}.`,
     );
   }

@@ -233,10 +233,6 @@ export const DEFAULT_OPTION_NAMES: readonly string[] = namesWhere('defaults');
  */
 export const DECLARED_OPTION_NAMES: readonly DeclaredOptionName[] = namesWhere('declared');
 const CALL_OPTION_NAMES: readonly string[] = Object.keys(CALL_OPTIONS);
-/** Call options renamed before 1.0, with what to write instead: refused with that, never ignored. */
-const RENAMED: ReadonlyArray<readonly [string, string]> = [
-  ['name', "it is now label (label: 'order'), so that name is only ever a module configuration's"],
-];
 
 /** A service's `defaults`, resolved: the built-in default of every option a service may set. */
 export interface CallDefaults {
@@ -278,12 +274,7 @@ function readLayer(
 ): Layer {
   const o = plainObject(what, given);
   // A misspelt option (timeout for waitTimeout) would otherwise be ignored without a word.
-  if (given !== undefined) {
-    for (const [old, now] of RENAMED) {
-      if (Object.hasOwn(o, old)) throw new LockOptionsError(`In ${what}, "${old}" was renamed: ${now}.`);
-    }
-    checkKnownKeys(o, known, what);
-  }
+  if (given !== undefined) checkKnownKeys(o, known, what);
   const layer: Record<string, unknown> = {};
   for (const name of known as CallOptionName[]) {
     const value = read(o, name, path(name));

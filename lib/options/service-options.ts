@@ -151,12 +151,6 @@ export function checkOnWarning(value: unknown): ((warning: ServerRisk) => void) 
 
 function checkReplicas(value: unknown): ResolvedReplicas {
   const o = plainObject('replicas', value);
-  if (Object.hasOwn(o, 'onTimeout')) {
-    throw new LockOptionsError(
-      'replicas: "onTimeout" was renamed: it is now unacknowledged, "fail" or "requeue" (which was "wait"), ' +
-        "so that onTimeout is only ever a call's.",
-    );
-  }
   checkKnownKeys(o, ['count', 'timeout', 'unacknowledged', 'aof'], 'replicas');
   const count = read(o, 'count', 'replicas.count');
   if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > MAX_REPLICAS) {

@@ -614,9 +614,9 @@ const syncRows: Row<Engine>[] = [
       ['waitTimeout a circular object', { waitTimeout: circular() }, wait('waitTimeout', 'an object')],
       ['label an empty string', { label: '' }, /label must be a non-empty string of at most 256 characters/],
       [
-        'name, renamed label',
+        'name, an unknown option',
         { name: 'order' },
-        /In lock options, "name" was renamed: it is now label \(label: 'order'\)/,
+        /Unknown option "name" in lock options \(known: .*label/,
       ],
     ] as const
   ).map(

@@ -84,11 +84,11 @@ const cases = [
     extras: {},
   },
   {
-    what: "a @Locked service method, with closedRequests 'locked-routes' (the default's old name)",
+    what: "a @Locked service method, with closedRequests 'all-routes' (the default, named)",
     path: '/orders/4/reserve',
     key: 'stock:4',
     body: 'service 4',
-    extras: { closedRequests: 'locked-routes' as const },
+    extras: { closedRequests: 'all-routes' as const },
   },
 ];
 

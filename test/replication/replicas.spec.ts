@@ -493,9 +493,7 @@ describe('replicas: bad input and stores it does not apply to', () => {
     ).toThrow(/timeout/);
     expect(
       () => new LockService(client, { replicas: { count: 1, timeout: 50, onTimeout: 'wait' } as never }),
-    ).toThrow(
-      /replicas: "onTimeout" was renamed: it is now unacknowledged, "fail" or "requeue" \(which was "wait"\)/,
-    );
+    ).toThrow(/Unknown option "onTimeout" in replicas \(known: count, timeout, unacknowledged, aof\)/);
     client.disconnect();
   });
 
