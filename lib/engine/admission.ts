@@ -30,14 +30,14 @@
  * What is seen of a line: how long a hold lasts, and how long the line takes per place (a waiter granted
  * after waiting `w` ms from place `p` gives w / p, departures ahead of it included: the pace a newcomer's
  * wait is measured by). Each is a mean that weighs the latest sample a quarter, so it follows a change
- * within a few. Bounded: past MAX_KEYS the key seen first is forgotten, and learnt again.
+ * within a few. Bounded: past MAX_REMEMBERED_KEYS the key seen first is forgotten, and learnt again.
  */
+import { setBounded } from '../bounded-map';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import type { ResolvedServiceOptions } from '../options/service-options';
 import type { JoinDoor } from '../store/lock-store';
 import { type EngineCall, withWaitLeft } from './call';
 
-const MAX_KEYS = 4_096;
 /**
  * How often a service offers a key's pace with its joins, ms. The store keeps a pace it is offered for
  * 10 s and replaces none meanwhile (prelude.lua, join_door), so an offer with every join would cost a busy
@@ -204,7 +204,6 @@ export class Admission {
   private line(key: string, at: number): Line {
     let line = this.lines.get(key);
     if (!line) {
-      if (this.lines.size >= MAX_KEYS) this.lines.delete(this.lines.keys().next().value as string);
       line = {
         since: at,
         least: Number.POSITIVE_INFINITY,
@@ -212,7 +211,7 @@ export class Admission {
         came: 0,
         served: 0,
       };
-      this.lines.set(key, line);
+      setBounded(this.lines, key, line);
     }
     return line;
   }

@@ -14,6 +14,7 @@ import { LockError } from '../errors/lock.error';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { describeValue } from '../options/describe-value';
+import { milliseconds } from '../options/option-checks';
 import { DEFAULT_COMMAND_TIMEOUT } from '../options/service-options';
 import { CallDeadlines } from '../protocol/call-deadlines';
 import type { RedisConnection, ScriptCall } from '../protocol/connection';
@@ -45,7 +46,6 @@ const SCRIPT = {
   sha: createHash('sha1').update(fencedWriteLua).digest('hex'),
   keys: 1,
 };
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 function hasLoneSurrogate(value: string): boolean {
   return /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(value);
@@ -93,13 +93,7 @@ export class FencedStore {
     if (options !== undefined && (options === null || typeof options !== 'object')) {
       throw new LockOptionsError(`FencedStore options must be an object, got ${describeValue(options)}.`);
     }
-    const timeout = options?.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT;
-    if (!Number.isInteger(timeout) || timeout < 1 || timeout > MAX_TIMER_MS) {
-      throw new LockOptionsError(
-        `commandTimeout must be an integer number of milliseconds between 1 and ${MAX_TIMER_MS}, got ` +
-          `${describeValue(timeout)}.`,
-      );
-    }
+    const timeout = milliseconds('commandTimeout', options?.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT, 1);
     this.commandTimeout = timeout;
     this.deadlines = new CallDeadlines(timeout);
     this.connection = connectionOf(client);

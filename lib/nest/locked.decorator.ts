@@ -10,6 +10,7 @@ import { Inject, SetMetadata } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { checkDeclaredOptions, DECLARED_OPTION_NAMES } from '../options/call-options';
+import { checkKnownKeys } from '../options/option-checks';
 import { checkKeyOptions } from './key-scope';
 import {
   compileKeyTemplate,
@@ -22,13 +23,13 @@ import { LOCKED_METADATA, LOCKED_ROUTE_METADATA } from './redis-lock.constants';
 import { getLockInterceptorToken, interceptorProperty } from './redis-lock.tokens';
 import type { LockedOptions, LockedSpec } from './redis-lock-options.interface';
 
-const OPTION_NAMES = new Set<string>([
+const OPTION_NAMES: readonly string[] = [
   ...DECLARED_OPTION_NAMES,
   'onTimeout',
   'service',
   'scope',
   'constantKey',
-]);
+];
 
 type Method = (...args: unknown[]) => unknown;
 
@@ -179,14 +180,8 @@ function compileSpec(
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new LockOptionsError(`@Locked() on ${where}: options must be an object.`);
   }
-  for (const name of Object.keys(options)) {
-    if (!OPTION_NAMES.has(name)) {
-      throw new LockOptionsError(
-        `@Locked() on ${where}: unknown option "${name}" (known: ${[...OPTION_NAMES].join(', ')}).`,
-      );
-    }
-  }
   try {
+    checkKnownKeys(options, OPTION_NAMES, 'its options');
     checkDeclaredOptions(options);
   } catch (error) {
     throw new LockOptionsError(`@Locked() on ${where}: ${(error as Error).message}`);

@@ -8,7 +8,7 @@
 import { isRedisClient, type RedisClient } from '../clients';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { describeValue } from '../options/describe-value';
-import { snapshotOptions } from '../options/option-checks';
+import { integerIn, MAX_MS, snapshotOptions } from '../options/option-checks';
 import { checkOnWarning, checkOptionNames, SERVICE_OPTION_NAMES } from '../options/service-options';
 import { isLockBackend, type LockBackend } from '../store/lock-store';
 import { MemoryLockBackend } from '../store/memory-store';
@@ -21,19 +21,17 @@ import {
   type ResolvedRequestDeadline,
 } from './request-deadline';
 
-/** Largest delay a Node timer can hold (about 24.8 days). */
-const MAX_GRACE_PERIOD = 2 ** 31 - 1;
 /** A day: a longer Retry-After for a busy lock or a Redis outage is a mistake, not a policy. */
 const MAX_RETRY_AFTER = 86_400;
 
 /** The module's own options, each with its check and default; the rest are LockService's. */
 const MODULE_OPTIONS = {
   gracePeriod: {
-    check: (v: unknown) => boundedInteger('gracePeriod', v, MAX_GRACE_PERIOD, 'ms'),
+    check: (v: unknown) => integerIn('gracePeriod', v, 0, MAX_MS, 'ms'),
     default: 5_000,
   },
   retryAfterSeconds: {
-    check: (v: unknown) => boundedInteger('retryAfterSeconds', v, MAX_RETRY_AFTER, 'seconds'),
+    check: (v: unknown) => integerIn('retryAfterSeconds', v, 0, MAX_RETRY_AFTER, 'seconds'),
     default: DEFAULT_RETRY_AFTER,
   },
   scope: { check: (v: unknown) => checkScope(v, 'scope'), default: false as KeyScope },
@@ -183,15 +181,6 @@ function checkClient(client: unknown, label: string): RedisClient | readonly Red
       `a lock backend such as new MemoryLockBackend(); got ${describeValue(client)}. To let the module ` +
       'connect, pass url or redis instead.',
   );
-}
-
-function boundedInteger(name: string, value: unknown, max: number, unit: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > max) {
-    throw new LockOptionsError(
-      `${name} must be an integer number of ${unit} between 0 and ${max}, got ${describeValue(value)}.`,
-    );
-  }
-  return value;
 }
 
 /** A redis:// or rediss:// URL with a host: an unset host (`redis://${HOST}`) would mean localhost:6379. */

@@ -7,6 +7,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { connectionOf, type RedisClient } from '../clients';
 import { LockService } from '../lock.service';
 import { describeValue } from '../options/describe-value';
+import { MAX_MS } from '../options/option-checks';
 import { replyWithin } from '../protocol/redis-errors';
 import type { ServerFacts, ServerReport } from '../protocol/server-info';
 
@@ -46,8 +47,6 @@ export interface RedisLockHealthOptions {
 
 const DEFAULT_TIMEOUT = 1_000;
 const DEFAULT_KEY = 'redis-lock';
-/** Largest delay a Node timer can hold; a larger one would fire at once. */
-const MAX_TIMEOUT = 2 ** 31 - 1;
 
 @Injectable()
 export class RedisLockHealthIndicator {
@@ -75,10 +74,8 @@ export class RedisLockHealthIndicator {
     } catch {
       return down(`invalid options ${describeValue(options)}: give an object such as { timeout: 1000 }`);
     }
-    if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout <= 0 || timeout > MAX_TIMEOUT) {
-      return down(
-        `invalid timeout ${describeValue(timeout)}: give a positive integer of ms up to ${MAX_TIMEOUT}`,
-      );
+    if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout <= 0 || timeout > MAX_MS) {
+      return down(`invalid timeout ${describeValue(timeout)}: give a positive integer of ms up to ${MAX_MS}`);
     }
     const quorum = this.locks.quorumClients;
     const client = this.locks.redisClient;

@@ -12,7 +12,7 @@ import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/comm
 import type { HttpAdapterHost } from '@nestjs/core';
 import { LockOptionsError } from '../errors/lock-options.error';
 import { describeValue } from '../options/describe-value';
-import { MAX_MS } from '../options/option-checks';
+import { checkKnownKeys, MAX_MS } from '../options/option-checks';
 
 /** The module option `requestDeadline`. */
 export interface RequestDeadline {
@@ -51,9 +51,8 @@ export function checkRequestDeadline(value: unknown): ResolvedRequestDeadline {
     );
   };
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return fail('it is not one');
-  const { budget, headers, header, ...rest } = value as Record<string, unknown>;
-  const unknown = Object.keys(rest);
-  if (unknown.length > 0) fail(`${unknown.map((name) => `"${name}"`).join(', ')} is not one of its options`);
+  checkKnownKeys(value, ['budget', 'headers', 'header'], 'requestDeadline');
+  const { budget, headers, header } = value as Record<string, unknown>;
   if (
     budget !== undefined &&
     !(Number.isInteger(budget) && (budget as number) > 0 && (budget as number) <= MAX_MS)

@@ -63,9 +63,21 @@ export function checkKnownKeys(object: object, known: readonly string[], what: s
 
 /** `also`: what else the option accepts, said in the message (as for waitTimeout's Infinity). */
 export function milliseconds(name: string, value: unknown, min: number, also = ''): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_MS) {
+  return integerIn(name, value, min, MAX_MS, 'milliseconds', also);
+}
+
+/** An integer from `min` to `max` (`unit`: what it counts, for the message), else LockOptionsError. */
+export function integerIn(
+  name: string,
+  value: unknown,
+  min: number,
+  max: number,
+  unit: string,
+  also = '',
+): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     throw new LockOptionsError(
-      `${name} must be an integer number of milliseconds between ${min} and ${MAX_MS}${also}, got ${describe(value)}.`,
+      `${name} must be an integer number of ${unit} between ${min} and ${max}${also}, got ${describe(value)}.`,
     );
   }
   return value;

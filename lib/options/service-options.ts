@@ -5,8 +5,12 @@
  */
 import { LockOptionsError } from '../errors/lock-options.error';
 import type { ServerRisk } from '../protocol/server-info';
-import { checkTelemetryOptions } from '../telemetry/lock-telemetry';
-import type { TelemetryOptions } from '../telemetry/telemetry-options';
+import type {
+  LockLogger,
+  MeterProviderLike,
+  TelemetryOptions,
+  TracerProviderLike,
+} from '../telemetry/telemetry-options';
 import { type CallDefaults, DEFAULT_OPTION_NAMES, resolveCallDefaults } from './call-options';
 import { describeValue as describe, hasLoneSurrogate } from './describe-value';
 import { checkKnownKeys, MAX_MS, milliseconds, optionalBoolean, plainObject, read } from './option-checks';
@@ -139,6 +143,36 @@ function checkInstanceName(name: unknown): string {
     );
   }
   return name;
+}
+
+/** The `telemetry` option, checked: an object of providers with the methods used, and a function. */
+function checkTelemetryOptions(value: unknown): TelemetryOptions | undefined {
+  if (value === undefined) return undefined;
+  const fail = (why: string): never => {
+    throw new LockOptionsError(`telemetry ${why}`);
+  };
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    fail('must be an object such as { meterProvider, tracerProvider, onEvent, logger }.');
+  }
+  const options = value as Record<string, unknown>;
+  checkKnownKeys(options, ['meterProvider', 'tracerProvider', 'onEvent', 'logger'], 'telemetry');
+  const { meterProvider, tracerProvider, onEvent, logger } = options;
+  if (meterProvider !== undefined && typeof (meterProvider as MeterProviderLike)?.getMeter !== 'function') {
+    fail(".meterProvider must be an OpenTelemetry MeterProvider (with getMeter), such as the SDK's.");
+  }
+  if (
+    tracerProvider !== undefined &&
+    typeof (tracerProvider as TracerProviderLike)?.getTracer !== 'function'
+  ) {
+    fail(".tracerProvider must be an OpenTelemetry TracerProvider (with getTracer), such as the SDK's.");
+  }
+  if (onEvent !== undefined && typeof onEvent !== 'function')
+    fail('.onEvent must be a function of the event.');
+  const log = logger as Partial<LockLogger> | null | undefined;
+  if (logger !== undefined && (typeof log?.warn !== 'function' || typeof log?.error !== 'function')) {
+    fail(".logger must have warn and error methods: a Nest Logger (new Logger('Locks')), console, or pino.");
+  }
+  return { ...(options as TelemetryOptions) };
 }
 
 /** The `onWarning` option: a function (the Nest module checks it before wrapping it). */

@@ -11,6 +11,7 @@
  * call that caused them, as a push would arrive after the script that sent it.
  */
 import { performance } from 'node:perf_hooks';
+import { setBounded } from '../bounded-map';
 import { kindRefusal } from '../errors/lock-permits.error';
 import type {
   AcquireMode,
@@ -58,9 +59,8 @@ const FREE = -2;
 const FENCE_RETENTION = 3_600_000;
 /** Forgotten fences are swept after this many grants, so the sweep costs O(1) per grant on average. */
 const SWEEP_EVERY = 1_024;
-/** How long a pace left for a key is kept (and not replaced), ms, and for how many keys at most (prelude.lua's PACE_TTL). */
+/** How long a pace left for a key is kept (and not replaced), ms (prelude.lua's PACE_TTL). */
 const PACE_TTL = 10_000;
-const MAX_PACES = 4_096;
 
 export class MemoryLockBackend implements LockBackend {
   private readonly locks = new Map<string, LockState>();
@@ -134,7 +134,7 @@ export class MemoryLockBackend implements LockBackend {
 
   /**
    * prelude.lua's join_door: the places of a join's door, and the pace a cold one was set by. A pace left
-   * is kept for PACE_TTL, and not replaced meanwhile; past MAX_PACES keys the oldest is forgotten.
+   * is kept for PACE_TTL, and not replaced meanwhile; past MAX_REMEMBERED_KEYS keys the oldest is forgotten.
    */
   private door(key: string, door: JoinDoor | undefined, now: number): { places?: number; pace?: number } {
     if (door === undefined) return {};
@@ -142,9 +142,9 @@ export class MemoryLockBackend implements LockBackend {
     const live = left !== undefined && left.until > now ? left : undefined;
     if (!('waitMs' in door)) {
       if (!live && door.offer) {
+        // Deleted first: a replaced pace counts as the newest, not as the oldest kept.
         this.paces.delete(key);
-        if (this.paces.size >= MAX_PACES) this.paces.delete(this.paces.keys().next().value as string);
-        this.paces.set(key, { perPlace: door.perPlaceMs, until: now + PACE_TTL });
+        setBounded(this.paces, key, { perPlace: door.perPlaceMs, until: now + PACE_TTL });
       }
       return { places: door.places };
     }

@@ -10,7 +10,6 @@
 import type * as Otel from '@opentelemetry/api';
 import { LockAbortedError } from '../errors/lock-aborted.error';
 import type { LockLostError } from '../errors/lock-lost.error';
-import { LockOptionsError } from '../errors/lock-options.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RequestClosedError } from '../errors/request-closed.error';
 import type { Lease } from '../lease';
@@ -18,13 +17,7 @@ import { type LockEventLog, loggedEvents, refusalOf } from './event-log';
 import type { LeaseObserver, ObservedLease } from './lease-observer';
 import { anyChannelWatched, isWatched, type LockEvent, type LockEventKind, publish } from './lock-events';
 import { type Instruments, OpenTelemetry } from './open-telemetry';
-import type {
-  LockLogger,
-  LockOutcome,
-  MeterProviderLike,
-  TelemetryOptions,
-  TracerProviderLike,
-} from './telemetry-options';
+import type { LockOutcome, TelemetryOptions } from './telemetry-options';
 
 /** `lock.name` of a call that gave none (neither `@Locked` nor the `label` option). */
 export const UNNAMED = 'unnamed';
@@ -249,40 +242,6 @@ export class CallRecord implements LeaseObserver {
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-/** The `telemetry` option, checked: an object of providers with the methods used, and a function. */
-export function checkTelemetryOptions(value: unknown): TelemetryOptions | undefined {
-  if (value === undefined) return undefined;
-  const fail = (why: string): never => {
-    throw new LockOptionsError(`telemetry ${why}`);
-  };
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    fail('must be an object such as { meterProvider, tracerProvider, onEvent, logger }.');
-  }
-  const options = value as Record<string, unknown>;
-  for (const name of Object.keys(options)) {
-    if (!['meterProvider', 'tracerProvider', 'onEvent', 'logger'].includes(name)) {
-      fail(`has an unknown option "${name}" (known: meterProvider, tracerProvider, onEvent, logger).`);
-    }
-  }
-  const { meterProvider, tracerProvider, onEvent, logger } = options;
-  if (meterProvider !== undefined && typeof (meterProvider as MeterProviderLike)?.getMeter !== 'function') {
-    fail(".meterProvider must be an OpenTelemetry MeterProvider (with getMeter), such as the SDK's.");
-  }
-  if (
-    tracerProvider !== undefined &&
-    typeof (tracerProvider as TracerProviderLike)?.getTracer !== 'function'
-  ) {
-    fail(".tracerProvider must be an OpenTelemetry TracerProvider (with getTracer), such as the SDK's.");
-  }
-  if (onEvent !== undefined && typeof onEvent !== 'function')
-    fail('.onEvent must be a function of the event.');
-  const log = logger as Partial<LockLogger> | null | undefined;
-  if (logger !== undefined && (typeof log?.warn !== 'function' || typeof log?.error !== 'function')) {
-    fail(".logger must have warn and error methods: a Nest Logger (new Logger('Locks')), console, or pino.");
-  }
-  return { ...(options as TelemetryOptions) };
 }
 
 /** A refusal's outcome, as the log reads it (refusalOf): a cut by its deadline is one for overload too. */

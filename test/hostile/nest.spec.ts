@@ -555,7 +555,7 @@ const declarationRows: Row<Base>[] = [
       [
         'unknown option "waittimeout"',
         { waittimeout: 1 },
-        /unknown option "waittimeout" \(known: ttl, waitTimeout/,
+        /Unknown option "waittimeout" in its options: did you mean "waitTimeout"\?/,
       ],
       [
         'a ttl getter that throws',

@@ -30,7 +30,11 @@ function defineReports(options: unknown, template = 'report:<0>') {
 
 describe('@Locked options checked when the class is defined', () => {
   it.each<[string, unknown, RegExp]>([
-    ['an unknown option', { timeout: 5_000 }, /unknown option "timeout"/],
+    [
+      'an unknown option',
+      { timeout: 5_000 },
+      /@Locked\(\) on .*: Unknown option "timeout" in its options \(known: ttl, waitTimeout/,
+    ],
     ['a negative ttl', { ttl: -1 }, /ttl must be an integer/],
     ['a NaN ttl', { ttl: Number.NaN }, /ttl must be an integer.*NaN/],
     ['a fractional ttl', { ttl: 1.5 }, /ttl must be an integer/],

@@ -231,14 +231,16 @@ describe.each(['express', 'fastify'] as const)('on %s, a request turned away at 
 
 describe('the module option requestDeadline', () => {
   it('each invalid value fails the module’s start with LockOptionsError', async () => {
-    for (const requestDeadline of [
-      5,
-      { budget: -1 },
-      { budget: 1.5 },
-      { headers: 'yes' },
-      { header: 'a b' },
-      { timeout: 1 },
-    ]) {
+    const asked = /requestDeadline must be an object such as \{ budget: 2000 \}/;
+    for (const [requestDeadline, message] of [
+      [5, asked],
+      [{ budget: -1 }, asked],
+      [{ budget: 1.5 }, asked],
+      [{ headers: 'yes' }, asked],
+      [{ header: 'a b' }, asked],
+      [{ timeout: 1 }, /Unknown option "timeout" in requestDeadline \(known: budget, headers, header\)/],
+      [{ Budget: 1 }, /Unknown option "Budget" in requestDeadline: did you mean "budget"\?/],
+    ] as const) {
       const compiled = Test.createTestingModule({
         imports: [
           RedisLockModule.forRoot({
@@ -248,7 +250,7 @@ describe('the module option requestDeadline', () => {
         ],
       }).compile();
       await expect(compiled).rejects.toThrow(LockOptionsError);
-      await expect(compiled).rejects.toThrow(/requestDeadline must be an object such as \{ budget: 2000 \}/);
+      await expect(compiled).rejects.toThrow(message);
     }
   });
 });

@@ -125,7 +125,10 @@ describe('telemetry options', () => {
     try {
       for (const [telemetry, message] of [
         ['yes', /telemetry must be an object/],
-        [{ meterprovider: {} }, /unknown option "meterprovider"/],
+        [
+          { meterprovider: {} },
+          /Unknown option "meterprovider" in telemetry: did you mean "meterProvider"\?/,
+        ],
         [{ meterProvider: {} }, /meterProvider must be an OpenTelemetry MeterProvider/],
         [{ tracerProvider: { getTracer: 1 } }, /tracerProvider must be an OpenTelemetry TracerProvider/],
         [{ onEvent: 'log' }, /onEvent must be a function/],
