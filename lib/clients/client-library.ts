@@ -1,7 +1,7 @@
 /**
  * What the lock needs to know of one Redis client library, and nothing more: how to tell its clients
  * apart, the lock's connection (lib/protocol/connection.ts) on one of them, and how to open and close
- * connections of its own from the Nest module's `url` / `urls` / `redis` options. Each library is one
+ * connections of its own from the Nest module's `url` / `redis` options. Each library is one
  * folder beside this file that exports one such description; index.ts lists them. The libraries are
  * optional peer dependencies, so a description never imports its library: the application's clients are
  * all it uses, and its own connections come from the package as index.ts loads it.

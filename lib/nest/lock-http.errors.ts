@@ -19,6 +19,7 @@ import {
 } from '@nestjs/common';
 import type { HttpAdapterHost } from '@nestjs/core';
 import { catchError, type Observable, throwError } from 'rxjs';
+import type { LockError } from '../errors/lock.error';
 import { LockAbortedError } from '../errors/lock-aborted.error';
 import { LockKeyError } from '../errors/lock-key.error';
 import { LockShedError } from '../errors/lock-shed.error';
@@ -30,68 +31,47 @@ import { RequestClosedError } from '../errors/request-closed.error';
 export function httpExceptionFor(error: unknown): HttpException | undefined {
   if (error instanceof LockTimeoutError && error.retryAfterMs !== undefined) {
     // Not the resource's business but the server's: its line is longer than the request can wait.
-    return new ServiceUnavailableException(
-      {
-        statusCode: 503,
-        error: 'Service Unavailable',
-        code: error.code,
-        message: overloadMessage(error),
-      },
-      { cause: error },
-    );
+    return exception(503, error, overloadMessage(error));
   }
   if (error instanceof LockTimeoutError) {
-    return new ConflictException(
-      {
-        statusCode: 409,
-        error: 'Conflict',
-        code: error.code,
-        message: 'The resource is busy: another request holds its lock. Retry later.',
-      },
-      { cause: error },
-    );
+    return exception(409, error, 'The resource is busy: another request holds its lock. Retry later.');
   }
   if (error instanceof RedisUnavailableError) {
-    return new ServiceUnavailableException(
-      {
-        statusCode: 503,
-        error: 'Service Unavailable',
-        code: error.code,
-        message: 'The lock service cannot reach Redis. Retry later.',
-      },
-      { cause: error },
-    );
+    return exception(503, error, 'The lock service cannot reach Redis. Retry later.');
   }
   if (error instanceof LockKeyError) {
     // The typed error names the class, method and template: for the server's log (via `cause`), not
     // for the client, who learns which placeholder was missing or invalid, and why (its `detail`).
-    return new BadRequestException(
-      {
-        statusCode: 400,
-        error: 'Bad Request',
-        code: error.code,
-        message: `The lock key could not be built from this request: ${
-          error.detail ?? 'a value it is made of is missing or invalid.'
-        }`,
-      },
-      { cause: error },
-    );
+    const why = error.detail ?? 'a value it is made of is missing or invalid.';
+    return exception(400, error, `The lock key could not be built from this request: ${why}`);
   }
   if (error instanceof LockAbortedError && error.cause instanceof RequestClosedError) {
     // Nobody reads it: a 4xx keeps Nest from logging each departure as a server error. 499 is the
     // status proxies (nginx) log for a client that closed its request.
-    return new HttpException(
-      {
-        statusCode: 499,
-        error: 'Client Closed Request',
-        code: error.code,
-        message: 'The client closed the request while it waited for its lock; nothing ran for it.',
-      },
+    return exception(
       499,
-      { cause: error },
+      error,
+      'The client closed the request while it waited for its lock; nothing ran for it.',
     );
   }
   return undefined;
+}
+
+const REASONS = {
+  400: 'Bad Request',
+  409: 'Conflict',
+  499: 'Client Closed Request',
+  503: 'Service Unavailable',
+} as const;
+
+/** Nest's own exception for `status` (its subclass where it has one), the lock error as its `cause`. */
+function exception(status: keyof typeof REASONS, error: LockError, message: string): HttpException {
+  const body = { statusCode: status, error: REASONS[status], code: error.code, message };
+  const options = { cause: error };
+  if (status === 400) return new BadRequestException(body, options);
+  if (status === 409) return new ConflictException(body, options);
+  if (status === 503) return new ServiceUnavailableException(body, options);
+  return new HttpException(body, status, options);
 }
 
 /** What a 503 for a wait refused for overload tells the client. */

@@ -1,5 +1,5 @@
 /**
- * Which client library the module opens its own connections on (from `url`, `urls` or `redis`), and how
+ * Which client library the module opens its own connections on (from `url` or `redis`), and how
  * their outages reach the application's log. ioredis when it is installed (and always for `redis`,
  * which are ioredis options), else node-redis. Opening, closing and loading either library is
  * lib/clients/'s; the connections are connected in onModuleInit and closed on shutdown.

@@ -167,11 +167,12 @@ function released(reply: unknown): Released {
 }
 
 /**
- * A lease handed on locally that Redis has not recorded yet (the store's HandedOn): the lock is held
- * there under `from`'s token, and `handed` are the followers that took it since, still in line.
+ * A lease handed on locally that Redis has not recorded yet: the lock is held there under `from`'s
+ * token, and `handed` are the followers that took it since (the lease's own token last), still in line.
+ * `From`: what the caller keeps of the lease it was handed from (a store's ticket).
  */
-export interface HandedOn {
-  readonly from: { readonly token: string };
+export interface HandedOn<From extends { readonly token: string } = { readonly token: string }> {
+  readonly from: From;
   readonly handed: readonly string[];
 }
 

@@ -9,6 +9,7 @@
  * cost latency: every ownership change is recorded in the store first, and a waiter re-checks it.
  */
 
+import type { HandedOn as ProtocolHandedOn } from '../protocol/lock-scripts';
 import type {
   AcquireMode,
   AcquireReply,
@@ -72,14 +73,8 @@ export type {
   WakeMessage,
 } from '../protocol/replies';
 
-/**
- * A lease handed on locally that Redis has not recorded yet: the lock is held there under `from`'s
- * token, and `handed` are the followers that took it since (the lease's own token last), still in line.
- */
-export interface HandedOn {
-  readonly from: LockTicket;
-  readonly handed: readonly string[];
-}
+/** A lease handed on locally, from one of this store's tickets (the protocol's HandedOn). */
+export type HandedOn = ProtocolHandedOn<LockTicket>;
 
 /** How a store reaches the engine that opened it. */
 export interface WakeHandlers {

@@ -1,5 +1,5 @@
 /**
- * The ioredis connections the Nest module opens itself (from `url`, `urls` or `redis`, which are
+ * The ioredis connections the Nest module opens itself (from `url` or `redis`, which are
  * ioredis options) and closes on shutdown: made lazily, so nothing is left open if the application
  * fails to start, and closed within bounds, so nothing of ours holds the process after shutdown.
  */

@@ -1,5 +1,5 @@
 /**
- * The node-redis connections the Nest module opens itself (from `url` or `urls`, when ioredis is not
+ * The node-redis connections the Nest module opens itself (from `url`, when ioredis is not
  * installed) and closes on shutdown: made unconnected, so nothing is left open if the application fails
  * to start, and closed within bounds, so nothing of ours holds the process after shutdown.
  */
