@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { SLACK_MS } from '../support/event-loop';
 import {
   agentInstance,
   elapsedSince,
@@ -9,17 +10,14 @@ import {
 } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
+import type { AgentMessage } from '../workers/lock-agent.worker';
 
 const server = useRedis();
-
-type AgentMessage = { type: string; id?: string; fence?: number; code?: string };
 
 const claimWindow = 400;
 const ttl = 10 * claimWindow; // a TTL-long stall would be unmistakable
 /** The length of a stall is the scenario here, not a stand-in for synchronisation. */
 const stall = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
-/** Scheduling and one round trip on a loaded 2-core machine. */
-const slack = 150;
 
 /** Started before the holder takes the lock, so a slow process start cannot eat into the holder's TTL. */
 async function readyAgent() {
@@ -61,8 +59,8 @@ describe('a waiter that dies or gives up after being granted', () => {
     const lease = await waiting;
     const delay = elapsedSince(releasedAt);
 
-    expect(delay).toBeGreaterThanOrEqual(claimWindow - slack);
-    expect(delay).toBeLessThanOrEqual(claimWindow + slack);
+    expect(delay).toBeGreaterThanOrEqual(claimWindow - SLACK_MS);
+    expect(delay).toBeLessThanOrEqual(claimWindow + SLACK_MS);
     await lease.release();
   }, 30_000);
 
@@ -88,7 +86,7 @@ describe('a waiter that dies or gives up after being granted', () => {
     const releasedAt = performance.now();
     await holder.release();
     const lease = await waiting;
-    expect(elapsedSince(releasedAt)).toBeLessThan(slack);
+    expect(elapsedSince(releasedAt)).toBeLessThan(SLACK_MS);
     await lease.release();
   }, 30_000);
 
@@ -116,7 +114,7 @@ describe('a waiter that dies or gives up after being granted', () => {
     controller.abort();
     await released;
     const lease = await waiting;
-    expect(elapsedSince(releasedAt)).toBeLessThan(slack);
+    expect(elapsedSince(releasedAt)).toBeLessThan(SLACK_MS);
     expect((await aborted).error).toMatchObject({ code: 'LOCK_ABORTED' });
     await lease.release();
   }, 30_000);
@@ -150,7 +148,7 @@ describe('a waiter that dies or gives up after being granted', () => {
     agent.resume();
     const verdict = await agent.next((m) => m.id === 'w1', 10_000);
 
-    expect(delay).toBeLessThanOrEqual(claimWindow + slack);
+    expect(delay).toBeLessThanOrEqual(claimWindow + SLACK_MS);
     expect(verdict).toMatchObject({ type: 'failed', code: 'LOCK_TIMEOUT' });
     expect((await locks.inspect('dead-4')).holder).not.toBeNull(); // still the second waiter's
     await lease.release();
@@ -188,9 +186,9 @@ describe('a holder and the head of the line both crash (default claimWindow of 2
       const lease = await waiting;
       const servedAfter = elapsedSince(heldFrom);
       // Its ttl (600) and then its own window (600, the smaller of claimWindow and its ttl): about 1 200 ms
-      // after the grant. With the service's 2 000 ms window it was about 2 600 ms. 800 ms of slack for a
+      // after the grant. With the service's 2 000 ms window it was about 2 600 ms. 800 ms of SLACK_MS for a
       // busy machine still tells the two apart.
-      expect(servedAfter).toBeGreaterThanOrEqual(shortTtl - slack);
+      expect(servedAfter).toBeGreaterThanOrEqual(shortTtl - SLACK_MS);
       expect(servedAfter).toBeLessThan(2 * shortTtl + 800);
       await lease.release();
     } finally {

@@ -6,10 +6,9 @@ import { LockTimeoutError } from '../../lib/core';
 import { lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, type Worker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
+import type { AgentMessage } from '../workers/lock-agent.worker';
 
 const server = useRedis();
-
-type AgentMessage = { type: string; id?: string; code?: string; byDeadline?: boolean; at?: number };
 
 async function readyAgent(): Promise<Worker<AgentMessage>> {
   const agent = spawnWorker<AgentMessage>(workerPath('lock-agent'), { url: server().url });

@@ -14,10 +14,9 @@ import {
 import { lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, type Worker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
+import type { AgentMessage } from '../workers/lock-agent.worker';
 
 const server = useRedis();
-
-type AgentMessage = { type: string; id?: string };
 
 async function readyAgent(): Promise<Worker<AgentMessage>> {
   const agent = spawnWorker<AgentMessage>(workerPath('lock-agent'), { url: server().url });

@@ -3,10 +3,9 @@ import { arrivalAndGrants } from '../support/fifo-order';
 import { agentInstance, listening, lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
+import type { AgentMessage } from '../workers/lock-agent.worker';
 
 const server = useRedis();
-
-type AgentMessage = { type: string; id?: string; fence?: number; code?: string };
 
 describe('FIFO', () => {
   it('grants follow arrival order, across processes', async () => {

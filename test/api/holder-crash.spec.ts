@@ -2,10 +2,9 @@ import { describe, expect, it } from '@jest/globals';
 import { elapsedSince, lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
+import type { AgentMessage } from '../workers/lock-agent.worker';
 
 const server = useRedis();
-
-type AgentMessage = { type: string; id?: string; fence?: number };
 
 describe('holder crash', () => {
   it('a holder killed with SIGKILL is replaced within its TTL plus one claim window', async () => {

@@ -5,10 +5,9 @@ import { describe, expect, it } from '@jest/globals';
 import { agentInstance, listening, lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, type Worker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
+import type { AgentMessage } from '../workers/lock-agent.worker';
 
 const server = useRedis();
-
-type AgentMessage = { type: string; id?: string; fence?: number; code?: string };
 
 /** The stalled waiter's claim window: short, so the grant moves on soon after it is made. */
 const CLAIM_WINDOW = 300;

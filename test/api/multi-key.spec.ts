@@ -7,10 +7,9 @@ import { type Lease, LockLostError, type LockService } from '../../lib/core';
 import { abortedAt, elapsedSince, lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, type Worker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
+import type { AgentMessage } from '../workers/lock-agent.worker';
 
 const server = useRedis();
-
-type AgentMessage = { type: string; id?: string; fence?: number; fences?: Record<string, number> };
 
 interface TransferReport {
   type: string;

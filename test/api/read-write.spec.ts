@@ -8,11 +8,11 @@ import { watchEventLoop } from '../support/event-loop';
 import { commandsIn, keysLeft, listening, lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
+import type { AgentMessage } from '../workers/lock-agent.worker';
 
 const server = useRedis();
 
 type Done = { type: string; overlaps: number; mostReaders: number; fences: number[] };
-type AgentMessage = { type: string; id?: string; fence?: number };
 
 describe('read-write lock across processes', () => {
   it('3 processes of readers and writers: readers overlap, a writer is always alone', async () => {

@@ -8,11 +8,11 @@ import { arrivalAndGrants } from '../support/fifo-order';
 import { agentInstance, commandsIn, keysLeft, listening, lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
+import type { AgentMessage } from '../workers/lock-agent.worker';
 
 const server = useRedis();
 
 type Done = { type: string; seen: number[]; fences: number[]; perCaller: number[] };
-type AgentMessage = { type: string; id?: string; fence?: number; at?: number };
 
 describe('semaphore across processes', () => {
   it('4 processes x 10 callers on permits 3: concurrency reaches 3 and never exceeds it', async () => {

@@ -3,6 +3,7 @@
 // claim window. SHORT_LEASE_REPORT=1 prints the measured delays.
 import { describe, expect, it } from '@jest/globals';
 import { LockLostError } from '../../lib/core';
+import { SLACK_MS } from '../support/event-loop';
 import {
   abortedAt,
   agentInstance,
@@ -14,13 +15,9 @@ import {
 } from '../support/lock-fixtures';
 import { spawnWorker, type Worker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
+import type { AgentMessage } from '../workers/lock-agent.worker';
 
 const server = useRedis();
-
-type AgentMessage = { type: string; id?: string; fence?: number; code?: string };
-
-/** Scheduling and a round trip or two on a loaded 2-core machine. */
-const slack = 150;
 
 const report = (what: string, ms: number): void => {
   if (process.env.SHORT_LEASE_REPORT) console.log(`short-lease: ${what}: ${ms.toFixed(1)} ms`);
@@ -129,8 +126,8 @@ describe.each([300, 500])('with ttl %i and the default claim window (2 000 ms)',
       const delay = elapsedSince(releasedAt);
       report(`dead waiter, ttl ${ttl}`, delay);
 
-      expect(delay).toBeGreaterThanOrEqual(ttl - slack);
-      expect(delay).toBeLessThanOrEqual(ttl + slack);
+      expect(delay).toBeGreaterThanOrEqual(ttl - SLACK_MS);
+      expect(delay).toBeLessThanOrEqual(ttl + SLACK_MS);
       expect(lease.fence).toBeGreaterThan(0);
       await lease.release();
     } finally {
@@ -167,7 +164,7 @@ describe.each([300, 500])('with ttl %i and the default claim window (2 000 ms)',
     const replacedAfter = elapsedSince(killedAt);
     report(`dead holder, ttl ${ttl}`, replacedAfter);
 
-    expect(replacedAfter).toBeLessThanOrEqual(ttl + slack);
+    expect(replacedAfter).toBeLessThanOrEqual(ttl + SLACK_MS);
     expect(lease.fence).toBeGreaterThan(held.fence as number);
     await lease.release();
   }, 30_000);

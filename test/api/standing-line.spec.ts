@@ -8,12 +8,11 @@ import { type LockService, LockTimeoutError } from '../../lib/core';
 import { lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, type Worker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
+import type { AgentMessage } from '../workers/lock-agent.worker';
 
 const server = useRedis();
 const TARGET = 20;
 const INTERVAL = 50;
-
-type AgentMessage = { type: string; id?: string };
 
 /** `agent` (another process) holds `key` until `release` is called. */
 async function heldBy(agent: Worker<AgentMessage>, key: string, id: string) {

@@ -13,7 +13,7 @@ import {
   type LockServiceOptions,
   LockTimeoutError,
 } from '../../lib/core';
-import { watchEventLoop, watchStalls } from '../support/event-loop';
+import { SLACK_MS, watchEventLoop, watchStalls } from '../support/event-loop';
 import { abortedAt, elapsedSince, outcome, until } from '../support/lock-fixtures';
 
 /** A service on the store under test (several share its locks); closed after the test by the caller. */
@@ -26,8 +26,6 @@ export type Property =
   | 'FIFO between services'
   | 'reservations on later keys';
 
-/** Scheduling and a round trip or two on a loaded 2-core machine. */
-const slack = 150;
 /** A ttl short enough that a hold of three of them needs several renewals, as the renewal tests' holds do. */
 export const RENEWED_TTL = 300;
 
@@ -195,7 +193,7 @@ export function describeConformance(
       expect(await lost).toBeLessThan(sent + 300 + loop.worst());
       loop.stop();
       expect(lease.signal.reason).toBeInstanceOf(LockLostError);
-      expect(elapsedSince(sent)).toBeLessThan(300 + slack);
+      expect(elapsedSince(sent)).toBeLessThan(300 + SLACK_MS);
       await expect(lease.release()).rejects.toMatchObject({ code: 'LOCK_NOT_HELD' });
       await next.release();
     });
@@ -308,12 +306,12 @@ export function describeConformance(
       // Counted from when this process learnt of the grant (after `sent`), never sooner; late only by
       // the event loop.
       expect(abortedAtMs).toBeGreaterThanOrEqual(sent + maxHold);
-      expect(abortedAtMs).toBeLessThan(sent + maxHold + loop.worst() + slack);
+      expect(abortedAtMs).toBeLessThan(sent + maxHold + loop.worst() + SLACK_MS);
       const next = (await waiting).value as Lease;
       const servedAt = performance.now();
       // Renewal had kept it past ttl; it then stopped, so the lock ran out at most one ttl after maxHold.
       expect(servedAt).toBeGreaterThanOrEqual(abortedAtMs);
-      expect(servedAt - sent).toBeLessThan(maxHold + ttl + loop.worst() + slack);
+      expect(servedAt - sent).toBeLessThan(maxHold + ttl + loop.worst() + SLACK_MS);
       loop.stop();
       expect(next.fence).toBeGreaterThan(lease.fence);
       await expect(lease.release()).rejects.toMatchObject({ code: 'LOCK_NOT_HELD' });
@@ -343,7 +341,7 @@ export function describeConformance(
       const next = (await outcome(b.acquire('max-hold-stop', { waitTimeout: 10_000 }))).value as Lease;
       // Served by the release that followed the signal at maxHold, not by the lock's expiry: the last
       // renewal before maxHold left it valid for most of another ttl.
-      expect(elapsedSince(started)).toBeLessThan(ttl + loop.worst() + slack);
+      expect(elapsedSince(started)).toBeLessThan(ttl + loop.worst() + SLACK_MS);
       loop.stop();
       const ended = await waiting;
       expect(ended.error).toMatchObject({ code: 'LOCK_LOST', reason: 'max-hold' });

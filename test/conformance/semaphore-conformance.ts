@@ -15,12 +15,9 @@ import {
   LockTimeoutError,
 } from '../../lib/core';
 import { MAX_PERMITS } from '../../lib/lock-kind';
-import { watchEventLoop, watchStalls } from '../support/event-loop';
+import { SLACK_MS, watchEventLoop, watchStalls } from '../support/event-loop';
 import { abortedAt, elapsedSince, outcome, until } from '../support/lock-fixtures';
 import { RENEWED_TTL, type ServiceFactory } from './lock-conformance';
-
-/** Scheduling and a round trip or two on a loaded 2-core machine. */
-const slack = 150;
 
 export function describeSemaphoreConformance(store: string, service: ServiceFactory): void {
   const waiting = (locks: LockService, key: string, n: number) =>
@@ -111,7 +108,7 @@ export function describeSemaphoreConformance(store: string, service: ServiceFact
       expect(await lost).toBeLessThan(sent + 300 + loop.worst());
       loop.stop();
       expect(lease.signal.reason).toBeInstanceOf(LockLostError);
-      expect(elapsedSince(sent)).toBeLessThan(300 + slack + loop.worst());
+      expect(elapsedSince(sent)).toBeLessThan(300 + SLACK_MS + loop.worst());
       expect(elapsedSince(sent)).toBeGreaterThanOrEqual(299);
       await expect(lease.release()).rejects.toMatchObject({ code: 'LOCK_NOT_HELD' });
       await Promise.all([next.release(), stays.release()]);

@@ -5,11 +5,10 @@ import { describe, expect, it } from '@jest/globals';
 import { arrivalAndGrants } from '../support/fifo-order';
 import { elapsedSince, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
+import type { AgentMessage } from '../workers/lock-agent.worker';
 import { useQuorum } from './quorum-fixtures';
 
 const quorum = useQuorum();
-
-type AgentMessage = { type: string; id?: string; fence?: number; code?: string };
 
 const agent = (claimWindow = 2_000) =>
   spawnWorker<AgentMessage>(workerPath('lock-agent'), { urls: quorum().urls(), claimWindow });

@@ -1,10 +1,9 @@
 // The arrival-order check shared by the single-server and quorum FIFO tests: waiters join one at a time
 // from several agent processes, then every grant is released as it comes, and the grants are recorded.
 import type { LockService } from '../../lib/core';
+import type { AgentMessage } from '../workers/lock-agent.worker';
 import { until } from './lock-fixtures';
 import type { Worker } from './processes';
-
-type AgentMessage = { type: string; id?: string; fence?: number };
 
 /**
  * While `holder` holds `key`, `count` waiters join, alternating between `agents`, each only once the

@@ -108,6 +108,25 @@ function stallOnce(client: Hookable): void {
   };
 }
 
+/** What the agent reports to its test; each report sets the fields it carries. */
+export interface AgentMessage {
+  /** `ready`: sent by the worker runtime once the agent listens. */
+  type: 'ready' | 'granted' | 'lost' | 'failed' | 'released' | 'instance';
+  id?: string;
+  fence?: number;
+  fences?: Record<string, number>;
+  /** When it was granted, or failed (Date.now()). */
+  at?: number;
+  /** Why a lease was lost (LockLostError's reason). */
+  reason?: string;
+  /** A failure's LockError code. */
+  code?: string;
+  /** Whether the call's deadline, not its waitTimeout, ended the wait (LockTimeoutError.deadline). */
+  byDeadline?: boolean;
+  instance?: string;
+}
+const report = (message: AgentMessage): void => send(message);
+
 onMessage(async (message: Command) => {
   if (message.type === 'acquire') {
     try {
@@ -121,18 +140,21 @@ onMessage(async (message: Command) => {
         deadline: message.deadline,
       });
       leases.set(message.id, lease);
-      send({ type: 'granted', id: message.id, fence: lease.fence, fences: lease.fences, at: Date.now() });
+      report({ type: 'granted', id: message.id, fence: lease.fence, fences: lease.fences, at: Date.now() });
       // A short lease may be lost by the time this runs (its ttl ran out on a busy machine): report that too.
       const lost = () =>
-        send({ type: 'lost', id: message.id, reason: (lease.signal.reason as { reason?: string })?.reason });
+        report({
+          type: 'lost',
+          id: message.id,
+          reason: (lease.signal.reason as { reason?: string })?.reason,
+        });
       if (lease.signal.aborted) lost();
       else lease.signal.addEventListener('abort', lost);
     } catch (error) {
-      send({
+      report({
         type: 'failed',
         id: message.id,
         code: error instanceof LockError ? error.code : String(error),
-        // Whether the call's deadline, not its waitTimeout, ended the wait (LockTimeoutError.deadline).
         byDeadline: (error as { deadline?: unknown }).deadline !== undefined,
         at: Date.now(),
       });
@@ -141,10 +163,10 @@ onMessage(async (message: Command) => {
     const lease = leases.get(message.id);
     leases.delete(message.id);
     await lease?.release();
-    send({ type: 'released', id: message.id });
+    report({ type: 'released', id: message.id });
   }
 });
 
 // Its service's id, so a test can tell its tokens and its wake channel.
-send({ type: 'instance', instance: locks.instance });
+report({ type: 'instance', instance: locks.instance });
 ready();
