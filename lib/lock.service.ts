@@ -300,7 +300,8 @@ export class LockService {
       return { obtained: Promise.reject(error) };
     }
     const record = this.telemetry.begin(options.label, keys, skips);
-    const call = engineCall(options, busyIsTimeout, record, request !== undefined);
+    const observer = record ?? this.telemetry.unrecorded(options.label);
+    const call = engineCall(options, busyIsTimeout, record, request !== undefined, observer);
     const obtained = (
       Array.isArray(input) ? this.chain.obtainAll(keys, call) : this.chain.obtain(keys[0], call)
     ).then(alive);

@@ -6,6 +6,7 @@
 import type { DeadlineShortfall } from '../errors/lock-timeout.error';
 import type { ResolvedAcquireOptions } from '../options/call-options';
 import type { JoinDoor } from '../store/lock-store';
+import type { LeaseObserver } from '../telemetry/lease-observer';
 import type { CallRecord } from '../telemetry/lock-telemetry';
 import type { LeaseTerms } from './held-lease';
 
@@ -30,17 +31,21 @@ export interface EngineCall {
   readonly serving: boolean;
 }
 
-/** `serving`: the call serves a request (see EngineCall); a call with a deadline serves someone anyway. */
+/**
+ * `serving`: the call serves a request (see EngineCall); a call with a deadline serves someone anyway.
+ * `observer`: what hears of its lease, the record unless said otherwise.
+ */
 export function engineCall(
   options: ResolvedAcquireOptions,
   busyIsTimeout: boolean,
   record: CallRecord | undefined,
   serving = false,
+  observer: LeaseObserver | undefined = record,
 ): EngineCall {
   const { renew, minHold, maxHold } = options;
   return {
     options,
-    terms: { renew, minHold, maxHold, observer: record },
+    terms: { renew, minHold, maxHold, observer },
     record,
     busyIsTimeout,
     serving: serving || options.deadline !== undefined,

@@ -6,7 +6,7 @@ import type { LockLostError } from '../errors/lock-lost.error';
 import type { Lease } from '../lease';
 
 /** The part of a lease a report names. */
-export type ObservedLease = Pick<Lease, 'token' | 'fence'>;
+export type ObservedLease = Pick<Lease, 'token' | 'fence' | 'keys'>;
 
 /** Told of a lease's life: made (one per key of a call), renewed, and ended (released, or lost). */
 export interface LeaseObserver {

@@ -8,6 +8,7 @@
  * `lock.hold.duration`, `lock.lost`, and for `using` / `@Locked` the `lock.hold` span the work runs in).
  */
 import type * as Otel from '@opentelemetry/api';
+import { setBounded } from '../bounded-map';
 import { LockAbortedError } from '../errors/lock-aborted.error';
 import type { LockLostError } from '../errors/lock-lost.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
@@ -27,6 +28,7 @@ export class LockTelemetry {
   readonly onEvent: ((event: LockEvent) => void) | undefined;
   /** The `logger`'s writer, whose pending summaries close() writes. */
   private readonly log: LockEventLog | undefined;
+  private readonly unrecordedBy = new Map<string, UnrecordedLeases>();
 
   constructor(options: TelemetryOptions | undefined) {
     this.otel = new OpenTelemetry(options?.meterProvider, options?.tracerProvider);
@@ -54,9 +56,42 @@ export class LockTelemetry {
     return this.otel.getTracer();
   }
 
+  /**
+   * What hears of a lease whose call began while nothing listened (`begin` gave no record): its loss is
+   * still told to whoever listens by then, such as a lock board opened since. One per call name.
+   */
+  unrecorded(name: string | undefined): LeaseObserver {
+    const named = name ?? UNNAMED;
+    let observer = this.unrecordedBy.get(named);
+    if (!observer) {
+      observer = new UnrecordedLeases(this, named);
+      setBounded(this.unrecordedBy, named, observer);
+    }
+    return observer;
+  }
+
   emit(kind: LockEventKind, record: CallRecord, fields: Omit<LockEvent, 'kind' | 'name' | 'keys'>): void {
     if (!isWatched(kind, this.onEvent)) return;
     publish({ kind, name: record.name, keys: record.keys, ...fields }, this.onEvent);
+  }
+}
+
+/** The leases of calls named `name` that began unrecorded: only a loss is told, to whoever listens then. */
+class UnrecordedLeases implements LeaseObserver {
+  constructor(
+    private readonly telemetry: LockTelemetry,
+    private readonly name: string,
+  ) {}
+
+  attached(): void {}
+
+  renewed(): void {}
+
+  ended(lease: ObservedLease, lost: LockLostError | undefined): void {
+    const { onEvent } = this.telemetry;
+    if (!lost || !isWatched('lost', onEvent)) return;
+    const { token, fence, keys } = lease;
+    publish({ kind: 'lost', name: this.name, keys, token, fence, reason: lost.reason, error: lost }, onEvent);
   }
 }
 

@@ -104,6 +104,26 @@ describe('diagnostics channels', () => {
     expect(lost.error).toBeInstanceOf(LockLostError);
   });
 
+  it('a lease taken while nothing listened tells its loss to a subscriber that came since (a board opened later)', async () => {
+    const locks = lockService(server());
+    const holder = await locks.acquire('chan:4', { label: 'late', ttl: 5_000 });
+    const unheard = await locks.acquire('chan:5', { label: 'late', ttl: 5_000 });
+    listen();
+    await unheard.release();
+    await server().admin((redis) => redis.del('lock:{chan:4}'));
+    await expect(holder.extend()).rejects.toThrow();
+    const [lost] = of('lost', 'late');
+    expect(lost).toMatchObject({
+      keys: ['chan:4'],
+      reason: 'key-missing',
+      token: holder.token,
+      fence: holder.fence,
+    });
+    expect(lost.error).toBeInstanceOf(LockLostError);
+    // Only the loss: a release of such a lease is not told.
+    expect(seen.filter((e) => e.name === 'late').map((e) => e.kind)).toEqual(['lost']);
+  });
+
   it("a service's onEvent gets the events, and what it throws is ignored", async () => {
     const events: LockEventKind[] = [];
     const locks = lockService(server(), {
