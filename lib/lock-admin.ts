@@ -104,6 +104,6 @@ export async function forceRelease(store: LockStore, key: string, token: unknown
       : info.kind === 'read-write'
         ? { mode: holder.mode ?? 'write' }
         : undefined;
-  const own = store.ticket(key, Math.max(1, holder.ttl), claimWindowOf(token), undefined, kind);
+  const own = store.ticket(key, { ttl: Math.max(1, holder.ttl), claimWindow: claimWindowOf(token), kind });
   return store.release({ ...own, token }, holder.fence);
 }

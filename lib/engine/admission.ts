@@ -15,17 +15,14 @@
  * A call that serves nobody (no request, no deadline: a cron job) is never cut by 1 or 2; the door turns
  * it away only when its whole wait could not see the line through.
  *
- * The standing line's trip and cut are two thresholds on purpose. Below capacity a line drains now and
- * then, so over an interval of 150 places some caller is served within 15 of them, and the rule does not
- * trip; past capacity none is. Once tripped, the short door keeps the line near 7 places instead of 30
- * (or the callers' whole patience), at the cost of a line that empties a little more often. Exit by the
- * share served, not by a short wait, because a short line past capacity still serves someone at once now
- * and then. Modelled (Poisson arrivals, holds varying by half their length): at 90 % of a key's capacity
- * it turns away 6 callers in 10,000; at 120 % the median wait is 5 places and the key is busy 99 % of
- * the time, against 28 places and 100 % for a cut to twice the target. The floors keep event-loop jitter
- * on keys held for microseconds from reading as a standing line. The target and interval are fixed
- * (`shed: { target, interval }`) or, by default, scaled to the key's pace: a target of PACED_TARGET places
- * (or `shed: { places }`) and an interval of PACED_INTERVAL targets.
+ * The standing line's trip and cut are two thresholds on purpose: below capacity a line drains now and
+ * then, so some caller of an interval is served within the target and the rule does not trip; past
+ * capacity none is, and once tripped the shorter cut keeps the line near half its target. It stops by the
+ * share served, not by a short wait: a short line past capacity still serves someone at once now and
+ * then. The floors keep event-loop jitter on keys held for microseconds from reading as a standing line.
+ * The target and interval are fixed (`shed: { target, interval }`) or, by default, scaled to the key's
+ * pace: PACED_TARGET places (or `shed: { places }`) and PACED_INTERVAL targets. What these choices cost
+ * and gain, modelled and measured: docs/benchmarks.md, "A standing line held to half its target".
  *
  * What is seen of a line: how long a hold lasts, and how long the line takes per place (a waiter granted
  * after waiting `w` ms from place `p` gives w / p, departures ahead of it included: the pace a newcomer's

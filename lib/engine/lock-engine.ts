@@ -242,7 +242,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   private ticket(key: string, call: EngineCall, member?: TicketMember): LockTicket {
     const { ttl, permits, mode } = call.options;
     const claimWindow = claimWindowFor(ttl, this.options.claimWindow);
-    return this.store.ticket(key, ttl, claimWindow, member, { permits, mode });
+    return this.store.ticket(key, { ttl, claimWindow, member, kind: { permits, mode } });
   }
 
   /** One ticket per key of a multi-key call: the first key's token, and the later keys' derived from it. */

@@ -52,6 +52,14 @@ export interface TicketKind {
   readonly mode?: 'read' | 'write';
 }
 
+/** What a ticket is made for: the call's ttl and claim window, its place in a multi-key call, its kind of lock. */
+export interface TicketTerms {
+  readonly ttl: number;
+  readonly claimWindow: number;
+  readonly member?: TicketMember;
+  readonly kind?: TicketKind;
+}
+
 /** Which multi-key call a ticket belongs to: its first key's token, and this key's place after it. */
 export interface TicketMember {
   readonly of: string;
@@ -94,7 +102,7 @@ export interface LockStore {
    * key has a token of its own, so a late wake-up about one key can never be taken for another's.
    * `kind`: the ticket is for a semaphore (`permits` above 1) or a read-write lock (`mode`).
    */
-  ticket(key: string, ttl: number, claimWindow: number, member?: TicketMember, kind?: TicketKind): LockTicket;
+  ticket(key: string, terms: TicketTerms): LockTicket;
   /**
    * Take the lock, or join its queue (per `mode`), or confirm a grant; idempotent per ticket. A `wait`
    * call whose ticket holds a reservation on the key (reserve) claims it: it is queued at that place.

@@ -23,8 +23,7 @@ import type {
   LockSnapshot,
   LockStore,
   LockTicket,
-  TicketKind,
-  TicketMember,
+  TicketTerms,
   WakeHandlers,
   WakeMessage,
 } from './lock-store';
@@ -430,14 +429,8 @@ class MemoryLockStore implements LockStore {
     return this.id;
   }
 
-  ticket(
-    key: string,
-    ttl: number,
-    claimWindow: number,
-    member?: TicketMember,
-    kind?: TicketKind,
-  ): LockTicket {
-    return ticketFields(this.id, ++this.sequence, key, ttl, claimWindow, member, kind);
+  ticket(key: string, terms: TicketTerms): LockTicket {
+    return ticketFields(this.id, ++this.sequence, key, terms);
   }
 
   // Every call answers on a later turn, as a round trip would: callers never see a reply within the

@@ -40,11 +40,11 @@ import {
   type LockStore,
   type LockTicket,
   safetyMargin,
-  type TicketMember,
+  type TicketTerms,
   type WakeHandlers,
 } from './lock-store';
 import { QuorumHandoffs } from './quorum-handoffs';
-import { lockToken, memberToken, storeInstanceId } from './token';
+import { storeInstanceId, ticketFields } from './token';
 
 export interface QuorumStoreOptions {
   prefix: string;
@@ -109,15 +109,9 @@ export class QuorumLockStore implements LockStore {
   /** A quorum has no semaphores (yet): a lock held on a majority is one owner's. */
   readonly semaphores = false;
 
-  ticket(key: string, ttl: number, claimWindow: number, member?: TicketMember): LockTicket {
-    const ticket = {
-      key,
-      token: member
-        ? memberToken(member.of, member.index)
-        : lockToken(this.instanceId, ++this.sequence, claimWindow),
-      ttl,
-      claimWindow,
-    };
+  ticket(key: string, { ttl, claimWindow, member }: TicketTerms): LockTicket {
+    // No kind: a quorum's lock is a mutex.
+    const ticket = ticketFields(this.instanceId, ++this.sequence, key, { ttl, claimWindow, member });
     // Wall-clock time, to µs: comparable between the processes (and machines, as far as their clocks
     // agree) whose callers share a line.
     this.arrivals.set(ticket, Math.round((performance.timeOrigin + now()) * 1000) / 1000);

@@ -24,8 +24,7 @@ import type {
   LockSnapshot,
   LockStore,
   LockTicket,
-  TicketKind,
-  TicketMember,
+  TicketTerms,
   TransferReply,
   WakeHandlers,
 } from './lock-store';
@@ -118,15 +117,9 @@ export class RedisLockStore implements LockStore {
     this.stopFollowing = connection.followFailovers?.() ?? (() => {});
   }
 
-  ticket(
-    key: string,
-    ttl: number,
-    claimWindow: number,
-    member?: TicketMember,
-    kind?: TicketKind,
-  ): LockTicket {
+  ticket(key: string, terms: TicketTerms): LockTicket {
     // The fields' own object, added to: a spread into a new one cost a copy on every call.
-    const fields = ticketFields(this.instanceId, ++this.sequence, key, ttl, claimWindow, member, kind);
+    const fields = ticketFields(this.instanceId, ++this.sequence, key, terms);
     const ticket = fields as RedisTicket;
     ticket.keys = redisKeys(this.options.prefix, key);
     ticket.channelPrefix = this.channelPrefix;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { LockTicket, TicketKind, TicketMember } from './lock-store';
+import type { LockTicket, TicketTerms } from './lock-store';
 
 /**
  * The shape of a waiter's or owner's token, shared by the stores: `<instance>:<n>~<claim window ms>`.
@@ -58,10 +58,7 @@ export function ticketFields(
   instance: string,
   n: number,
   key: string,
-  ttl: number,
-  claimWindow: number,
-  member?: TicketMember,
-  kind?: TicketKind,
+  { ttl, claimWindow, member, kind }: TicketTerms,
 ): LockTicket {
   const permits = kind?.permits !== undefined && kind.permits > 1 ? kind.permits : undefined;
   const mode = kind?.mode;

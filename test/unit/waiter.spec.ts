@@ -17,7 +17,11 @@ import { call, engine, wrappedBackend } from './engine-fixtures';
 
 function waiter(locks: LockEngine, key: string, options?: AcquireOptions): Waiter<HeldLease> {
   const made = call(options);
-  const ticket = locks.store.ticket(key, made.options.ttl, 1_000, undefined, { permits: 1, mode: undefined });
+  const ticket = locks.store.ticket(key, {
+    ttl: made.options.ttl,
+    claimWindow: 1_000,
+    kind: { permits: 1, mode: undefined },
+  });
   return new Waiter(locks, ticket, now(), made);
 }
 
