@@ -31,7 +31,10 @@ const KINDS: { kind: string; options: AcquireOptions; holders: number }[] = [
   { kind: "a read-write lock's writer", options: { mode: 'write' }, holders: 1 },
 ];
 
-describe.each(KINDS)('the door on Redis, for $kind', ({ options, holders }) => {
+describe.each(KINDS)('the door on Redis, for $kind', ({ kind, options, holders }) => {
+  // A key of its own per kind: the pace one kind's test leaves in Redis (10 s, never replaced meanwhile)
+  // must not stand in for the one the next kind's test teaches, and expire under it.
+  const keyed = (name: string) => `${name}:${kind.replace(/[^a-z]+/gi, '-')}`;
   const queueLength = async (locks: LockService, key: string): Promise<number> =>
     (await locks.inspect(key)).queueLength;
 
@@ -79,7 +82,7 @@ describe.each(KINDS)('the door on Redis, for $kind', ({ options, holders }) => {
   }
 
   it('turns away a call that could not wait through the line of other processes; the line stays as it was', async () => {
-    const key = 'door';
+    const key = keyed('door');
     const { locks, agents, holder } = await pacedLine(key);
     const line = (await locks.inspect(key)).waiting;
 
@@ -107,7 +110,7 @@ describe.each(KINDS)('the door on Redis, for $kind', ({ options, holders }) => {
   }, 60_000);
 
   it('protects a new instance from its first join: the pace another instance left in Redis sets its door', async () => {
-    const key = 'door-cold';
+    const key = keyed('door-cold');
     const { agents, holder } = await pacedLine(key);
     // A service started now, which has never seen this key's line move.
     const fresh = lockService(server());
