@@ -10,7 +10,7 @@
  *
  * Usage: npm run bench:nest [-- --rounds 3 --requests 3000 --concurrency 4 --variants ours,murlock]
  * (`--variants ours,ours-board`: the same with the lock board mounted and nobody looking at it;
- * `ours-all-routes`: with the module's closedRequests: 'all-routes'; `ours-handler`: @Locked on the
+ * `ours-all-routes`: with the module's requests: true; `ours-handler`: @Locked on the
  * route's handler; `ours-handler-baseline`: that on the --baseline build)
  * To compare with another build of this library in the same run: `--baseline DIR` (a directory inside
  * the project, built with `npx tsc -p tsconfig.build.json --outDir DIR`) adds the variant ours-baseline.

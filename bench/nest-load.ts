@@ -98,7 +98,7 @@ const VARIANTS: Record<string, { app: string; env: Record<string, string>; what:
   'ours-handler-no-deadline': {
     app: 'ours-handler',
     env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS), BENCH_NO_DEADLINE: '1' },
-    what: 'ours-handler reading no deadline header (requestDeadline: { headers: false })',
+    what: 'ours-handler taking nothing from a request (requests: false)',
   },
   'ours-handler-no-shed': {
     app: 'ours-handler',
@@ -108,22 +108,22 @@ const VARIANTS: Record<string, { app: string; env: Record<string, string>; what:
   'ours-handler-door': {
     app: 'ours-handler',
     env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS), BENCH_SHED_DOOR: '1' },
-    what: "ours-handler with the door alone, no standing-line rule (shed: 'door')",
+    what: "ours-handler with the door alone, no standing-line rule ('door' under the shed hook)",
   },
   'ours-handler-places': {
     app: 'ours-handler',
     env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS), BENCH_SHED_PLACES: SHED_PLACES },
-    what: `ours-handler with the paced target at ${SHED_PLACES} places (shed: { places: ${SHED_PLACES} })`,
+    what: `ours-handler with the paced target at ${SHED_PLACES} places ({ places: ${SHED_PLACES} } under the shed hook)`,
   },
   'ours-handler-standing': {
     app: 'ours-handler',
     env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS), BENCH_STANDING_LINE: STANDING_TARGET },
-    what: `ours-handler with a standing-line rule: shed: { target: ${STANDING_TARGET} } (CoDel-like)`,
+    what: `ours-handler with a fixed standing-line rule: { target: ${STANDING_TARGET} } under the shed hook (CoDel-like)`,
   },
   'ours-all-routes': {
     app: 'ours-all-routes',
     env: { BENCH_WAIT_TIMEOUT: String(TIMEOUT_MS) },
-    what: "ours with closedRequests: 'all-routes' written out (the default now; not before)",
+    what: 'ours with requests: true written out (the default)',
   },
   'nest-redlock': {
     app: 'nest-redlock',

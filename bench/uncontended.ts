@@ -5,6 +5,7 @@
 // reporting to an OpenTelemetry SDK (metrics to a reader, spans to a processor that drops them): against
 // the plain rows, what telemetry costs with and without an SDK. Median of the rounds.
 // Usage: npm run bench:uncontended
+import { metrics, trace } from '@opentelemetry/api';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, NoopSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import Redis from 'ioredis';
@@ -26,16 +27,18 @@ class QuietReader extends MetricReader {
   protected async onForceFlush(): Promise<void> {}
 }
 
-/** A service reporting to a real SDK; undefined for a build without the `telemetry` option. */
-function withSdk(client: Redis): Library.LockService | undefined {
-  const telemetry = {
-    meterProvider: new MeterProvider({ readers: [new QuietReader()] }),
-    tracerProvider: new BasicTracerProvider({ spanProcessors: [new NoopSpanProcessor()] }),
-  };
+const meterProvider = new MeterProvider({ readers: [new QuietReader()] });
+const tracerProvider = new BasicTracerProvider({ spanProcessors: [new NoopSpanProcessor()] });
+
+/** Runs `fn` with a real SDK registered, as an application registers it; unregistered after. */
+async function withSdk<T>(fn: () => Promise<T>): Promise<T> {
+  metrics.setGlobalMeterProvider(meterProvider);
+  trace.setGlobalTracerProvider(tracerProvider);
   try {
-    return new LockService(client, { telemetry } as Library.LockServiceOptions);
-  } catch {
-    return undefined;
+    return await fn();
+  } finally {
+    metrics.disable();
+    trace.disable();
   }
 }
 
@@ -59,7 +62,6 @@ async function main(): Promise<void> {
   const redis = await startRedis();
   const client = new Redis(redis.port);
   const locks = new LockService(client);
-  const traced = withSdk(client);
   const redlock = new Redlock([client]);
   client.defineCommand('floorRelease', {
     numberOfKeys: 1,
@@ -79,14 +81,10 @@ async function main(): Promise<void> {
       await lease.release();
     },
     'nestjs-redis-lock using (renewed, reentrant)': () => locks.using('bench-using', () => undefined),
-    ...(traced
-      ? {
-          'nestjs-redis-lock acquire + release, OpenTelemetry SDK': async () => {
-            const lease = await traced.acquire('bench-otel', { label: 'bench' });
-            await lease.release();
-          },
-        }
-      : {}),
+    'nestjs-redis-lock acquire + release, OpenTelemetry SDK': async () => {
+      const lease = await locks.acquire('bench-otel', { label: 'bench' });
+      await lease.release();
+    },
     'redlock 5 acquire + release': async () => {
       const lock = await redlock.acquire(['redlock'], 30_000);
       await lock.release();
@@ -103,7 +101,8 @@ async function main(): Promise<void> {
     // Rotated order, so drift in the machine's load is spread over every contender.
     for (let i = 0; i < names.length; i++) {
       const name = names[(i + round) % names.length];
-      samples.get(name)?.push(await time(contenders[name]));
+      const run = () => time(contenders[name]);
+      samples.get(name)?.push(await (name.endsWith('OpenTelemetry SDK') ? withSdk(run) : run()));
     }
   }
   const figure = (name: string, field: keyof Sample) =>
@@ -121,7 +120,6 @@ async function main(): Promise<void> {
     );
   }
   await locks.close();
-  await traced?.close();
   client.disconnect();
   await redis.stop();
 }

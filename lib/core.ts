@@ -22,7 +22,5 @@ export type { ServerFacts, ServerReport, ServerRisk, ServerRiskCode } from './st
 export { LOCK_CHANNELS, type LockEvent, type LockEventKind } from './telemetry/lock-events';
 export type {
   LockLogger,
-  MeterProviderLike,
   TelemetryOptions,
-  TracerProviderLike,
 } from './telemetry/telemetry-options';

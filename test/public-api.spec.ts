@@ -86,7 +86,6 @@ const MAIN_TYPES = [
   'LockedKeyWarningCode',
   'LockedMethodRunner',
   'LockedOptions',
-  'MeterProviderLike',
   'NodeFailure',
   'RedisClient',
   'RedisLockBoardAsyncOptions',
@@ -96,11 +95,9 @@ const MAIN_TYPES = [
   'RedisLockHealthResult',
   'RedisLockHealthStatus',
   'RedisLockModuleExtras',
-  'ClosedRequests',
   'DeadlineShortfall',
   'OverloadRefusal',
   'KeyScope',
-  'RequestDeadline',
   'RedisLockModuleOptions',
   'ReplicaOptions',
   'ReplicatedWrite',
@@ -109,7 +106,6 @@ const MAIN_TYPES = [
   'ServerRisk',
   'ServerRiskCode',
   'TelemetryOptions',
-  'TracerProviderLike',
   'TryAcquireOptions',
 ];
 

@@ -12,7 +12,7 @@
  * - ours-board: `ours` with the lock board mounted (RedisLockBoardModule), nobody looking at it;
  * - ours-handler: `@Locked('order:<0>')` on the route's handler itself rather than on a service method
  *   (the shape that followed its request before every locked call did);
- * - ours-all-routes: `ours` with `closedRequests: 'all-routes'` written out, which is now the default
+ * - ours-all-routes: `ours` with `requests: true` written out, which is the default
  *   (kept so that older runs can be repeated on a baseline build, where it was not);
  * - nest-redlock: RedlockModule.register and `@Redlock((_, id) => \`order:${id}\`, 5000)`;
  * - murlock: MurLockModule.forRoot and `@MurLock(5000, 'id')`;
@@ -20,11 +20,11 @@
  *
  * How long a call may wait for a busy lock, for the load benchmark (unset: each library's defaults):
  * - BENCH_WAIT_TIMEOUT (ms): `ours` gets it as `waitTimeout`, its own bound on the wait;
- * - BENCH_NO_DEADLINE=1: ours reads no deadline header (requestDeadline: { headers: false });
+ * - BENCH_NO_DEADLINE=1: ours takes nothing from a request (requests: false);
  * - BENCH_NO_SHED=1: ours turns nobody away at the door (shed: false);
- * - BENCH_SHED_DOOR=1: ours keeps the door but no standing-line rule (shed: 'door');
- * - BENCH_SHED_PLACES (places): ours paces the standing-line rule's target so (shed: { places });
- * - BENCH_STANDING_LINE (ms): ours adds the standing-line rule with this target (shed: { target });
+ * - BENCH_SHED_DOOR=1: ours keeps the door but no standing-line rule ('door' under the shed hook);
+ * - BENCH_SHED_PLACES (places): ours paces the standing-line rule's target so ({ places } under it);
+ * - BENCH_STANDING_LINE (ms): ours fixes the standing-line rule's target so ({ target } under it);
  * - BENCH_WORK_MS (ms): the critical section's work between its GET and SET (default 2);
  * - BENCH_RETRY_MS (ms): nest-redlock and murlock retry at this fixed interval instead of their
  *   defaults, as many times as fit in BENCH_WAIT_TIMEOUT (they have a retry count, not a deadline).
@@ -152,16 +152,23 @@ class PayController {
 }
 
 /**
- * What ours is told beyond its connection: BENCH_NO_DEADLINE=1, read no deadline from the request's
- * headers; BENCH_NO_SHED=1, turn nobody away at the door (each option's other side). Only what is set,
+ * What ours is told beyond its connection: BENCH_NO_DEADLINE=1, take nothing from a request
+ * (its deadline, its close); BENCH_NO_SHED=1, turn nobody away at the door (each option's other side). Only what is set,
  * so that a build without these options (`-baseline`) starts.
  */
+// The other overload rules are no options: they are set under the library's test hook, by its name.
+const SHED_RULE = Symbol.for('nestjs-redis-lock.shed-rule');
+const shedRule = process.env.BENCH_SHED_DOOR
+  ? 'door'
+  : process.env.BENCH_SHED_PLACES
+    ? { places: Number(process.env.BENCH_SHED_PLACES) }
+    : process.env.BENCH_STANDING_LINE
+      ? { target: Number(process.env.BENCH_STANDING_LINE), interval: 100 }
+      : undefined;
 const extraOptions = {
-  ...(process.env.BENCH_NO_DEADLINE ? { requestDeadline: { headers: false } } : {}),
+  ...(process.env.BENCH_NO_DEADLINE ? { requests: false } : {}),
   ...(process.env.BENCH_NO_SHED ? { shed: false } : {}),
-  ...(process.env.BENCH_SHED_DOOR ? { shed: 'door' as const } : {}),
-  ...(process.env.BENCH_SHED_PLACES ? { shed: { places: Number(process.env.BENCH_SHED_PLACES) } } : {}),
-  ...(process.env.BENCH_STANDING_LINE ? { shed: { target: Number(process.env.BENCH_STANDING_LINE) } } : {}),
+  ...(shedRule ? { [SHED_RULE]: shedRule } : {}),
 };
 
 function lockImports(): DynamicModule[] {
@@ -170,14 +177,18 @@ function lockImports(): DynamicModule[] {
     case 'ours':
     case 'ours-handler':
       return [
-        RedisLockModule.forRoot({ url: redisUrl, httpErrors: !process.env.BENCH_NO_HTTP, ...extraOptions }),
+        // Through a factory: forRoot passes on only the options' named keys, not the shed hook.
+        RedisLockModule.forRootAsync({
+          useFactory: () => ({ url: redisUrl, ...extraOptions }),
+          httpErrors: !process.env.BENCH_NO_HTTP,
+        }),
       ];
     case 'ours-all-routes':
       return [
         RedisLockModule.forRoot({
           url: redisUrl,
           httpErrors: !process.env.BENCH_NO_HTTP,
-          closedRequests: 'all-routes',
+          requests: true,
           ...extraOptions,
         }),
       ];

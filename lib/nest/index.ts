@@ -25,7 +25,6 @@ export {
   getRedisLockHealthToken,
 } from './redis-lock.tokens';
 export type {
-  ClosedRequests,
   KeyScope,
   LockedKeyWarning,
   LockedKeyWarningCode,
@@ -34,4 +33,3 @@ export type {
   RedisLockModuleExtras,
   RedisLockModuleOptions,
 } from './redis-lock-options.interface';
-export type { RequestDeadline } from './request-deadline';

@@ -25,7 +25,7 @@ interface HandlerPrototype {
 }
 
 /** `Retry-After` seconds, by the HTTP adapter of each application that converts. */
-const converting = new WeakMap<object, number>();
+const converting = new WeakSet<object>();
 /** Per copy of this library: a second copy (another version in the same process) hooks its own errors. */
 const HOOKED = Symbol('nestjs-redis-lock.http-conversion');
 
@@ -45,9 +45,9 @@ export function canConvertWithoutInterceptor(): boolean {
  * Converts lock errors of the application served by `adapter` from now on, until the returned function
  * is called. The first configuration of an application to ask sets its `Retry-After`.
  */
-export function convertLockErrors(adapter: HttpServer, retryAfterSeconds: number): () => void {
+export function convertLockErrors(adapter: HttpServer): () => void {
   hook();
-  if (!converting.has(adapter)) converting.set(adapter, retryAfterSeconds);
+  converting.add(adapter);
   return () => converting.delete(adapter);
 }
 
@@ -60,11 +60,10 @@ function hook(): void {
   prototype.next = function (this: { applicationRef?: HttpServer }, exception, host) {
     if (exception instanceof LockError) {
       const adapter = this.applicationRef;
-      const seconds = adapter === undefined ? undefined : converting.get(adapter);
-      if (seconds !== undefined && host.getType() === 'http') {
+      if (adapter !== undefined && converting.has(adapter) && host.getType() === 'http') {
         const http = httpExceptionFor(exception);
         if (http) {
-          setRetryAfter(adapter, host.getArgByIndex(1), http, seconds);
+          setRetryAfter(adapter, host.getArgByIndex(1), http);
           return next.call(this, http, host);
         }
       }
@@ -82,14 +81,11 @@ function hook(): void {
 export class LockHttpErrorsHook implements OnModuleInit, OnApplicationShutdown {
   private stop: (() => void) | undefined;
 
-  constructor(
-    private readonly adapterHost: HttpAdapterHost,
-    private readonly retryAfterSeconds: number,
-  ) {}
+  constructor(private readonly adapterHost: HttpAdapterHost) {}
 
   onModuleInit(): void {
     const adapter = this.adapterHost.httpAdapter;
-    if (adapter) this.stop ??= convertLockErrors(adapter, this.retryAfterSeconds);
+    if (adapter) this.stop ??= convertLockErrors(adapter);
   }
 
   onApplicationShutdown(): void {

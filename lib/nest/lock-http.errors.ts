@@ -85,8 +85,11 @@ function overloadMessage(error: LockTimeoutError): string {
   return 'The resource has more requests than it can serve, so this one was turned away before its turn came; nothing ran for it. Retry after the time given.';
 }
 
-/** `Retry-After` of the 409 and 503 responses, in seconds, unless the module's options say otherwise. */
-export const DEFAULT_RETRY_AFTER = 1;
+/**
+ * `Retry-After` of a 409 and of Redis out of reach, in seconds: a lock's usual hold and a reconnect are
+ * both well under it, and a client told more would wait for nothing.
+ */
+const RETRY_AFTER_SECONDS = 1;
 
 /** What an HTTP response for a lock error is made of: status, body and headers (`Retry-After`). */
 export interface LockErrorResponse {
@@ -98,21 +101,17 @@ export interface LockErrorResponse {
 /**
  * The response the module's conversion would give a lock error, for an exception filter of your own
  * (with `httpErrors: false`, or outside Nest's HTTP layer): 409 for a lock held past the call's own
- * waitTimeout and 503 for Redis out of reach, both with `Retry-After: retryAfterSeconds` (default 1, as
- * the module's option); 503 for a wait refused for overload, with `Retry-After` when its line would
+ * waitTimeout and 503 for Redis out of reach, both with `Retry-After: 1`; 503 for a wait refused for overload, with `Retry-After` when its line would
  * clear (LockTimeoutError.retryAfterMs, in whole seconds, at least 1); 400 for a key the request cannot
  * build; undefined for any other error.
  */
-export function lockErrorResponse(
-  error: unknown,
-  retryAfterSeconds = DEFAULT_RETRY_AFTER,
-): LockErrorResponse | undefined {
+export function lockErrorResponse(error: unknown): LockErrorResponse | undefined {
   const exception = httpExceptionFor(error);
   if (!exception) return undefined;
   return {
     status: exception.getStatus(),
     body: exception.getResponse() as LockErrorResponse['body'],
-    headers: retryable(exception) ? { 'Retry-After': String(retryAfter(exception, retryAfterSeconds)) } : {},
+    headers: retryable(exception) ? { 'Retry-After': String(retryAfter(exception)) } : {},
   };
 }
 
@@ -121,12 +120,12 @@ function retryable(exception: HttpException): boolean {
   return exception instanceof ConflictException || exception instanceof ServiceUnavailableException;
 }
 
-/** The module's `Retry-After`, or, for a wait refused for overload, when its line would clear. */
-function retryAfter(exception: HttpException, seconds: number): number {
+/** When to retry, in seconds: for a wait refused for overload, when its line would clear. */
+function retryAfter(exception: HttpException): number {
   const { cause } = exception;
   return cause instanceof LockTimeoutError && cause.retryAfterMs !== undefined
     ? Math.max(1, Math.ceil(cause.retryAfterMs / 1000))
-    : seconds;
+    : RETRY_AFTER_SECONDS;
 }
 
 /** Sets `Retry-After` on the response the exception will be rendered on, whichever filter renders it. */
@@ -134,10 +133,9 @@ export function setRetryAfter(
   adapter: HttpServer | undefined,
   response: unknown,
   exception: HttpException,
-  seconds: number,
 ): void {
   if (!adapter || !retryable(exception)) return;
-  adapter.setHeader(response, 'Retry-After', String(retryAfter(exception, seconds)));
+  adapter.setHeader(response, 'Retry-After', String(retryAfter(exception)));
 }
 
 /**
@@ -146,10 +144,7 @@ export function setRetryAfter(
  * exception filter sees them.
  */
 export class LockHttpErrorsInterceptor implements NestInterceptor {
-  constructor(
-    private readonly adapterHost: HttpAdapterHost,
-    private readonly retryAfterSeconds: number,
-  ) {}
+  constructor(private readonly adapterHost: HttpAdapterHost) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     if (context.getType<string>() !== 'http') return next.handle();
@@ -157,12 +152,7 @@ export class LockHttpErrorsInterceptor implements NestInterceptor {
       catchError((error: unknown) => {
         const exception = httpExceptionFor(error);
         if (!exception) return throwError(() => error);
-        setRetryAfter(
-          this.adapterHost.httpAdapter,
-          context.switchToHttp().getResponse(),
-          exception,
-          this.retryAfterSeconds,
-        );
+        setRetryAfter(this.adapterHost.httpAdapter, context.switchToHttp().getResponse(), exception);
         return throwError(() => exception);
       }),
     );

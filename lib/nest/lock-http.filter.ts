@@ -16,10 +16,7 @@ import { httpExceptionFor, setRetryAfter } from './lock-http.errors';
 
 @Catch(LockTimeoutError, RedisUnavailableError, LockKeyError)
 export class LockHttpExceptionFilter implements ExceptionFilter {
-  constructor(
-    private readonly adapterHost: HttpAdapterHost,
-    private readonly retryAfterSeconds: number = 1,
-  ) {}
+  constructor(private readonly adapterHost: HttpAdapterHost) {}
 
   catch(exception: LockError, host: ArgumentsHost): unknown {
     const type = host.getType<string>();
@@ -27,7 +24,7 @@ export class LockHttpExceptionFilter implements ExceptionFilter {
     const http = type === 'http' ? httpExceptionFor(exception) : undefined;
     if (!http) throw exception;
     const response = host.switchToHttp().getResponse();
-    setRetryAfter(this.adapterHost.httpAdapter, response, http, this.retryAfterSeconds);
+    setRetryAfter(this.adapterHost.httpAdapter, response, http);
     this.adapterHost.httpAdapter.reply(response, http.getResponse(), http.getStatus());
     return undefined;
   }

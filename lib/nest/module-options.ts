@@ -1,7 +1,6 @@
 /**
  * The options of one module configuration, checked once: where Redis is (`client`, `url`, `redis`),
- * what only the module does (`gracePeriod`, `retryAfterSeconds`, `scope`, `onWarning`,
- * `requestDeadline`), and the rest
+ * what only the module does (`gracePeriod`, `scope`, `onWarning`, `requests`), and the rest
  * passed on to LockService, which checks its own.
  * Nothing is opened here: lib/nest/redis-lock.context.ts opens what this says to.
  */
@@ -13,16 +12,8 @@ import { checkOnWarning, checkOptionNames, SERVICE_OPTION_NAMES } from '../optio
 import { isLockBackend, type LockBackend } from '../store/lock-store';
 import { MemoryLockBackend } from '../store/memory-store';
 import { checkScope } from './key-scope';
-import { DEFAULT_RETRY_AFTER } from './lock-http.errors';
 import type { KeyScope, LockWarning } from './redis-lock-options.interface';
-import {
-  checkRequestDeadline,
-  DEFAULT_REQUEST_DEADLINE,
-  type ResolvedRequestDeadline,
-} from './request-deadline';
-
-/** A day: a longer Retry-After for a busy lock or a Redis outage is a mistake, not a policy. */
-const MAX_RETRY_AFTER = 86_400;
+import { checkRequests, DEFAULT_REQUEST_SETTINGS, type RequestSettings } from './request-scope';
 
 /** The module's own options, each with its check and default; the rest are LockService's. */
 const MODULE_OPTIONS = {
@@ -30,16 +21,12 @@ const MODULE_OPTIONS = {
     check: (v: unknown) => integerIn('gracePeriod', v, 0, MAX_MS, 'ms'),
     default: 5_000,
   },
-  retryAfterSeconds: {
-    check: (v: unknown) => integerIn('retryAfterSeconds', v, 0, MAX_RETRY_AFTER, 'seconds'),
-    default: DEFAULT_RETRY_AFTER,
-  },
   scope: { check: (v: unknown) => checkScope(v, 'scope'), default: false as KeyScope },
   onWarning: {
     check: (v: unknown) => checkOnWarning(v) as ((warning: LockWarning) => void) | undefined,
     default: undefined,
   },
-  requestDeadline: { check: checkRequestDeadline, default: DEFAULT_REQUEST_DEADLINE },
+  requests: { check: checkRequests, default: DEFAULT_REQUEST_SETTINGS as RequestSettings | undefined },
 } as const;
 
 /** The three ways to say where Redis is. */
@@ -50,7 +37,7 @@ const MODULE_OPTION_NAMES = [
 ];
 
 /** Extras shape the module itself: they go beside the options, never inside what a factory returns. */
-const EXTRAS = ['isGlobal', 'name', 'httpErrors', 'closedRequests'];
+const EXTRAS = ['name', 'httpErrors'];
 
 /** Where the locks live: a store given as is (never closed), or connections the module opens (and closes). */
 export type ModuleConnection =
@@ -65,10 +52,10 @@ export type ModuleConnection =
 export interface ResolvedModuleOptions {
   readonly connection: ModuleConnection;
   readonly gracePeriod: number;
-  readonly retryAfterSeconds: number;
   readonly scope: KeyScope;
   readonly onWarning: ((warning: LockWarning) => void) | undefined;
-  readonly requestDeadline: ResolvedRequestDeadline;
+  /** What the locked calls made for an HTTP request take from it; undefined: nothing. */
+  readonly requests: RequestSettings | undefined;
   /** What LockService checks itself. */
   readonly service: Record<string, unknown>;
 }
@@ -100,17 +87,7 @@ export function resolveModuleOptions(
     }
   }
   checkOptionNames(options, MODULE_OPTION_NAMES, `the ${label} options`);
-  const {
-    client,
-    url,
-    redis,
-    gracePeriod,
-    retryAfterSeconds,
-    scope,
-    onWarning,
-    requestDeadline,
-    ...service
-  } = options;
+  const { client, url, redis, gracePeriod, scope, onWarning, requests, ...service } = options;
   const value = <N extends keyof typeof MODULE_OPTIONS>(name: N, given: unknown) =>
     (given === undefined ? MODULE_OPTIONS[name].default : MODULE_OPTIONS[name].check(given)) as ReturnType<
       (typeof MODULE_OPTIONS)[N]['check']
@@ -124,10 +101,9 @@ export function resolveModuleOptions(
         ? { given: memoryBackend(client, label) }
         : connection(client, url, redis, label),
     gracePeriod: value('gracePeriod', gracePeriod),
-    retryAfterSeconds: value('retryAfterSeconds', retryAfterSeconds),
     scope: value('scope', scope),
     onWarning: value('onWarning', onWarning),
-    requestDeadline: value('requestDeadline', requestDeadline),
+    requests: value('requests', requests),
     service,
   };
 }

@@ -5,7 +5,7 @@ import type { LockServiceOptions } from '../options/service-options';
 import type { LockBackend } from '../store/lock-store';
 import type { ServerRisk } from '../store/server-watch';
 import type { KeyResolver, LockKeyTemplate } from './key-template';
-import type { RequestDeadline } from './request-deadline';
+import type { RequestsOption } from './request-scope';
 
 /**
  * What @Locked keys are prefixed with: `true` their method's `Class.method:`, a name `name:`, `false`
@@ -43,11 +43,6 @@ export interface RedisLockModuleOptions extends LockServiceOptions {
    */
   gracePeriod?: number;
   /**
-   * `Retry-After` (seconds) sent with the 409 of a lock held past the call's own waitTimeout and the 503
-   * of Redis being down (a wait refused for overload says when its line would clear instead). Default 1.
-   */
-  retryAfterSeconds?: number;
-  /**
    * Prefix the key of every @Locked method whose decorator sets no `scope` of its own: `true` with its
    * `Class.method:` (as murlock does), a string with itself and `:`. Default false: keys are global, so
    * two methods (or two services) that protect one resource share its lock by naming the same key.
@@ -60,21 +55,18 @@ export interface RedisLockModuleOptions extends LockServiceOptions {
    */
   onWarning?: (warning: LockWarning) => void;
   /**
-   * Where the locked calls made for an HTTP request take their deadline from (AcquireOptions.deadline):
-   * by default the deadline its client or a proxy sent (`grpc-timeout`, `x-envoy-expected-rq-timeout-ms`,
-   * `x-request-deadline`); with `budget`, also at most that many ms after the request arrived.
-   * docs/nest.md, "Deadlines".
+   * Whether the locked calls made for an HTTP request, at any depth, follow it. `true` (default): a call
+   * stops waiting when the client closes the connection before the response is written (LockAbortedError,
+   * answered 499; a lock granted after that runs nothing), and ends its wait in time for the deadline the
+   * client or a proxy sent (`grpc-timeout`, `x-envoy-expected-rq-timeout-ms`, `x-request-deadline`), else
+   * for the patience its route's clients showed. `{ budget }`: that, and every request is to be answered
+   * within `budget` ms of its arrival. `false`: nothing is taken from a request. docs/nest.md, "Deadlines".
    */
-  requestDeadline?: RequestDeadline;
+  requests?: RequestsOption;
 }
-
-/** Whose closed requests end their locked calls' waits: see `closedRequests`. */
-export type ClosedRequests = 'all-routes' | 'ignore';
 
 /** Set at `forRoot` / `forRootAsync` level, beside the options (they shape the module itself). */
 export interface RedisLockModuleExtras {
-  /** Register the module globally, so every module can inject LockService. Default true. */
-  isGlobal?: boolean;
   /**
    * Name of this configuration, for several in one app (e.g. two Redis servers). A named one is injected
    * with `@InjectLockService(name)` and used with `@Locked(key, { service: name })`. Default: unnamed.
@@ -86,13 +78,6 @@ export interface RedisLockModuleExtras {
    * Default true.
    */
   httpErrors?: boolean;
-  /**
-   * Whether the locked calls made for an HTTP request stop waiting when its client closes the connection
-   * before the response is written (they reject with LockAbortedError, answered 499, and a lock granted
-   * after that runs nothing): `'all-routes'` (default), every locked call made while serving a request,
-   * at any depth; `'ignore'`, none.
-   */
-  closedRequests?: ClosedRequests;
 }
 
 /**

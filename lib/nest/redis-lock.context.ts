@@ -14,7 +14,7 @@ import { isLockBackend, type LockBackend } from '../store/lock-store';
 import { type ResolvedModuleOptions, resolveModuleOptions } from './module-options';
 import { openOwned } from './owned-connections';
 import type { KeyScope, LockWarning, RedisLockModuleOptions } from './redis-lock-options.interface';
-import type { ResolvedRequestDeadline } from './request-deadline';
+import type { RequestSettings } from './request-scope';
 
 /** Which module a configuration belongs to: the name its messages give, and where its locks live. */
 export interface ContextKind {
@@ -34,11 +34,10 @@ export interface BackendReplacement {
 
 export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
   readonly service: LockService;
-  readonly retryAfterSeconds: number;
   /** The module's `scope`: what @Locked keys are prefixed with unless their decorator says otherwise. */
   readonly scope: KeyScope;
-  /** The module's `requestDeadline`: where a request's locked calls take their deadline from. */
-  readonly requestDeadline: ResolvedRequestDeadline;
+  /** The module's `requests`: what the locked calls made for an HTTP request take from it (undefined: nothing). */
+  readonly requests: RequestSettings | undefined;
   /** Where warnings go: the Nest logger, then the application's `onWarning` if it gave one. */
   readonly warn: (warning: LockWarning) => void;
   private readonly gracePeriod: number;
@@ -51,9 +50,8 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
     name: string | undefined,
   ) {
     this.scope = options.scope;
-    this.requestDeadline = options.requestDeadline;
+    this.requests = options.requests;
     this.gracePeriod = options.gracePeriod;
-    this.retryAfterSeconds = options.retryAfterSeconds;
     const appHandler = options.onWarning;
     // Risks of the lock's Redis (eviction, no persistence, replicas; once per server and kind) and doubtful
     // @Locked keys (once per method, at start-up) go to the application's log, and to the application's

@@ -1,8 +1,8 @@
 /**
  * The module definitions, built with ConfigurableModuleBuilder: `forRoot(options)` and
- * `forRootAsync({ imports, inject, useFactory | useClass | useExisting })`, plus the extras `isGlobal`
- * (default true), `name`, `httpErrors` and `closedRequests`. Each configuration gets its own providers; a named one
- * exports them under named tokens so several can coexist in one application.
+ * `forRootAsync({ imports, inject, useFactory | useClass | useExisting })`, plus the extras `name` and
+ * `httpErrors`. Each configuration gets its own providers, global (a lock is the whole application's
+ * concern); a named one exports them under named tokens so several can coexist in one application.
  */
 import { ConfigurableModuleBuilder, type DynamicModule, type Provider } from '@nestjs/common';
 import {
@@ -16,6 +16,7 @@ import {
 import { LockOptionsError } from '../errors/lock-options.error';
 import type { LockService } from '../lock.service';
 import { describeValue } from '../options/describe-value';
+import { checkKnownKeys } from '../options/option-checks';
 import { LockInterceptor } from './lock.interceptor';
 import { canConvertWithoutInterceptor, LockHttpErrorsHook } from './lock-http.conversion';
 import { LockHttpErrorsInterceptor } from './lock-http.errors';
@@ -30,13 +31,21 @@ import {
   getLockServiceToken,
   getRedisLockHealthToken,
 } from './redis-lock.tokens';
-import type {
-  ClosedRequests,
-  RedisLockModuleExtras,
-  RedisLockModuleOptions,
-} from './redis-lock-options.interface';
+import type { RedisLockModuleExtras, RedisLockModuleOptions } from './redis-lock-options.interface';
 import { RequestArrivals } from './request-deadline';
-import { followsRequests, RequestGuard, type RequestSettings } from './request-scope';
+import { RequestGuard } from './request-scope';
+
+/** What forRootAsync takes: Nest's own keys, and the extras. */
+const ASYNC_KEYS = [
+  'imports',
+  'inject',
+  'useFactory',
+  'useClass',
+  'useExisting',
+  'provideInjectionTokensFrom',
+  'name',
+  'httpErrors',
+];
 
 /** Which module a definition is for: names its messages, picks the store, owns an options token. */
 interface ModuleKind extends ContextKind {
@@ -55,9 +64,8 @@ export function defineLockModule<O extends object>(kind: ModuleKind) {
     .setClassMethodName('forRoot')
     .setFactoryMethodName('createRedisLockOptions')
     // `name` is listed (undefined by default) so that forRoot() keeps it out of the lock options too.
-    .setExtras<RedisLockModuleExtras>(
-      { isGlobal: true, httpErrors: true, name: undefined, closedRequests: 'all-routes' },
-      (definition, extras) => addProviders(definition, extras, kind),
+    .setExtras<RedisLockModuleExtras>({ httpErrors: true, name: undefined }, (definition, extras) =>
+      addProviders(definition, extras, kind),
     )
     .build();
   type Options = typeof built.OPTIONS_TYPE;
@@ -109,6 +117,8 @@ export function defineLockModule<O extends object>(kind: ModuleKind) {
             `${describeValue(options.useClass)}.`,
         );
       }
+      // Nest would ignore a misspelt or unknown key here without a word.
+      checkKnownKeys(options, ASYNC_KEYS, `${label}.forRootAsync()`);
       // biome-ignore lint/complexity/noThisInStatic: super keeps `this` (the subclass), which Nest uses as the module.
       return super.forRootAsync(options);
     }
@@ -129,8 +139,6 @@ export const {
   ConfigurableModuleClass,
 } = redisLock;
 
-const CLOSED_REQUESTS: readonly ClosedRequests[] = ['all-routes', 'ignore'];
-
 function addProviders(
   definition: DynamicModule,
   extras: RedisLockModuleExtras,
@@ -142,19 +150,9 @@ function addProviders(
       `${kind.label}: name must be a non-empty string (the configuration's name), got ${describeValue(name)}.`,
     );
   }
-  for (const flag of ['isGlobal', 'httpErrors'] as const) {
-    if (extras[flag] !== undefined && typeof extras[flag] !== 'boolean') {
-      throw new LockOptionsError(
-        `${kind.label}: ${flag} must be true or false, got ${describeValue(extras[flag])}.`,
-      );
-    }
-  }
-  const closedRequests = extras.closedRequests ?? 'all-routes';
-  if (!CLOSED_REQUESTS.includes(closedRequests)) {
+  if (extras.httpErrors !== undefined && typeof extras.httpErrors !== 'boolean') {
     throw new LockOptionsError(
-      `${kind.label}: closedRequests must be 'all-routes' (the default: every locked call made for a request ` +
-        "stops waiting when its client leaves) or 'ignore' (none does), got " +
-        `${describeValue(closedRequests)}.`,
+      `${kind.label}: httpErrors must be true or false, got ${describeValue(extras.httpErrors)}.`,
     );
   }
   const serviceToken = getLockServiceToken(name);
@@ -192,7 +190,7 @@ function addProviders(
       provide: RequestArrivals,
       inject: [HttpAdapterHost, RedisLockContext],
       useFactory: (host: HttpAdapterHost, c: RedisLockContext) =>
-        new RequestArrivals(host, followsRequests({ closedRequests, deadline: c.requestDeadline })),
+        new RequestArrivals(host, c.requests !== undefined),
     },
     {
       provide: healthToken,
@@ -211,10 +209,8 @@ function addProviders(
   providers.push({
     provide: APP_GUARD,
     inject: [RedisLockContext],
-    useFactory: (c: RedisLockContext) => {
-      const settings: RequestSettings = { closedRequests, deadline: c.requestDeadline };
-      return followsRequests(settings) ? new RequestGuard(settings) : { canActivate: () => true };
-    },
+    useFactory: (c: RedisLockContext) =>
+      c.requests ? new RequestGuard(c.requests) : { canActivate: () => true },
   });
   if (extras.httpErrors !== false) {
     // Lock errors become HttpExceptions before any filter (the app's own catch-all included) sees them:
@@ -225,27 +221,24 @@ function addProviders(
       canConvertWithoutInterceptor()
         ? {
             provide: LockHttpErrorsHook,
-            inject: [HttpAdapterHost, RedisLockContext],
-            useFactory: (host: HttpAdapterHost, c: RedisLockContext) =>
-              new LockHttpErrorsHook(host, c.retryAfterSeconds),
+            inject: [HttpAdapterHost],
+            useFactory: (host: HttpAdapterHost) => new LockHttpErrorsHook(host),
           }
         : {
             provide: APP_INTERCEPTOR,
-            inject: [HttpAdapterHost, RedisLockContext],
-            useFactory: (host: HttpAdapterHost, c: RedisLockContext) =>
-              new LockHttpErrorsInterceptor(host, c.retryAfterSeconds),
+            inject: [HttpAdapterHost],
+            useFactory: (host: HttpAdapterHost) => new LockHttpErrorsInterceptor(host),
           },
       {
         provide: APP_FILTER,
-        inject: [HttpAdapterHost, RedisLockContext],
-        useFactory: (host: HttpAdapterHost, c: RedisLockContext) =>
-          new LockHttpExceptionFilter(host, c.retryAfterSeconds),
+        inject: [HttpAdapterHost],
+        useFactory: (host: HttpAdapterHost) => new LockHttpExceptionFilter(host),
       },
     );
   }
   return {
     ...definition,
-    global: extras.isGlobal !== false,
+    global: true,
     imports: [...(definition.imports ?? []), DiscoveryModule],
     providers: [...(definition.providers ?? []), ...providers],
     exports: [...(definition.exports ?? []), serviceToken, interceptorToken, healthToken],

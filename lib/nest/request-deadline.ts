@@ -4,69 +4,15 @@
  * Relative ones (`grpc-timeout`, Envoy's
  * `x-envoy-expected-rq-timeout-ms`, `budget`) count from the request's arrival, when Node read its
  * headers, not from when the locked call started: the time a request spent behind others on the
- * event loop, in guards and in pipes is part of what its client waits. An absolute one (`header`,
- * `x-request-deadline` by default) is ms since the epoch or a date, on the sender's clock.
+ * event loop, in guards and in pipes is part of what its client waits. An absolute one
+ * (`x-request-deadline`) is ms since the epoch or a date, on the sender's clock.
  */
 import type { IncomingMessage, Server } from 'node:http';
 import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { HttpAdapterHost } from '@nestjs/core';
-import { LockOptionsError } from '../errors/lock-options.error';
-import { describeValue } from '../options/describe-value';
-import { checkKnownKeys, MAX_MS } from '../options/option-checks';
 
-/** The module option `requestDeadline`. */
-export interface RequestDeadline {
-  /**
-   * Every locked call made for a request is to be done this many ms after the request arrived; a
-   * request that sent an earlier deadline keeps its own. Default: none.
-   */
-  budget?: number;
-  /**
-   * Read the deadline a client or proxy sent: `grpc-timeout`, `x-envoy-expected-rq-timeout-ms`, and the
-   * absolute `header`. A request can only shorten its own waits this way. Default true.
-   */
-  headers?: boolean;
-  /** The header of an absolute deadline (ms since the epoch, or a date). Default 'x-request-deadline'. */
-  header?: string;
-}
-
-export interface ResolvedRequestDeadline {
-  readonly budget: number | undefined;
-  readonly headers: boolean;
-  readonly header: string;
-}
-
-export const DEFAULT_REQUEST_DEADLINE: ResolvedRequestDeadline = {
-  budget: undefined,
-  headers: true,
-  header: 'x-request-deadline',
-};
-
-export function checkRequestDeadline(value: unknown): ResolvedRequestDeadline {
-  const fail = (why: string): never => {
-    throw new LockOptionsError(
-      `requestDeadline must be an object such as { budget: 2000 } (budget: ms from a request's arrival; ` +
-        `headers: whether to read the deadline a client or proxy sent; header: the name of an absolute ` +
-        `one); ${why}, got ${describeValue(value)}.`,
-    );
-  };
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return fail('it is not one');
-  checkKnownKeys(value, ['budget', 'headers', 'header'], 'requestDeadline');
-  const { budget, headers, header } = value as Record<string, unknown>;
-  if (
-    budget !== undefined &&
-    !(Number.isInteger(budget) && (budget as number) > 0 && (budget as number) <= MAX_MS)
-  )
-    fail(`budget must be an integer number of ms from 1 to ${MAX_MS}`);
-  if (headers !== undefined && typeof headers !== 'boolean') fail('headers must be true or false');
-  if (header !== undefined && !(typeof header === 'string' && /^[!#$%&'*+.^_`|~0-9a-z-]+$/i.test(header)))
-    fail('header must be an HTTP header name');
-  return {
-    budget: budget as number | undefined,
-    headers: headers !== false,
-    header: ((header as string | undefined) ?? DEFAULT_REQUEST_DEADLINE.header).toLowerCase(),
-  };
-}
+/** The deadline header a client or another service sends: ms since the epoch, or a date. */
+const DEADLINE_HEADER = 'x-request-deadline';
 
 /** When each request arrived (Date.now()), for those read while the arrival hook was on. */
 const arrivals = new WeakMap<IncomingMessage, number>();
@@ -83,27 +29,27 @@ export function arrivalOf(request: IncomingMessage): number | undefined {
  */
 export function deadlineOf(
   request: IncomingMessage,
-  settings: ResolvedRequestDeadline,
+  budgetMs: number | undefined,
   patience?: number,
 ): number | undefined {
   // Without the hook (an HTTP server the application made itself), from now: later than the arrival.
   const arrived = arrivals.get(request) ?? Date.now();
-  const sent = settings.headers ? sentDeadline(request, arrived, settings.header) : undefined;
+  const sent = sentDeadline(request, arrived);
   const client = sent ?? (patience === undefined ? undefined : arrived + patience);
-  const budget = settings.budget === undefined ? undefined : arrived + settings.budget;
+  const budget = budgetMs === undefined ? undefined : arrived + budgetMs;
   if (client === undefined) return budget;
   return budget === undefined ? client : Math.min(client, budget);
 }
 
 /** The earliest deadline the client or a proxy sent, if any. */
-function sentDeadline(request: IncomingMessage, arrived: number, header: string): number | undefined {
+function sentDeadline(request: IncomingMessage, arrived: number): number | undefined {
   const { headers } = request;
   let deadline = Number.POSITIVE_INFINITY;
   const grpc = grpcTimeout(headers['grpc-timeout']);
   if (grpc !== undefined) deadline = Math.min(deadline, arrived + grpc);
   const envoy = wholeMs(headers['x-envoy-expected-rq-timeout-ms']);
   if (envoy !== undefined) deadline = Math.min(deadline, arrived + envoy);
-  const absolute = absoluteTime(headers[header]);
+  const absolute = absoluteTime(headers[DEADLINE_HEADER]);
   if (absolute !== undefined) deadline = Math.min(deadline, absolute);
   return Number.isFinite(deadline) ? deadline : undefined;
 }
@@ -149,7 +95,7 @@ export class RequestArrivals implements OnApplicationBootstrap, OnApplicationShu
 
   constructor(
     private readonly host: HttpAdapterHost,
-    /** Whether the module takes anything from a request (relative deadlines, its clients' departures). */
+    /** Whether the module follows requests at all (the `requests` option). */
     private readonly wanted: boolean,
   ) {}
 

@@ -15,30 +15,43 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CanActivate, ExecutionContext } from '@nestjs/common';
 import { carriedRequest, enterRequest, type ServedRequest } from '../engine/served-request';
+import { LockOptionsError } from '../errors/lock-options.error';
 import { RequestClosedError } from '../errors/request-closed.error';
+import { describeValue } from '../options/describe-value';
+import { checkKnownKeys, integerIn, MAX_MS, read } from '../options/option-checks';
 import { type ClientPatience, RoutePatience } from './client-patience';
-import type { ClosedRequests } from './redis-lock-options.interface';
-import {
-  arrivalOf,
-  DEFAULT_REQUEST_DEADLINE,
-  deadlineOf,
-  type ResolvedRequestDeadline,
-} from './request-deadline';
+import { arrivalOf, deadlineOf } from './request-deadline';
 
-/** What a module makes of the requests its locked calls serve. */
+/**
+ * The module option `requests`: whether the locked calls made for an HTTP request follow it, and a
+ * budget for every request. `true` (the default): a call stops waiting when its client closes the
+ * connection, and ends its wait in time for the deadline the client or a proxy sent (else for the patience
+ * its route's clients showed). `{ budget }`: that, and every request is to be answered this many ms after
+ * it arrived. `false`: nothing is taken from a request.
+ */
+export type RequestsOption = boolean | { budget: number };
+
+/** What a module makes of the requests its locked calls serve, when it follows them. */
 export interface RequestSettings {
-  readonly closedRequests: ClosedRequests;
-  readonly deadline: ResolvedRequestDeadline;
+  /** ms after its arrival by which every request is to be answered, if the module sets a budget. */
+  readonly budget: number | undefined;
 }
 
-export const DEFAULT_REQUEST_SETTINGS: RequestSettings = {
-  closedRequests: 'all-routes',
-  deadline: DEFAULT_REQUEST_DEADLINE,
-};
+export const DEFAULT_REQUEST_SETTINGS: RequestSettings = { budget: undefined };
 
-/** Whether the module takes anything from a request (its close, its deadline): else no guard is needed. */
-export function followsRequests({ closedRequests, deadline }: RequestSettings): boolean {
-  return closedRequests !== 'ignore' || deadline.headers || deadline.budget !== undefined;
+/** The `requests` option, checked: the settings, or undefined for requests not followed. */
+export function checkRequests(value: unknown): RequestSettings | undefined {
+  if (value === true) return DEFAULT_REQUEST_SETTINGS;
+  if (value === false) return undefined;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new LockOptionsError(
+      `requests must be true (follow each request: its close and its deadline), false (take nothing from ` +
+        `it) or { budget } (ms from a request's arrival), got ${describeValue(value)}.`,
+    );
+  }
+  checkKnownKeys(value, ['budget'], 'requests');
+  const budget = read(value as Record<string, unknown>, 'budget', 'requests.budget');
+  return { budget: integerIn('requests.budget', budget, 1, MAX_MS, 'milliseconds') };
 }
 
 /** An HTTP request (Express's or Fastify's, by the Node objects under them) as its locked calls see it. */
@@ -51,27 +64,25 @@ class HttpServedRequest implements ServedRequest {
     readonly request: IncomingMessage,
     private readonly response: ServerResponse,
     private readonly settings: RequestSettings,
-    /** Every route's clients, when their departures are followed; this request's route. */
-    private readonly routes: RoutePatience | undefined,
+    /** Every route's clients; this request's route. */
+    private readonly routes: RoutePatience,
     private readonly handler: object,
   ) {}
 
   /** Its route's clients, looked up only when a locked call asks: a route that takes no lock pays nothing. */
-  private get clients(): ClientPatience | undefined {
-    return this.routes?.of(this.handler);
+  private get clients(): ClientPatience {
+    return this.routes.of(this.handler);
   }
 
-  get signal(): AbortSignal | undefined {
-    const { clients } = this;
-    if (!clients) return undefined;
-    this.closed ??= closeController(this.request, this.response, clients);
+  get signal(): AbortSignal {
+    this.closed ??= closeController(this.request, this.response, this.clients);
     return this.closed.signal;
   }
 
   get deadline(): number | undefined {
     if (!this.deadlineRead) {
-      const patience = this.clients?.of(Date.now());
-      this.deadlineAt = deadlineOf(this.request, this.settings.deadline, patience);
+      const patience = this.clients.of(Date.now());
+      this.deadlineAt = deadlineOf(this.request, this.settings.budget, patience);
       this.deadlineRead = true;
     }
     return this.deadlineAt;
@@ -110,12 +121,10 @@ function closeController(
  * several configurations the first one's settings apply to a request (the others find it carried).
  */
 export class RequestGuard implements CanActivate {
-  /** Each route's clients, learnt from their departures: none when departures are not followed. */
-  private readonly routes: RoutePatience | undefined;
+  /** Each route's clients, learnt from their departures. */
+  private readonly routes = new RoutePatience();
 
-  constructor(private readonly settings: RequestSettings) {
-    this.routes = settings.closedRequests === 'ignore' ? undefined : new RoutePatience();
-  }
+  constructor(private readonly settings: RequestSettings) {}
 
   canActivate(context: ExecutionContext): boolean {
     if (context.getType() !== 'http') return true;

@@ -161,19 +161,20 @@ const CALL_OPTIONS = {
     defaults: true,
     declared: true,
   },
-  // Unset everywhere, it depends on the call: renewed by `using` and `@Locked`, not by `acquire`.
+  // Unset, it depends on the call: renewed by `using` and `@Locked`, not by `acquire`.
   renew: {
     nullIsUnset: false,
     check: (v: unknown, path: string) => optionalBoolean(path, v) as boolean,
     default: undefined,
-    defaults: true,
+    defaults: false,
     declared: true,
   },
+  // A hold kept past its work belongs to one job (a cron's tick), never to every call of a service.
   minHold: {
     nullIsUnset: true,
     check: (v: unknown, path: string) => milliseconds(path, v, 0),
     default: 0,
-    defaults: true,
+    defaults: false,
     declared: true,
   },
   maxHold: {
@@ -238,8 +239,6 @@ const CALL_OPTION_NAMES: readonly string[] = Object.keys(CALL_OPTIONS);
 export interface CallDefaults {
   ttl: number;
   waitTimeout: number;
-  renew: boolean | undefined;
-  minHold: number;
   /** Infinity when unset. */
   maxHold: number;
 }
@@ -323,11 +322,9 @@ export function resolveCallDefaults(given: unknown): CallDefaults {
   const defaults: CallDefaults = {
     ttl: value('ttl'),
     waitTimeout: value('waitTimeout'),
-    renew: own.renew,
-    minHold: value('minHold'),
     maxHold: value('maxHold'),
   };
-  checkHold(defaults, { ttl: 'defaults.ttl', minHold: 'defaults.minHold', maxHold: 'defaults.maxHold' });
+  checkHold(defaults, { ttl: 'defaults.ttl', minHold: 'minHold', maxHold: 'defaults.maxHold' });
   return defaults;
 }
 
@@ -368,8 +365,8 @@ function resolveGiven(
   const resolved: ResolvedAcquireOptions = {
     ttl: own.ttl ?? defaults.ttl,
     waitTimeout: own.waitTimeout ?? defaults.waitTimeout,
-    renew: own.renew ?? defaults.renew ?? renewByDefault,
-    minHold: own.minHold ?? defaults.minHold,
+    renew: own.renew ?? renewByDefault,
+    minHold: own.minHold ?? CALL_OPTIONS.minHold.default,
     maxHold: own.maxHold ?? defaults.maxHold,
     signal: own.signal,
     deadline: own.deadline,
@@ -377,9 +374,8 @@ function resolveGiven(
     permits: own.permits ?? CALL_OPTIONS.permits.default,
     mode: own.mode,
   };
-  const from = (name: 'ttl' | 'minHold' | 'maxHold') =>
-    own[name] === undefined ? `${name} (from defaults)` : name;
-  checkHold(resolved, { ttl: from('ttl'), minHold: from('minHold'), maxHold: from('maxHold') });
+  const from = (name: 'ttl' | 'maxHold') => (own[name] === undefined ? `${name} (from defaults)` : name);
+  checkHold(resolved, { ttl: from('ttl'), minHold: 'minHold', maxHold: from('maxHold') });
   return resolved;
 }
 

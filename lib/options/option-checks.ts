@@ -35,6 +35,10 @@ export function snapshotOptions(value: object, what: string): Record<string, unk
     throw new LockOptionsError(`Listing the keys of ${what} threw; pass a plain object.`, error);
   }
   const copy: Record<string, unknown> = {};
+  // Symbol keys are no options a user writes: a test's hooks (SHED_RULE), passed on as they are.
+  for (const key of Object.getOwnPropertySymbols(value)) {
+    (copy as Record<symbol, unknown>)[key] = (value as Record<symbol, unknown>)[key];
+  }
   for (const key of keys) {
     // defineProperty, so that an own "__proto__" key (from JSON.parse) stays a key to be refused.
     const field = read(value as Record<string, unknown>, key, key);

@@ -3,14 +3,11 @@
  * resolution (the Nest module checks its own in lib/nest/redis-lock.context.ts and passes these on).
  * Also the arguments of close() and checkServers(). Everything here runs before any command is sent.
  */
+
+import type { StandingRule } from '../engine/admission';
 import { LockOptionsError } from '../errors/lock-options.error';
 import type { ServerRisk } from '../protocol/server-info';
-import type {
-  LockLogger,
-  MeterProviderLike,
-  TelemetryOptions,
-  TracerProviderLike,
-} from '../telemetry/telemetry-options';
+import type { LockLogger, TelemetryOptions } from '../telemetry/telemetry-options';
 import { type CallDefaults, DEFAULT_OPTION_NAMES, resolveCallDefaults } from './call-options';
 import { describeValue as describe, hasLoneSurrogate } from './describe-value';
 import { checkKnownKeys, MAX_MS, milliseconds, optionalBoolean, plainObject, read } from './option-checks';
@@ -19,8 +16,6 @@ import { checkKnownKeys, MAX_MS, milliseconds, optionalBoolean, plainObject, rea
 export interface LockDefaults {
   ttl?: number;
   waitTimeout?: number;
-  renew?: boolean;
-  minHold?: number;
   maxHold?: number;
 }
 
@@ -43,25 +38,16 @@ export interface LockServiceOptions {
    * never limits which ttl a call may use. Default 2 000.
    */
   claimWindow?: number;
-  /**
-   * How long a lock's fencing counter is kept after its last grant, in ms. Fencing tokens stay
-   * increasing beyond it too (they never fall below the Redis server clock in µs). Default 3 600 000.
-   */
-  fenceRetention?: number;
   /** Longest wait for a reply to one command before the call fails with RedisUnavailableError, in ms. Default 5 000. */
   commandTimeout?: number;
   /**
-   * Turn a call away at once, unqueued, when more are in line for its key than its wait could see
-   * through at the pace this service has seen that line move (LockShedError), and while a key's line
-   * stands (every call served from it in an interval waited longer than a target), cut a new call's wait
-   * to half the target until an interval serves nearly all the calls that came; only a call that serves
-   * someone (a request's, or one with a deadline) is cut.
-   * `true` (the default): the target is 15 places at that key's pace (at least 20 ms), the interval 10
-   * targets; `{ places }`: that many places instead of 15. `{ target, interval }`: a fixed target and
-   * interval in ms (interval default 100). `'door'`: the door alone, no standing-line rule. `false`:
-   * every call joins and waits its whole wait.
+   * Protection under overload (docs/nest.md, "Under overload"). `true` (default): a call is turned away
+   * at once, unqueued (LockShedError), when more are in line for its key than its wait could see through
+   * at the pace the line moves; and while a key's line stands (every call served from it for a while
+   * waited longer than 15 places at its pace), a call that serves a request or has a deadline waits at
+   * most half that. `false`: every call joins and waits its whole wait.
    */
-  shed?: boolean | 'door' | { places: number } | { target: number; interval?: number };
+  shed?: boolean;
   /**
    * With several independent Redis masters (Redlock) only: the longest wait for one node's reply, in ms,
    * well below the ttl, so a slow or stopped node costs a grant little of its validity. Default 100.
@@ -84,9 +70,9 @@ export interface LockServiceOptions {
    */
   replicas?: ReplicaOptions;
   /**
-   * Where metrics, spans and events go. With `@opentelemetry/api` installed the service reports through
-   * the global providers unless given its own (`meterProvider`, `tracerProvider`); `onEvent` receives
-   * every lock event. See Observability in the README.
+   * Where events and log lines go (`onEvent` receives every lock event; `logger` writes a line per
+   * refusal and lost lease). Metrics and spans go to the OpenTelemetry SDK the application registered,
+   * if any. See docs/observability.md.
    */
   telemetry?: TelemetryOptions;
 }
@@ -152,20 +138,11 @@ function checkTelemetryOptions(value: unknown): TelemetryOptions | undefined {
     throw new LockOptionsError(`telemetry ${why}`);
   };
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    fail('must be an object such as { meterProvider, tracerProvider, onEvent, logger }.');
+    fail('must be an object such as { onEvent, logger }.');
   }
   const options = value as Record<string, unknown>;
-  checkKnownKeys(options, ['meterProvider', 'tracerProvider', 'onEvent', 'logger'], 'telemetry');
-  const { meterProvider, tracerProvider, onEvent, logger } = options;
-  if (meterProvider !== undefined && typeof (meterProvider as MeterProviderLike)?.getMeter !== 'function') {
-    fail(".meterProvider must be an OpenTelemetry MeterProvider (with getMeter), such as the SDK's.");
-  }
-  if (
-    tracerProvider !== undefined &&
-    typeof (tracerProvider as TracerProviderLike)?.getTracer !== 'function'
-  ) {
-    fail(".tracerProvider must be an OpenTelemetry TracerProvider (with getTracer), such as the SDK's.");
-  }
+  checkKnownKeys(options, ['onEvent', 'logger'], 'telemetry');
+  const { onEvent, logger } = options;
   if (onEvent !== undefined && typeof onEvent !== 'function')
     fail('.onEvent must be a function of the event.');
   const log = logger as Partial<LockLogger> | null | undefined;
@@ -215,7 +192,6 @@ const SERVICE_OPTIONS = {
   instanceName: { check: checkInstanceName, default: undefined },
   defaults: { check: resolveCallDefaults, default: undefined },
   claimWindow: { check: (v: unknown) => milliseconds('claimWindow', v, 10), default: 2_000 },
-  fenceRetention: { check: (v: unknown) => milliseconds('fenceRetention', v, 1), default: 3_600_000 },
   commandTimeout: {
     check: (v: unknown) => milliseconds('commandTimeout', v, 1),
     default: DEFAULT_COMMAND_TIMEOUT,
@@ -227,33 +203,23 @@ const SERVICE_OPTIONS = {
   telemetry: { check: checkTelemetryOptions, default: undefined },
 } as const;
 
-function checkShed(value: unknown): ResolvedServiceOptions['shed'] {
-  if (value === undefined || typeof value === 'boolean' || value === 'door') return value ?? true;
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new LockOptionsError(
-      `shed must be true, false, 'door', { places } or { target, interval } (the standing-line rule: its target in places of the key's line, or in ms), got ${describe(value)}.`,
-    );
-  }
-  const bag = value as Record<string, unknown>;
-  checkKnownKeys(bag, ['target', 'interval', 'places'], 'shed');
-  const places = read(bag, 'places', 'shed.places');
-  if (places !== undefined) {
-    if (
-      read(bag, 'target', 'shed.target') !== undefined ||
-      read(bag, 'interval', 'shed.interval') !== undefined
-    )
-      throw new LockOptionsError(
-        'shed takes { places } (a target paced by the key) or { target, interval } (fixed, in ms), not both.',
-      );
-    if (typeof places !== 'number' || !Number.isInteger(places) || places < 1 || places > 1_000)
-      throw new LockOptionsError(`shed.places must be an integer from 1 to 1000, got ${describe(places)}.`);
-    return { places };
-  }
-  return {
-    target: milliseconds('shed.target', read(bag, 'target', 'shed.target'), 1),
-    interval: milliseconds('shed.interval', read(bag, 'interval', 'shed.interval') ?? 100, 1),
-  };
+function checkShed(value: unknown): boolean {
+  if (typeof value === 'boolean') return value;
+  throw new LockOptionsError(
+    `shed must be true (turn away what its wait could not see through; the default) or false (every call ` +
+      `waits its whole wait), got ${describe(value)}.`,
+  );
 }
+
+/**
+ * Where a test or a benchmark sets the overload rule itself, to make it trip on cue or to price one part
+ * of it: a fixed standing-line rule, one paced by other places, or the door alone ('door'). Not an option:
+ * the default is what is documented and measured.
+ */
+export const SHED_RULE: unique symbol = Symbol.for('nestjs-redis-lock.shed-rule');
+
+/** What the engine's admission follows: `shed`, or a rule set under SHED_RULE. */
+export type ShedPolicy = boolean | 'door' | StandingRule;
 
 /** The options a LockService knows (the module adds its own to these). */
 export const SERVICE_OPTION_NAMES: readonly string[] = Object.keys(SERVICE_OPTIONS);
@@ -264,10 +230,9 @@ export interface ResolvedServiceOptions {
   /** What a call that leaves an option unset gets. */
   defaults: CallDefaults;
   claimWindow: number;
-  fenceRetention: number;
   commandTimeout: number;
   nodeTimeout: number;
-  shed: boolean | 'door' | { places: number } | { target: number; interval: number };
+  shed: ShedPolicy;
   onWarning: ((warning: ServerRisk) => void) | undefined;
   replicas: ResolvedReplicas | undefined;
   telemetry: TelemetryOptions | undefined;
@@ -306,10 +271,9 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
   const instanceName = value('instanceName');
   const defaults = value('defaults') ?? resolveCallDefaults(undefined);
   const claimWindow = value('claimWindow');
-  const fenceRetention = value('fenceRetention');
   const commandTimeout = value('commandTimeout');
   const nodeTimeout = value('nodeTimeout') ?? Math.min(DEFAULT_NODE_TIMEOUT, Math.floor(defaults.ttl / 3));
-  const shed = value('shed');
+  const shed = (o[SHED_RULE as unknown as string] as ShedPolicy | undefined) ?? value('shed');
   const onWarning = value('onWarning');
   const replicas = value('replicas');
   const telemetry = value('telemetry');
@@ -334,7 +298,6 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
     instanceName,
     defaults,
     claimWindow,
-    fenceRetention,
     commandTimeout,
     nodeTimeout,
     shed,

@@ -42,6 +42,12 @@ export function extendOutcome(reply: unknown): ExtendOutcome {
   return reply === 1 ? 'extended' : reply === -1 ? 'missing' : 'taken';
 }
 
+/**
+ * How long a lock's fencing counter outlives its last grant, ms. Fences stay increasing without it (a
+ * fence is never below the server clock in µs); the counter only carries them across a clock step back.
+ */
+export const FENCE_RETENTION_MS = 3_600_000;
+
 /** Parameters every owner-changing script takes (ARGV[1..6] in prelude.lua). */
 export interface ScriptContext {
   keys: RedisKeys;

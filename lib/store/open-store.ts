@@ -35,8 +35,7 @@ export function openStore(
   options: ResolvedServiceOptions,
   handlers: WakeHandlers,
 ): LockStore {
-  const { prefix, instanceName, claimWindow, fenceRetention, commandTimeout, nodeTimeout, replicas } =
-    options;
+  const { prefix, instanceName, claimWindow, commandTimeout, nodeTimeout, replicas } = options;
   if (replicas && source.kind !== 'redis') {
     throw new LockOptionsError(
       `replicas applies to one Redis server or a Sentinel-managed master, not to ${source.kind === 'quorum' ? 'a quorum of independent masters (each node is its own master: run them without replicas)' : 'a lock backend'}. Leave it unset.`,
@@ -44,15 +43,11 @@ export function openStore(
   }
   switch (source.kind) {
     case 'quorum':
-      return new QuorumLockStore(
-        source.quorum,
-        { prefix, instanceName, fenceRetention, nodeTimeout },
-        handlers,
-      );
+      return new QuorumLockStore(source.quorum, { prefix, instanceName, nodeTimeout }, handlers);
     case 'redis':
       return new RedisLockStore(
         source.redis,
-        { prefix, instanceName, claimWindow, fenceRetention, commandTimeout, replicas },
+        { prefix, instanceName, claimWindow, commandTimeout, replicas },
         handlers,
       );
     default:

@@ -29,6 +29,7 @@ import { LockQuorumError, type NodeFailure } from '../errors/lock-quorum.error';
 import type { Subscriber } from '../protocol/connection';
 import { redisKeys, wakeChannelPrefix } from '../protocol/keys';
 import { scanLockKeys } from '../protocol/lock-scan';
+import { FENCE_RETENTION_MS } from '../protocol/lock-scripts';
 import { QuorumNode, type Vote } from '../protocol/quorum-node';
 import { CONNECTING } from '../protocol/script-runner';
 import {
@@ -50,7 +51,6 @@ export interface QuorumStoreOptions {
   prefix: string;
   /** Put before the random id in tokens (LockServiceOptions.instanceName). */
   instanceName?: string;
-  fenceRetention: number;
   /** Longest wait for one node's reply, ms: well below the ttl. */
   nodeTimeout: number;
 }
@@ -208,7 +208,7 @@ export class QuorumLockStore implements LockStore {
   ): Promise<AcquireReply | undefined> {
     const { token, ttl } = ticket;
     const keys = redisKeys(this.options.prefix, ticket.key);
-    const retention = Math.max(this.options.fenceRetention, ttl);
+    const retention = Math.max(FENCE_RETENTION_MS, ttl);
     const commits = await this.gather(
       (node) => node.commit(keys, token, fence, retention, ttl),
       (done) => done,
@@ -411,7 +411,7 @@ export class QuorumLockStore implements LockStore {
     fence = 0,
   ): Promise<number> {
     const keys = redisKeys(this.options.prefix, ticket.key);
-    const retention = Math.max(this.options.fenceRetention, ticket.ttl);
+    const retention = Math.max(FENCE_RETENTION_MS, ticket.ttl);
     const results = await this.gather(
       (node) => node.release(keys, ticket.token, this.channelPrefix, leaving, fence, retention),
       undefined,

@@ -11,7 +11,7 @@ import { LockOptionsError } from '../errors/lock-options.error';
 import type { RedisConnection } from '../protocol/connection';
 import { redisKeys, wakeChannelPrefix } from '../protocol/keys';
 import { scanLockKeys } from '../protocol/lock-scan';
-import { LockScripts, type ScriptContext } from '../protocol/lock-scripts';
+import { FENCE_RETENTION_MS, LockScripts, type ScriptContext } from '../protocol/lock-scripts';
 import type { ReplicaAck } from '../protocol/script-runner';
 import { WakeListener } from '../protocol/wake-listener';
 import type {
@@ -37,8 +37,6 @@ export interface RedisStoreOptions {
   instanceName?: string;
   /** How long a grant to a waiter stays reserved until it confirms, ms (the service's claim window). */
   claimWindow: number;
-  /** How long a lock's fencing counter outlives its last grant, ms. */
-  fenceRetention: number;
   /** Longest wait for one reply, ms. */
   commandTimeout: number;
   /** Replicas that must acknowledge each grant and renewal (the `replicas` option), if any. */
@@ -124,7 +122,7 @@ export class RedisLockStore implements LockStore {
     ticket.keys = redisKeys(this.options.prefix, key);
     ticket.channelPrefix = this.channelPrefix;
     ticket.trustReceivers = this.trustReceivers;
-    ticket.fenceRetention = this.options.fenceRetention;
+    ticket.fenceRetention = FENCE_RETENTION_MS;
     // semaphore.lua's kind: the permits, or "rw"; none for a mutex.
     const shared = kindOf(fields);
     if (shared) ticket.kind = shared;

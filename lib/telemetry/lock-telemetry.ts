@@ -31,7 +31,7 @@ export class LockTelemetry {
   private readonly unrecordedBy = new Map<string, UnrecordedLeases>();
 
   constructor(options: TelemetryOptions | undefined) {
-    this.otel = new OpenTelemetry(options?.meterProvider, options?.tracerProvider);
+    this.otel = new OpenTelemetry();
     this.log = options?.logger ? loggedEvents(options.logger, options.onEvent) : undefined;
     this.onEvent = this.log ?? options?.onEvent;
   }

@@ -4,7 +4,6 @@
  * (`db.client.connection.*`, `aspnetcore.rate_limiting.*`): durations in seconds, outcomes as attributes.
  */
 import type * as Otel from '@opentelemetry/api';
-import type { MeterProviderLike, TracerProviderLike } from './telemetry-options';
 
 export const INSTRUMENTATION_NAME = 'nestjs-redis-lock';
 
@@ -65,7 +64,7 @@ export interface Instruments {
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
 /**
- * What one LockService reports through: the providers given in its options, else the global ones (read
+ * What one LockService reports through: the global providers, as an application registers its SDK (read
  * again on each use, so an SDK registered after the service was created is still found).
  */
 export class OpenTelemetry {
@@ -74,25 +73,19 @@ export class OpenTelemetry {
   private seen: { meters: unknown; tracers: unknown; recording: boolean } | undefined;
   private tracer: Otel.Tracer | undefined;
 
-  constructor(
-    private readonly meterProvider: MeterProviderLike | undefined,
-    private readonly tracerProvider: TracerProviderLike | undefined,
-  ) {}
-
   /** The API, or undefined when it is not installed (nothing is then reported through it). */
   get api(): typeof Otel | undefined {
     return api ?? undefined;
   }
 
   /**
-   * The API when something would record what is reported through it: a provider given in the options,
-   * or one the application registered globally. The API is often installed by some other package with
+   * The API when something would record what is reported through it: a provider the application
+   * registered. The API is often installed by some other package with
    * no SDK behind it, and a call must then cost no span or metric. Read on each call, so a provider
    * registered later is followed; a provider that cannot be recognised as the API's no-op counts as one.
    */
   get recording(): typeof Otel | undefined {
     if (!api) return undefined;
-    if (this.meterProvider || this.tracerProvider) return api;
     const meters = api.metrics.getMeterProvider();
     const proxy = api.trace.getTracerProvider() as Otel.TracerProvider & { getDelegate?(): unknown };
     const tracers = proxy.getDelegate?.() ?? proxy;
@@ -105,7 +98,7 @@ export class OpenTelemetry {
 
   instruments(): Instruments | undefined {
     if (!api) return undefined;
-    const provider = this.meterProvider ?? api.metrics.getMeterProvider();
+    const provider = api.metrics.getMeterProvider();
     if (this.cache?.provider === provider) return this.cache.instruments;
     const meter = provider.getMeter(INSTRUMENTATION_NAME) as Otel.Meter;
     const advice = { explicitBucketBoundaries: BUCKETS };
@@ -141,11 +134,10 @@ export class OpenTelemetry {
     return instruments;
   }
 
-  /** The tracer: the given provider's, or the global proxy (which follows a later registration). */
+  /** The tracer: the global proxy's, which follows a later registration. */
   getTracer(): Otel.Tracer | undefined {
     if (!api) return undefined;
-    this.tracer ??= (this.tracerProvider?.getTracer(INSTRUMENTATION_NAME) ??
-      api.trace.getTracer(INSTRUMENTATION_NAME)) as Otel.Tracer;
+    this.tracer ??= api.trace.getTracer(INSTRUMENTATION_NAME) as Otel.Tracer;
     return this.tracer;
   }
 }

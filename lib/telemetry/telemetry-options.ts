@@ -5,22 +5,8 @@
  */
 import type { LockEvent } from './lock-events';
 
-/** The part of a MeterProvider this library uses (the SDK's, or the global one). */
-export interface MeterProviderLike {
-  getMeter(name: string, version?: string): unknown;
-}
-
-/** The part of a TracerProvider this library uses (the SDK's, or the global one). */
-export interface TracerProviderLike {
-  getTracer(name: string, version?: string): unknown;
-}
-
 /** The `telemetry` option of a LockService (and of the Nest module). */
 export interface TelemetryOptions {
-  /** Report metrics here instead of the global MeterProvider. */
-  meterProvider?: MeterProviderLike;
-  /** Report spans here instead of the global TracerProvider. */
-  tracerProvider?: TracerProviderLike;
   /** Called with every lock event of this service (as the diagnostics channels publish them); must not throw. */
   onEvent?: (event: LockEvent) => void;
   /**

@@ -70,7 +70,6 @@ describe('bad input gets a typed error before anything is sent to Redis', () => 
       { defaults: 'fast' },
       { prefix: 'has{brace}' },
       { prefix: 42 },
-      { fenceRetention: 0 },
       { commandTimeout: Number.NaN },
       'not an object',
     ];

@@ -133,14 +133,10 @@ describe('minHold', () => {
     expect(await observer.tryAcquire('mh-using')).not.toBeNull();
   });
 
-  it('defaults.minHold applies to every call that does not set one', async () => {
-    const locks = lockService(server(), { defaults: { minHold: 300 } });
-    const lease = await locks.acquire('mh-default');
-    await lease.release();
-    expect(await locks.inspect('mh-default')).toMatchObject({ held: true, holder: lease.token });
-    const own = await locks.acquire('mh-default-0', { minHold: 0 });
-    await own.release();
-    expect((await locks.inspect('mh-default-0')).held).toBe(false);
+  it("is a call's or a declaration's, never a service default: defaults.minHold is refused", () => {
+    expect(() => lockService(server(), { defaults: { minHold: 300 } } as never)).toThrow(
+      /^Unknown option "minHold" in defaults \(known: ttl, waitTimeout, maxHold\)\.$/,
+    );
   });
 
   it('a function that throws under using() keeps minHold too, and the error reaches the caller', async () => {

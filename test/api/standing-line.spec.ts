@@ -8,6 +8,7 @@ import { type LockService, LockTimeoutError } from '../../lib/core';
 import { lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, type Worker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
+import { shedRule } from '../support/shed-rule';
 import type { AgentMessage } from '../workers/lock-agent.worker';
 
 const server = useRedis();
@@ -50,7 +51,7 @@ async function servedAfter(
 async function standingLine(key: string) {
   const agent = spawnWorker<AgentMessage>(workerPath('lock-agent'), { url: server().url });
   await agent.next((m) => m.type === 'ready');
-  const locks = lockService(server(), { shed: { target: TARGET, interval: INTERVAL } });
+  const locks = lockService(server(), shedRule({ target: TARGET, interval: INTERVAL }));
   await servedAfter(locks, agent, key, 5 * TARGET, 'h1');
   await new Promise((resolve) => setTimeout(resolve, 2 * INTERVAL)); // so the next serve closes an interval
   await servedAfter(locks, agent, key, 5 * TARGET, 'h2');

@@ -204,16 +204,16 @@ const moduleRows: Row<Module>[] = [
     message: /gracePeriod must be an integer number of ms between 0 and 2147483647, got 1000000000000/,
   },
   {
-    name: 'retryAfterSeconds NaN',
-    run: withUrl({ retryAfterSeconds: Number.NaN }),
+    name: 'isGlobal (the module is always global)',
+    run: withUrl({ isGlobal: false }),
     ...OPTIONS,
-    message: /retryAfterSeconds must be an integer number of seconds between 0 and 86400, got NaN/,
+    message: /Unknown option "isGlobal" in the RedisLockModule options/,
   },
   {
-    name: 'retryAfterSeconds 1e12',
-    run: withUrl({ retryAfterSeconds: 1e12 }),
+    name: 'isGlobal beside useFactory',
+    run: async () => RedisLockModule.forRootAsync({ useFactory: () => ({}), isGlobal: false } as never),
     ...OPTIONS,
-    message: /retryAfterSeconds must be .* got 1000000000000/,
+    message: /Unknown option "isGlobal" in RedisLockModule\.forRootAsync\(\) \(known: /,
   },
   {
     name: 'name ""',
@@ -227,12 +227,7 @@ const moduleRows: Row<Module>[] = [
     ...OPTIONS,
     message: /name must be a non-empty string.*got a symbol/,
   },
-  {
-    name: 'isGlobal "yes"',
-    run: withUrl({ isGlobal: 'yes' }),
-    ...OPTIONS,
-    message: /isGlobal must be true or false, got "yes"/,
-  },
+
   {
     name: 'httpErrors 0',
     run: withUrl({ httpErrors: 0 }),
@@ -283,10 +278,10 @@ const moduleRows: Row<Module>[] = [
     message: /Reading the option url threw \(getter url exploded\)/,
   },
   {
-    name: 'useFactory returns options with isGlobal inside',
-    run: factory((nowhere) => ({ url: nowhere, isGlobal: false })),
+    name: 'useFactory returns options with httpErrors inside',
+    run: factory((nowhere) => ({ url: nowhere, httpErrors: false })),
     ...OPTIONS,
-    message: /"isGlobal" is not a connection or lock option; give it beside useFactory/,
+    message: /"httpErrors" is not a connection or lock option; give it beside useFactory/,
   },
   {
     name: 'useFactory returns options with a negative claimWindow',

@@ -86,9 +86,9 @@ describe.each<Platform>(['express', 'fastify'])("on %s, a route's clients that g
     expect(ran.sort()).toEqual(['service 8', 'using 8']);
   });
 
-  it("teach nothing where the module does not follow departures (closedRequests: 'ignore')", async () => {
+  it('teach nothing where the module does not follow requests (requests: false)', async () => {
     ran.length = 0;
-    const { locks, port } = await startLockedApp(server().url, platform, { closedRequests: 'ignore' });
+    const { locks, port } = await startLockedApp(server().url, platform, { requests: false });
     const holder = await locks.acquire('stock:9', { ttl: 30_000, renew: true });
     // Not followed, the clients' waiters stay in line after they leave: the ninth is the patient one.
     const sent = Array.from({ length: 8 }, () => post(port, '/orders/9/reserve'));

@@ -17,7 +17,7 @@ import {
 } from '../../lib';
 import { interceptorProperty } from '../../lib/nest/redis-lock.tokens';
 import { DEFAULT_REQUEST_SETTINGS, RequestGuard } from '../../lib/nest/request-scope';
-import { providers, sum } from '../telemetry/otel-fixtures';
+import { registerSdk, sum } from '../telemetry/otel-fixtures';
 
 class Response extends EventEmitter {
   writableFinished = false;
@@ -96,7 +96,8 @@ describe('a grant that reaches a request whose client left in the same turn', ()
 
   it("a call whose client leaves while it waits counts as 'abandoned' in lock.acquisitions, not 'aborted'", async () => {
     const response = new Response();
-    const locks = LockService.inMemory({ telemetry: providers() });
+    registerSdk();
+    const locks = LockService.inMemory();
     class Reports {
       @Locked('report:<0>')
       async build(id: string): Promise<string> {

@@ -7,14 +7,14 @@
 // after the client left.
 import http from 'node:http';
 import { describe, expect, it } from '@jest/globals';
-import { RedisLockModule, type RedisLockModuleExtras } from '../../lib';
+import type { RedisLockModuleOptions } from '../../lib';
 import { until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 import { type Platform, ran, startLockedApp } from './locked-routes.fixture';
 
 const server = useRedis();
 
-const start = (platform: Platform, extras: Partial<RedisLockModuleExtras> = {}) =>
+const start = (platform: Platform, extras: Partial<RedisLockModuleOptions> = {}) =>
   startLockedApp(server().url, platform, extras);
 
 /**
@@ -44,7 +44,7 @@ function post(port: number, path: string): { giveUp: () => void; settled: Promis
  */
 async function leftWhileWaiting(
   platform: Platform,
-  c: { path: string; key: string; extras: Partial<RedisLockModuleExtras> },
+  c: { path: string; key: string; extras: Partial<RedisLockModuleOptions> },
 ) {
   ran.length = 0;
   const { locks, port } = await start(platform, c.extras);
@@ -84,11 +84,11 @@ const cases = [
     extras: {},
   },
   {
-    what: "a @Locked service method, with closedRequests 'all-routes' (the default, named)",
+    what: 'a @Locked service method, with requests: true (the default, named)',
     path: '/orders/4/reserve',
     key: 'stock:4',
     body: 'service 4',
-    extras: { closedRequests: 'all-routes' as const },
+    extras: { requests: true },
   },
 ];
 
@@ -112,18 +112,18 @@ describe.each<Platform>(['express', 'fastify'])(
 
     it.each([
       {
-        what: "closedRequests 'ignore', a @Locked handler",
+        what: 'requests: false, a @Locked handler',
         path: '/orders/2/pay',
         key: 'order:2',
         body: 'handler 2',
-        extras: { closedRequests: 'ignore' as const },
+        extras: { requests: false },
       },
       {
-        what: "closedRequests 'ignore', a service method reached from a route with no lock",
+        what: 'requests: false, a service method reached from a route with no lock',
         path: '/orders/2/reserve',
         key: 'stock:2',
         body: 'service 2',
-        extras: { closedRequests: 'ignore' as const },
+        extras: { requests: false },
       },
     ])('$what: the waiter stays in line and its body runs after the client left', async (c) => {
       const { holder } = await leftWhileWaiting(platform, c);
@@ -155,13 +155,5 @@ describe.each<Platform>(['express', 'fastify'])('on %s, work a request left runn
       (bodies) => bodies.includes('service 5'),
     );
     expect(ran).toEqual(['service 5']);
-  });
-});
-
-describe('closedRequests', () => {
-  it('is an extra, checked when the module is declared', () => {
-    expect(() =>
-      RedisLockModule.forRoot({ url: server().url, closedRequests: 'sometimes' as never }),
-    ).toThrow(/closedRequests must be 'all-routes' .* or 'ignore' .*, got "sometimes"/);
   });
 });

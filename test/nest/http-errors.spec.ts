@@ -40,6 +40,7 @@ import {
 } from '../../lib';
 import { lockService, until } from '../support/lock-fixtures';
 import { startRedis, useRedis } from '../support/redis-server';
+import { shedRule } from '../support/shed-rule';
 
 const server = useRedis();
 const apps: INestApplication[] = [];
@@ -185,10 +186,9 @@ describe('under overload', () => {
     class Shop {}
     const ref = await Test.createTestingModule({
       imports: [
-        RedisLockModule.forRoot({
-          url: server().url,
-          shed: { target: TARGET, interval: INTERVAL },
-          retryAfterSeconds: 7,
+        // Through a factory: forRoot passes on only the options' named keys, not the test hook.
+        RedisLockModule.forRootAsync({
+          useFactory: () => ({ url: server().url, ...shedRule({ target: TARGET, interval: INTERVAL }) }),
         }),
         Shop,
       ],
@@ -223,16 +223,15 @@ describe('under overload', () => {
     const refused = (filter.seen.at(-1) as HttpException).cause as LockTimeoutError;
     expect(refused).toBeInstanceOf(LockTimeoutError);
     expect(refused.retryAfterMs).toBeGreaterThanOrEqual(HOLD);
-    // When the line would clear, in whole seconds: not the module's 7.
+    // When the line would clear, in whole seconds.
     expect(cut.headers['retry-after']).toBe(
       String(Math.max(1, Math.ceil((refused.retryAfterMs ?? 0) / 1000))),
     );
-    expect(cut.headers['retry-after']).not.toBe('7');
 
     // order:2's line does not stand: the request waits its whole 100 ms while the lock is held.
     const busy = await request(app.getHttpServer()).post('/orders/pay').send({ id: 2 });
     expect(busy.status).toBe(409);
-    expect(busy.headers['retry-after']).toBe('7');
+    expect(busy.headers['retry-after']).toBe('1');
     expect(((filter.seen.at(-1) as HttpException).cause as LockTimeoutError).retryAfterMs).toBeUndefined();
     expect(app.get(Orders).runs).toBe(0);
     for (const holder of holders) await holder.release();
@@ -245,12 +244,12 @@ describe('under overload', () => {
       deadline: { leftMs: 100, holdMs: 20 },
     });
     const shed = new LockShedError('k', 12, 250, 1_000);
-    expect(lockErrorResponse(standing, 7)).toMatchObject({ status: 503, headers: { 'Retry-After': '3' } });
-    expect(lockErrorResponse(deadline, 7)).toMatchObject({ status: 503, headers: { 'Retry-After': '1' } });
-    expect(lockErrorResponse(shed, 7)).toMatchObject({ status: 503, headers: { 'Retry-After': '3' } });
-    expect(lockErrorResponse(new LockTimeoutError('k', 0), 7)).toMatchObject({
+    expect(lockErrorResponse(standing)).toMatchObject({ status: 503, headers: { 'Retry-After': '3' } });
+    expect(lockErrorResponse(deadline)).toMatchObject({ status: 503, headers: { 'Retry-After': '1' } });
+    expect(lockErrorResponse(shed)).toMatchObject({ status: 503, headers: { 'Retry-After': '3' } });
+    expect(lockErrorResponse(new LockTimeoutError('k', 0))).toMatchObject({
       status: 409,
-      headers: { 'Retry-After': '7' },
+      headers: { 'Retry-After': '1' },
     });
     expect(standing.message).toMatch(/turned away for overload/);
     expect(lockErrorResponse(standing)?.body.message).not.toMatch(/another request holds its lock/);
@@ -386,7 +385,7 @@ class OwnLockFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
     const { httpAdapter } = this.adapterHost;
     const response = host.switchToHttp().getResponse();
-    const mapped = lockErrorResponse(exception, 7);
+    const mapped = lockErrorResponse(exception);
     if (!mapped) {
       httpAdapter.reply(response, { status: 500 }, 500);
       return;
@@ -410,7 +409,7 @@ describe('with httpErrors: false, a filter of your own renders lock errors with 
     const holder = await lockService(server()).acquire('guarded');
     const busy = await request(app.getHttpServer()).post('/orders/guarded');
     expect(busy.status).toBe(409);
-    expect(busy.headers['retry-after']).toBe('7');
+    expect(busy.headers['retry-after']).toBe('1');
     expect(busy.body).toEqual({
       statusCode: 409,
       error: 'Conflict',

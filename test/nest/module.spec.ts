@@ -127,18 +127,12 @@ describe('RedisLockModule', () => {
     await roundTrip(app.get(Consumer).locks, 'global');
   });
 
-  it('with isGlobal: false, only importing modules can inject it', async () => {
-    @Injectable()
-    class Consumer {
-      constructor(@Inject(LockService) readonly locks: LockService) {}
-    }
-    @Module({ providers: [Consumer] })
-    class Feature {}
+  it('is always global: isGlobal is refused as an unknown option', async () => {
     await expect(
       Test.createTestingModule({
-        imports: [RedisLockModule.forRoot({ url: server().url, isGlobal: false }), Feature],
+        imports: [RedisLockModule.forRoot({ url: server().url, isGlobal: false } as never)],
       }).compile(),
-    ).rejects.toThrow(/LockService/);
+    ).rejects.toThrow(/^Unknown option "isGlobal" in the RedisLockModule options/);
   });
 
   it.each<[string, RedisLockModuleOptions]>([

@@ -147,7 +147,7 @@ describe.each(['express', 'fastify'] as const)('on %s, a request with a deadline
   it('from the module’s budget, counted from the request’s arrival: time spent in a guard is spent', async () => {
     ran.length = 0;
     timeouts.length = 0;
-    const { locks, port } = await start(platform, { requestDeadline: { budget: 600 } });
+    const { locks, port } = await start(platform, { requests: { budget: 600 } });
     const holder = await locks.acquire('audit:1', { ttl: 30_000, renew: true });
     expect((await post(port, '/audits/1', {})).status).toBe(503);
     // The guard took at least 300 ms of the 600: at most 300 were left when the call began to wait.
@@ -159,7 +159,7 @@ describe.each(['express', 'fastify'] as const)('on %s, a request with a deadline
 
   it("from the module's budget, for a @Locked service method a route with no lock calls", async () => {
     ran.length = 0;
-    const { locks, port } = await start(platform, { requestDeadline: { budget: 300 } });
+    const { locks, port } = await start(platform, { requests: { budget: 300 } });
     const holder = await locks.acquire('stock:4', { ttl: 30_000, renew: true });
     const response = await post(port, '/orders/4/reserve', {});
     expect(response.status).toBe(503);
@@ -169,9 +169,9 @@ describe.each(['express', 'fastify'] as const)('on %s, a request with a deadline
     expect(ran).toEqual([]);
   });
 
-  it('a request with no deadline, one the module does not read, or one it cannot parse waits its turn', async () => {
+  it('a request with no deadline, one the module does not follow (requests: false), or one it cannot parse waits its turn', async () => {
     ran.length = 0;
-    const { locks, port } = await start(platform, { requestDeadline: { headers: false } });
+    const { locks, port } = await start(platform, { requests: false });
     const other = await start(platform);
     const holder = await locks.acquire('order:7', { ttl: 30_000, renew: true });
     const unread = post(port, '/orders/7/pay', { 'grpc-timeout': '1m' });
@@ -229,23 +229,32 @@ describe.each(['express', 'fastify'] as const)('on %s, a request turned away at 
   });
 });
 
-describe('the module option requestDeadline', () => {
+describe('the module option requests', () => {
   it('each invalid value fails the module’s start with LockOptionsError', async () => {
-    const asked = /requestDeadline must be an object such as \{ budget: 2000 \}/;
-    for (const [requestDeadline, message] of [
+    const asked =
+      /^requests must be true \(follow each request: its close and its deadline\), false \(take nothing from it\) or \{ budget \} \(ms from a request's arrival\), got /;
+    const budget = (got: string) =>
+      new RegExp(
+        `^requests\\.budget must be an integer number of milliseconds between 1 and 2147483647, got ${got}\\.$`,
+      );
+    for (const [requests, message] of [
       [5, asked],
-      [{ budget: -1 }, asked],
-      [{ budget: 1.5 }, asked],
-      [{ headers: 'yes' }, asked],
-      [{ header: 'a b' }, asked],
-      [{ timeout: 1 }, /Unknown option "timeout" in requestDeadline \(known: budget, headers, header\)/],
-      [{ Budget: 1 }, /Unknown option "Budget" in requestDeadline: did you mean "budget"\?/],
+      ['yes', asked],
+      [null, asked],
+      [['budget'], asked],
+      [{}, budget('undefined')],
+      [{ budget: 0 }, budget('0')],
+      [{ budget: -1 }, budget('-1')],
+      [{ budget: 1.5 }, budget('1.5')],
+      [{ budget: '2000' }, budget('"2000"')],
+      [{ timeout: 1 }, /Unknown option "timeout" in requests \(known: budget\)/],
+      [{ Budget: 1 }, /Unknown option "Budget" in requests: did you mean "budget"\?/],
     ] as const) {
       const compiled = Test.createTestingModule({
         imports: [
           RedisLockModule.forRoot({
             url: server().url,
-            requestDeadline,
+            requests,
           } as unknown as RedisLockModuleOptions),
         ],
       }).compile();
@@ -257,7 +266,7 @@ describe('the module option requestDeadline', () => {
 
 describe('a request’s deadline', () => {
   const request = (headers: Record<string, string>) => ({ headers }) as unknown as http.IncomingMessage;
-  const settings = { budget: undefined, headers: true, header: 'x-request-deadline' };
+  const settings = undefined; // no budget
 
   it('reads every unit of grpc-timeout, and the earliest of all that are sent', () => {
     const before = Date.now();
@@ -277,7 +286,7 @@ describe('a request’s deadline', () => {
         'x-envoy-expected-rq-timeout-ms': '3000',
         'x-request-deadline': String(absolute),
       }),
-      { ...settings, budget: 4_000 },
+      4_000,
     );
     expect(all).toBe(absolute);
     expect(deadlineOf(request({ 'x-request-deadline': new Date(absolute).toISOString() }), settings)).toBe(
@@ -295,6 +304,5 @@ describe('a request’s deadline', () => {
     expect(deadlineOf(request({ 'x-envoy-expected-rq-timeout-ms': '1e3' }), settings)).toBeUndefined();
     expect(deadlineOf(request({ 'x-request-deadline': 'tomorrow' }), settings)).toBeUndefined();
     expect(deadlineOf(request({ 'x-request-deadline': '1764000000000.' }), settings)).toBeUndefined();
-    expect(deadlineOf(request({ 'grpc-timeout': '1S' }), { ...settings, headers: false })).toBeUndefined();
   });
 });

@@ -2,7 +2,7 @@
 // an in-memory reader when the test collects, a tracer provider writing to an in-memory exporter, and the
 // async-hooks context manager (what makes a span a child of the caller's).
 import { afterAll, afterEach, beforeAll, expect } from '@jest/globals';
-import { context } from '@opentelemetry/api';
+import { context, metrics, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { type DataPoint, type Histogram, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import {
@@ -35,13 +35,22 @@ afterAll(() => {
 
 afterEach(() => {
   spans.reset();
+  metrics.disable();
+  trace.disable();
 });
 
-/** Fresh providers for one test: its metrics start from zero. */
-export function providers() {
+/** A fresh MeterProvider, read when the test collects: its metrics start from zero. */
+export function meterProvider(): MeterProvider {
   reader = new TestReader();
-  const meterProvider = new MeterProvider({ readers: [reader] });
-  return { meterProvider, tracerProvider };
+  return new MeterProvider({ readers: [reader] });
+}
+
+/** Registers the SDK as an application does, with fresh metrics; unregistered after the test. */
+export function registerSdk(): void {
+  metrics.disable();
+  trace.disable();
+  metrics.setGlobalMeterProvider(meterProvider());
+  trace.setGlobalTracerProvider(tracerProvider);
 }
 
 /** Every data point of metric `name` now, with its attributes. */

@@ -3,13 +3,14 @@
 import { describe, expect, it } from '@jest/globals';
 import { LockTimeoutError } from '../../lib/core';
 import { useQuorum } from '../quorum/quorum-fixtures';
-import { finished, histogram, providers, sum } from './otel-fixtures';
+import { finished, histogram, registerSdk, sum } from './otel-fixtures';
 
 const quorum = useQuorum(3);
 
 describe('OpenTelemetry on the quorum store', () => {
   it('a grant, a timeout and a hold, with the same names and outcomes', async () => {
-    const locks = quorum().service({ telemetry: providers() });
+    registerSdk();
+    const locks = quorum().service();
     const holder = await locks.acquire('q-order', { label: 'order', ttl: 5_000 });
     await expect(locks.acquire('q-order', { label: 'order', waitTimeout: 50 })).rejects.toBeInstanceOf(
       LockTimeoutError,

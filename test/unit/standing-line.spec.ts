@@ -6,6 +6,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { LockTimeoutError } from '../../lib/errors/lock-timeout.error';
 import type { LockServiceOptions } from '../../lib/options/service-options';
+import { shedRule } from '../support/shed-rule';
 import { call, engine } from './engine-fixtures';
 
 const TARGET = 20;
@@ -53,7 +54,7 @@ async function standing(options: LockServiceOptions, key: string) {
 
 describe('the standing-line rule', () => {
   it('while a line stands, a new call waits at most half the target', async () => {
-    const locks = await standing({ shed: { target: TARGET, interval: INTERVAL } }, 'k');
+    const locks = await standing(shedRule({ target: TARGET, interval: INTERVAL }), 'k');
     const waited = await waitBehindHolder(locks, 'k', 5_000);
     expect(waited).toBeGreaterThanOrEqual(TARGET / 2);
     // Far below its own 5 s: the rule cut it (a busy event loop can add to 40 ms, not 4.9 s).
@@ -61,7 +62,7 @@ describe('the standing-line rule', () => {
   });
 
   it('an interval that serves the calls that came ends it: the next call waits its whole wait', async () => {
-    const locks = await standing({ shed: { target: TARGET, interval: INTERVAL } }, 'k');
+    const locks = await standing(shedRule({ target: TARGET, interval: INTERVAL }), 'k');
     await (await locks.takeOne('k', call({}, true, true)))?.release();
     await new Promise((resolve) => setTimeout(resolve, INTERVAL)); // so the next serve closes an interval
     await (await locks.takeOne('k', call({}, true, true)))?.release();
@@ -69,7 +70,7 @@ describe('the standing-line rule', () => {
   });
 
   it('an interval in which the calls that came were turned away keeps it standing', async () => {
-    const locks = await standing({ shed: { target: TARGET, interval: INTERVAL } }, 'k');
+    const locks = await standing(shedRule({ target: TARGET, interval: INTERVAL }), 'k');
     await waitBehindHolder(locks, 'k', 5_000); // cut: it came and was not served
     await new Promise((resolve) => setTimeout(resolve, INTERVAL)); // so the next serve closes an interval
     await (await locks.takeOne('k', call({}, true, true)))?.release(); // 1 served of 2 that came
@@ -77,12 +78,12 @@ describe('the standing-line rule', () => {
   });
 
   it('a call that serves nobody (no request, no deadline: a cron job) waits its whole wait', async () => {
-    const locks = await standing({ shed: { target: TARGET, interval: INTERVAL } }, 'k');
+    const locks = await standing(shedRule({ target: TARGET, interval: INTERVAL }), 'k');
     expect(await waitBehindHolder(locks, 'k', 300, false)).toBeGreaterThanOrEqual(300);
   });
 
   it('a call with a deadline serves someone: its wait is cut', async () => {
-    const locks = await standing({ shed: { target: TARGET, interval: INTERVAL } }, 'k');
+    const locks = await standing(shedRule({ target: TARGET, interval: INTERVAL }), 'k');
     const holder = await locks.takeOne('k', call());
     const deadline = Date.now() + 5_000;
     const error = await locks.takeOne('k', call({ deadline })).catch((e: unknown) => e);
@@ -92,7 +93,7 @@ describe('the standing-line rule', () => {
   });
 
   it("is off with shed: 'door': behind the same standing line, a call waits its whole wait", async () => {
-    const locks = await standing({ shed: 'door' }, 'k');
+    const locks = await standing(shedRule('door'), 'k');
     expect(await waitBehindHolder(locks, 'k', 300)).toBeGreaterThanOrEqual(300);
   });
 });
@@ -133,7 +134,7 @@ describe('the default rule, paced by the key', () => {
   }, 30_000);
 
   it("the same line with shed: 'door': a new call waits its whole wait", async () => {
-    const locks = engine({ shed: 'door' });
+    const locks = engine(shedRule('door'));
     await longLine(locks, 'k', IN_LINE, HOLD);
     expect(await waitBehindHolder(locks, 'k', 600)).toBeGreaterThanOrEqual(600);
   }, 30_000);
