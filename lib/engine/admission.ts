@@ -31,7 +31,7 @@
  */
 import { setBounded } from '../bounded-map';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
-import type { ResolvedServiceOptions } from '../options/service-options';
+import type { ResolvedServiceOptions, StandingRule } from '../options/service-options';
 import type { JoinDoor } from '../store/lock-store';
 import { type EngineCall, withWaitLeft } from './call';
 
@@ -49,8 +49,6 @@ const MIN_INTERVAL_MS = 200;
 /** A standing line stops standing after an interval that served at least this share of the calls that came. */
 const SERVED_TO_STOP = 0.95;
 
-/** A fixed rule, or one scaled to each key's pace: a target of `places` at that pace. */
-export type StandingRule = { target: number; interval: number } | { places: number };
 
 /** What this service has seen of one key's line. */
 interface Line {

@@ -4,7 +4,6 @@
  * Also the arguments of close() and checkServers(). Everything here runs before any command is sent.
  */
 
-import type { StandingRule } from '../engine/admission';
 import { LockOptionsError } from '../errors/lock-options.error';
 import type { ServerRisk } from '../protocol/server-info';
 import type { LockLogger, TelemetryOptions } from '../telemetry/telemetry-options';
@@ -217,6 +216,9 @@ function checkShed(value: unknown): boolean {
  * the default is what is documented and measured.
  */
 export const SHED_RULE: unique symbol = Symbol.for('nestjs-redis-lock.shed-rule');
+
+/** A fixed standing-line rule (ms), or one scaled to each key's pace: a target of `places` at that pace. */
+export type StandingRule = { target: number; interval: number } | { places: number };
 
 /** What the engine's admission follows: `shed`, or a rule set under SHED_RULE. */
 export type ShedPolicy = boolean | 'door' | StandingRule;
