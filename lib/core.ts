@@ -9,17 +9,17 @@ export {
   type FencedValue,
   type FencedWriteResult,
 } from './fencing/fenced-store';
-export type { Lease, LockHolder, LockInfo, LockNodeView, LockWaiter } from './lease';
+export type { Lease, LockInfo } from './lease';
 export { type LockKeys, LockService } from './lock.service';
 export type { ListLocksOptions, LockList } from './lock-admin';
 export type { LockMode } from './lock-kind';
 export type { AcquireOptions, TryAcquireOptions } from './options/call-options';
 export { MAX_KEYS } from './options/lock-keys';
-export type { LockDefaults, LockServiceOptions, ReplicaOptions } from './options/service-options';
+export type { LockServiceOptions } from './options/service-options';
 export type { LockBackend } from './store/lock-store';
 export { MemoryLockBackend } from './store/memory-store';
-export type { ServerFacts, ServerReport, ServerRisk, ServerRiskCode } from './store/server-watch';
-export { LOCK_CHANNELS, type LockEvent, type LockEventKind } from './telemetry/lock-events';
+export type { ServerReport, ServerRisk } from './store/server-watch';
+export { LOCK_CHANNELS, type LockEvent } from './telemetry/lock-events';
 export type {
   LockLogger,
   TelemetryOptions,

@@ -5,7 +5,7 @@
  */
 
 import { lockInfo } from './engine/lock-info';
-import { LockOptionsError } from './errors/lock-options.error';
+import { LockUsageError } from './errors/lock-usage.error';
 import type { LockInfo } from './lease';
 import { describeValue as describe } from './options/describe-value';
 import type { LockStore, TicketKind } from './store/lock-store';
@@ -34,16 +34,16 @@ const INSPECT_AT_ONCE = 16;
 function resolveListOptions(options: ListLocksOptions | undefined): { limit: number; filter?: string } {
   if (options === undefined) return { limit: DEFAULT_LIST_LIMIT };
   if (options === null || typeof options !== 'object') {
-    throw new LockOptionsError(`list() options must be an object, got ${describe(options)}.`);
+    throw new LockUsageError(`list() options must be an object, got ${describe(options)}.`);
   }
   const { filter, limit = DEFAULT_LIST_LIMIT } = options;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `list() limit must be an integer from 1 to ${MAX_LIST_LIMIT}, got ${describe(limit)}.`,
     );
   }
   if (filter !== undefined && typeof filter !== 'string') {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `list() filter must be a string (text the keys contain), got ${describe(filter)}.`,
     );
   }
@@ -60,7 +60,7 @@ export async function listLocks(
   waitingSince: (token: string) => number | undefined,
 ): Promise<LockList> {
   const { limit, filter } = resolveListOptions(options);
-  if (!store.list) throw new LockOptionsError('This lock store cannot list its locks.');
+  if (!store.list) throw new LockUsageError('This lock store cannot list its locks.');
   const { keys, truncated } = await store.list(limit, filter);
   const infos: LockInfo[] = [];
   for (let i = 0; i < keys.length; i += INSPECT_AT_ONCE) {
@@ -91,7 +91,7 @@ export function withWaits(info: LockInfo, waitingSince: (token: string) => numbe
  */
 export async function forceRelease(store: LockStore, key: string, token: unknown): Promise<boolean> {
   if (typeof token !== 'string' || token === '') {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `forceRelease() needs the holder's token (inspect(key).holders[i].token), got ${describe(token)}.`,
     );
   }

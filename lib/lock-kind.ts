@@ -4,9 +4,7 @@
  * key is one kind of lock (docs/protocol.md, "Semaphores" and "Read-write locks").
  */
 
-import { type LockKindName, LockModeError } from './errors/lock-mode.error';
-import { LockOptionsError } from './errors/lock-options.error';
-import { LockPermitsError } from './errors/lock-permits.error';
+import { kindError, type LockKindName, LockUsageError, upgradeError } from './errors/lock-usage.error';
 import { describeValue } from './options/describe-value';
 
 /**
@@ -18,11 +16,11 @@ export const MAX_PERMITS = 10_000;
 /** A read-write lock's two modes: `read` shares the key with other readers, `write` holds it alone. */
 export type LockMode = 'read' | 'write';
 
-/** Validates `permits`; undefined means 1, the mutex. Throws LockOptionsError. */
+/** Validates `permits`; undefined means 1, the mutex. Throws LockUsageError. */
 export function resolvePermits(value: unknown): number {
   if (value === undefined) return 1;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_PERMITS) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `permits must be an integer from 1 to ${MAX_PERMITS}: how many callers may hold the key at once ` +
         `(1, the default, is a mutex), got ${describeValue(value)}.`,
     );
@@ -30,10 +28,10 @@ export function resolvePermits(value: unknown): number {
   return value;
 }
 
-/** Validates `mode`; undefined means no mode, the mutex. Throws LockOptionsError. */
+/** Validates `mode`; undefined means no mode, the mutex. Throws LockUsageError. */
 export function resolveMode(value: unknown): LockMode | undefined {
   if (value === undefined || value === 'read' || value === 'write') return value;
-  throw new LockOptionsError(
+  throw new LockUsageError(
     `mode must be 'read' (shared with other readers) or 'write' (exclusive), in lower case, got ` +
       `${describeValue(value)}. Leave it out for a plain mutex.`,
   );
@@ -53,20 +51,20 @@ export function checkKindCall(
   if (permits === 1 && mode === undefined) return;
   const what = mode === undefined ? `permits (${permits})` : `mode '${mode}'`;
   if (mode !== undefined && permits !== 1) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `mode and permits (${permits}) do not combine: a read-write lock has any number of readers and one ` +
         'writer. Use mode on a read-write lock, or permits on a semaphore, each on its own key.',
     );
   }
   if (!storeHasThem) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `${what} needs locks in one Redis (or Cluster) or in memory: a quorum of independent masters ` +
         `(Redlock) has no ${mode === undefined ? 'semaphores' : 'read-write locks'}. Leave it out, or keep ` +
         'the lock in one Redis.',
     );
   }
   if (keys > 1) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `${what} applies to one key, and this call is on ${keys}: a call on several keys holds each of them ` +
         'as a mutex. Take it in a call of its own, on its own key.',
     );
@@ -86,14 +84,13 @@ interface HeldKind {
  */
 export function checkReentry(key: string, held: HeldKind, asked: HeldKind): void {
   if (held.mode !== undefined && asked.mode !== undefined) {
-    if (held.mode === 'read' && asked.mode === 'write')
-      throw new LockModeError(key, 'upgrade', 'read', 'write');
+    if (held.mode === 'read' && asked.mode === 'write') throw upgradeError(key);
     return;
   }
   if (held.mode !== undefined || asked.mode !== undefined) {
     const kind = (k: HeldKind): LockKindName =>
       k.mode !== undefined ? 'read-write' : k.permits === 1 ? 'mutex' : k.permits;
-    throw new LockModeError(key, 'kind', kind(held), kind(asked));
+    throw kindError(key, kind(held), kind(asked));
   }
-  if (held.permits !== asked.permits) throw new LockPermitsError(key, held.permits, asked.permits);
+  if (held.permits !== asked.permits) throw kindError(key, held.permits, asked.permits);
 }

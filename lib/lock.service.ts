@@ -14,8 +14,8 @@ import { lockInfo } from './engine/lock-info';
 import { ReentrantLease } from './engine/reentrant-lease';
 import { currentRequest, type ServedRequest } from './engine/served-request';
 import { LockAbortedError } from './errors/lock-aborted.error';
-import { LockOptionsError } from './errors/lock-options.error';
 import { LockServiceClosedError } from './errors/lock-service-closed.error';
+import { LockUsageError } from './errors/lock-usage.error';
 import type { Lease, LockInfo } from './lease';
 import { forceRelease, type ListLocksOptions, type LockList, listLocks, withWaits } from './lock-admin';
 import { checkKindCall } from './lock-kind';
@@ -102,11 +102,11 @@ export class LockService {
 
   /**
    * The client commands are sent on (ioredis or node-redis, as given; for health checks); the service never closes it. A
-   * service on another backend (in memory) has none: reading it throws LockOptionsError.
+   * service on another backend (in memory) has none: reading it throws LockUsageError.
    */
   get client(): RedisClient {
     if (!this.redis) {
-      throw new LockOptionsError('This LockService keeps its locks in memory: it has no Redis client.');
+      throw new LockUsageError('This LockService keeps its locks in memory: it has no Redis client.');
     }
     return this.redis;
   }
@@ -135,9 +135,9 @@ export class LockService {
 
   /**
    * Takes the lock, waiting in line up to `waitTimeout` ms (FIFO). Rejects with LockTimeoutError,
-   * LockAbortedError, RedisUnavailableError, LockKeyError or LockOptionsError. Given several keys, takes
+   * LockAbortedError, RedisUnavailableError or LockUsageError. Given several keys, takes
    * them all (one lease) or none, key by key in canonical order, each in its own FIFO line, all within
-   * `waitTimeout`; LockOrderError when the call chain holds a key that sorts after one of them.
+   * `waitTimeout`; LockUsageError `LOCK_ORDER` when the call chain holds a key that sorts after one of them.
    */
   acquire(key: LockKeys, options?: AcquireOptions): Promise<Lease> {
     let resolved: ResolvedAcquireOptions;
@@ -183,7 +183,7 @@ export class LockService {
 
   /**
    * Checks call options against this service (types, ranges) without sending anything; throws
-   * LockOptionsError. The Nest module runs it for every @Locked at start-up.
+   * LockUsageError. The Nest module runs it for every @Locked at start-up.
    */
   checkOptions(options: AcquireOptions | undefined): void {
     const { permits, mode } = resolveAcquireOptions(this.options.defaults, options, true);
@@ -248,8 +248,7 @@ export class LockService {
     options: AcquireOptions | undefined,
     skips: boolean,
   ): Promise<T> {
-    if (typeof fn !== 'function')
-      throw new LockOptionsError('using() needs a function to run under the lock.');
+    if (typeof fn !== 'function') throw new LockUsageError('using() needs a function to run under the lock.');
     const resolved = resolveAcquireOptions(this.options.defaults, options, true);
     const { obtained, record, request } = this.call(key, resolved, true, skips);
     const lease = (await obtained) as Lease;

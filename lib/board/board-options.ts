@@ -3,7 +3,7 @@
  * who holds each lock, since when, and who waits in line.
  */
 import type { CanActivate, Type } from '@nestjs/common';
-import { LockOptionsError } from '../errors/lock-options.error';
+import { LockUsageError } from '../errors/lock-usage.error';
 import type { LockService } from '../lock.service';
 import { describeValue as describe } from '../options/describe-value';
 import { checkKnownKeys } from '../options/option-checks';
@@ -63,7 +63,7 @@ const KNOWN: readonly string[] = [
 /** The mount path without slashes at its ends: letters, digits and - _ . ~ / only. */
 export function resolveBoardPath(path: unknown = 'locks'): string {
   if (typeof path !== 'string') {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `RedisLockBoardModule path must be a string such as 'locks', got ${describe(path)}.`,
     );
   }
@@ -72,7 +72,7 @@ export function resolveBoardPath(path: unknown = 'locks'): string {
     !/^[A-Za-z0-9\-_.~/]+$/.test(trimmed) ||
     trimmed.split('/').some((part) => part === '' || /^\.+$/.test(part))
   ) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `RedisLockBoardModule path ${describe(path)} is not a plain URL path: use letters, digits, - _ . ~ ` +
         `and / between non-empty parts, such as 'locks' or 'admin/locks'.`,
     );
@@ -89,7 +89,7 @@ function isGuard(value: unknown): value is Type<CanActivate> | CanActivate {
 
 export function resolveBoardOptions(options: RedisLockBoardOptions | undefined): ResolvedBoardOptions {
   if (options !== undefined && (options === null || typeof options !== 'object')) {
-    throw new LockOptionsError(`RedisLockBoardModule options must be an object, got ${describe(options)}.`);
+    throw new LockUsageError(`RedisLockBoardModule options must be an object, got ${describe(options)}.`);
   }
   const given = options ?? {};
   checkKnownKeys(given, KNOWN, 'RedisLockBoardModule options');
@@ -103,12 +103,12 @@ export function resolveBoardOptions(options: RedisLockBoardOptions | undefined):
     title = 'Locks',
   } = given;
   if (guard !== undefined && !isGuard(guard)) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `RedisLockBoardModule guard must be a Nest guard (a class or an object with canActivate), got ${describe(guard)}.`,
     );
   }
   if (typeof readOnly !== 'boolean') {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `RedisLockBoardModule readOnly must be true or false, got ${describe(readOnly)}.`,
     );
   }
@@ -116,13 +116,13 @@ export function resolveBoardOptions(options: RedisLockBoardOptions | undefined):
     lockService !== undefined &&
     (lockService === null || typeof (lockService as LockService).list !== 'function')
   ) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `RedisLockBoardModule lockService must be a LockService, got ${describe(lockService)}.`,
     );
   }
   const integer = (name: string, value: unknown, max: number, min: number) => {
     if (!Number.isInteger(value) || (value as number) < min || (value as number) > max) {
-      throw new LockOptionsError(
+      throw new LockUsageError(
         `RedisLockBoardModule ${name} must be an integer from ${min} to ${max}, got ${describe(value)}.`,
       );
     }
@@ -130,12 +130,12 @@ export function resolveBoardOptions(options: RedisLockBoardOptions | undefined):
   integer('limit', limit, 10_000, 1);
   integer('recentEvents', recentEvents, 1_000, 0);
   if (history !== 'while-viewed' && history !== 'always') {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `RedisLockBoardModule history must be 'while-viewed' or 'always', got ${describe(history)}.`,
     );
   }
   if (typeof title !== 'string' || title.length > 200) {
-    throw new LockOptionsError(`RedisLockBoardModule title must be a string of at most 200 characters.`);
+    throw new LockUsageError(`RedisLockBoardModule title must be a string of at most 200 characters.`);
   }
   return { guard, readOnly, lockService, limit, recentEvents, history, title };
 }

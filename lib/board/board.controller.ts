@@ -22,8 +22,7 @@ import {
   type Type,
   UseGuards,
 } from '@nestjs/common';
-import { LockKeyError } from '../errors/lock-key.error';
-import { LockOptionsError } from '../errors/lock-options.error';
+import { LockUsageError } from '../errors/lock-usage.error';
 import { BoardData, type BoardLock, type BoardView } from './board-data';
 import { BOARD_OPTIONS, BoardGuard } from './board-guard';
 import type { ResolvedBoardOptions } from './board-options';
@@ -47,7 +46,7 @@ async function clientErrors<T>(run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (error) {
-    if (error instanceof LockKeyError || error instanceof LockOptionsError) {
+    if (error instanceof LockUsageError) {
       throw new BadRequestException(error.message);
     }
     throw error;

@@ -13,7 +13,7 @@ import {
   type Provider,
 } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { LockOptionsError } from '../errors/lock-options.error';
+import { LockUsageError } from '../errors/lock-usage.error';
 import { LockService } from '../lock.service';
 import { boardController } from './board.controller';
 import { BoardData } from './board-data';
@@ -52,7 +52,7 @@ function moduleLockService(moduleRef: ModuleRef): LockService {
     // Not provided anywhere: said below.
   }
   if (!found) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       'RedisLockBoardModule found no LockService: import RedisLockModule.forRoot(...) in the application, ' +
         'or pass the service to show as lockService.',
     );
@@ -70,7 +70,7 @@ export class RedisLockBoardModule {
 
   static forRootAsync(options: RedisLockBoardAsyncOptions): DynamicModule {
     if (options === null || typeof options !== 'object' || typeof options.useFactory !== 'function') {
-      throw new LockOptionsError(
+      throw new LockUsageError(
         'RedisLockBoardModule.forRootAsync needs { useFactory } returning the options.',
       );
     }
@@ -81,7 +81,7 @@ export class RedisLockBoardModule {
       useFactory: async (...args: never[]) => {
         const given = await useFactory(...args);
         if (given !== null && typeof given === 'object' && 'path' in given) {
-          throw new LockOptionsError(
+          throw new LockUsageError(
             'RedisLockBoardModule.forRootAsync takes path beside useFactory, not from it: routes are fixed up front.',
           );
         }

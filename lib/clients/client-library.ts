@@ -23,7 +23,7 @@ export interface ClientLibrary<Client extends object, Name extends string = stri
   connection(client: Client): RedisConnection;
   /**
    * The connections for `request`, made with `loaded` (the package, as `require` returned it), not
-   * connected yet. Throws LockOptionsError when the library refuses the options.
+   * connected yet. Throws LockUsageError when the library refuses the options.
    */
   openOwned(loaded: unknown, request: OwnedRequest): OwnedConnection[];
 }

@@ -49,7 +49,6 @@ const MIN_INTERVAL_MS = 200;
 /** A standing line stops standing after an interval that served at least this share of the calls that came. */
 const SERVED_TO_STOP = 0.95;
 
-
 /** What this service has seen of one key's line. */
 interface Line {
   /** Mean hold, ms (undefined before any hold ended). */

@@ -5,8 +5,9 @@
  * waiting call first reserves its place on the later keys (where the store can): it is served there from
  * that place once it holds the keys before, instead of queueing at the back while it holds them.
  */
-import { LockOrderError } from '../errors/lock-order.error';
+
 import { LockTimeoutError } from '../errors/lock-timeout.error';
+import { orderError } from '../errors/lock-usage.error';
 import type { LockStore, LockTicket } from '../store/lock-store';
 import { type EngineCall, withWaitLeft } from './call';
 import { now } from './clock';
@@ -127,5 +128,5 @@ export function checkOrder(fresh: readonly string[], byKey: ReadonlyMap<string, 
   if (held.length === 0) return;
   const highest = held.reduce((a, b) => (a > b ? a : b));
   const lowest = fresh.reduce((a, b) => (a < b ? a : b));
-  if (lowest < highest) throw new LockOrderError(lowest, held.sort());
+  if (lowest < highest) throw orderError(lowest, held.sort());
 }

@@ -1,17 +1,14 @@
-export * from './lock.error';
-export * from './lock-aborted.error';
-export * from './lock-key.error';
-export * from './lock-key-function.error';
-export * from './lock-lost.error';
-export * from './lock-mode.error';
-export * from './lock-not-held.error';
-export * from './lock-not-replicated.error';
-export * from './lock-options.error';
-export * from './lock-order.error';
-export { LockPermitsError } from './lock-permits.error';
-export * from './lock-quorum.error';
-export * from './lock-service-closed.error';
-export * from './lock-shed.error';
-export * from './lock-timeout.error';
-export * from './redis-unavailable.error';
-export * from './request-closed.error';
+// The error classes: runtime ones by what happened, usage ones in one class whose `code` says what to fix.
+// Their detail types (a loss's reason, a refusal's figures) are read through the classes' fields.
+export { LockError, type LockErrorCode } from './lock.error';
+export { LockAbortedError } from './lock-aborted.error';
+export { LockLostError } from './lock-lost.error';
+export { LockNotHeldError } from './lock-not-held.error';
+export { LockNotReplicatedError } from './lock-not-replicated.error';
+export { LockQuorumError } from './lock-quorum.error';
+export { LockServiceClosedError } from './lock-service-closed.error';
+export { LockShedError } from './lock-shed.error';
+export { LockTimeoutError } from './lock-timeout.error';
+export { type LockUsageCode, LockUsageError } from './lock-usage.error';
+export { RedisUnavailableError } from './redis-unavailable.error';
+export { RequestClosedError } from './request-closed.error';

@@ -10,7 +10,8 @@ export type LockErrorCode =
   | 'LOCK_REDIS_UNAVAILABLE'
   | 'LOCK_REDIS_ERROR'
   | 'LOCK_SERVICE_CLOSED'
-  | 'LOCK_ORDER';
+  | 'LOCK_ORDER'
+  | 'LOCK_KIND';
 
 /** Base class of every error raised by the lock: catch this to handle them all. */
 export class LockError extends Error {

@@ -4,14 +4,14 @@
  * the write cannot be separated by another writer. For SQL, the same rule is a `WHERE fence <= $token`
  * (docs/recipes.md).
  *
- * Like the lock, it fails fast: bad arguments are a LockOptionsError before anything is sent, and a
+ * Like the lock, it fails fast: bad arguments are a LockUsageError before anything is sent, and a
  * connection that is down (or a reply that does not come within `commandTimeout`) is a
  * RedisUnavailableError instead of a wait in the client's offline queue.
  */
 import { createHash } from 'node:crypto';
 import { connectionOf, isRedisClient, type RedisClient } from '../clients';
 import { LockError } from '../errors/lock.error';
-import { LockOptionsError } from '../errors/lock-options.error';
+import { LockUsageError } from '../errors/lock-usage.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { describeValue } from '../options/describe-value';
 import { milliseconds } from '../options/option-checks';
@@ -53,12 +53,12 @@ function hasLoneSurrogate(value: string): boolean {
 
 function checkKey(key: unknown): string {
   if (typeof key !== 'string' || key.length === 0) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `A fenced key must be a non-empty string (the resource's Redis key), got ${describeValue(key)}.`,
     );
   }
   if (hasLoneSurrogate(key)) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       'A fenced key must be well-formed Unicode (it contains a lone surrogate, so two different keys would ' +
         'name the same Redis key). Fix the input, or hash or base64-encode it.',
     );
@@ -85,13 +85,13 @@ export class FencedStore {
    */
   constructor(client: RedisClient, options?: FencedStoreOptions) {
     if (!isRedisClient(client)) {
-      throw new LockOptionsError(
+      throw new LockUsageError(
         'FencedStore needs a Redis client (ioredis new Redis(...) or new Cluster(...), or node-redis ' +
           `createClient() or createCluster()), got ${describeValue(client)}.`,
       );
     }
     if (options !== undefined && (options === null || typeof options !== 'object')) {
-      throw new LockOptionsError(`FencedStore options must be an object, got ${describeValue(options)}.`);
+      throw new LockUsageError(`FencedStore options must be an object, got ${describeValue(options)}.`);
     }
     const timeout = milliseconds('commandTimeout', options?.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT, 1);
     this.commandTimeout = timeout;
@@ -112,34 +112,34 @@ export class FencedStore {
   ): Promise<FencedWriteResult> {
     checkKey(key);
     if (typeof fence !== 'number' || !Number.isSafeInteger(fence) || fence < 0) {
-      throw new LockOptionsError(
+      throw new LockUsageError(
         `fence must be a lease's fence (a non-negative safe integer), got ${describeValue(fence)}. ` +
           'Pass lease.fence as it is.',
       );
     }
     if (typeof value !== 'string') {
-      throw new LockOptionsError(
+      throw new LockUsageError(
         `A fenced value must be a string, got ${describeValue(value)}. Serialize objects with ` +
           'JSON.stringify and binary data with base64.',
       );
     }
     if (hasLoneSurrogate(value)) {
-      throw new LockOptionsError(
+      throw new LockUsageError(
         'A fenced value must be well-formed Unicode (it contains a lone surrogate, which Redis would store ' +
           'as U+FFFD). Encode binary data with base64.',
       );
     }
     if (options !== undefined && (options === null || typeof options !== 'object')) {
-      throw new LockOptionsError(`set() options must be an object, got ${describeValue(options)}.`);
+      throw new LockUsageError(`set() options must be an object, got ${describeValue(options)}.`);
     }
     let ttl: unknown;
     try {
       ttl = options?.ttl ?? 0;
     } catch (error) {
-      throw new LockOptionsError('Reading the option ttl threw; pass plain values.', error);
+      throw new LockUsageError('Reading the option ttl threw; pass plain values.', { cause: error });
     }
     if (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl < 0) {
-      throw new LockOptionsError(
+      throw new LockUsageError(
         `ttl must be a non-negative safe integer of ms (0 keeps the resource), got ${describeValue(ttl)}.`,
       );
     }

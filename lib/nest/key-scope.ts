@@ -4,14 +4,14 @@
  * that protect one resource must be able to name the same lock.
  */
 
-import { LockOptionsError } from '../errors/lock-options.error';
+import { LockUsageError } from '../errors/lock-usage.error';
 import { describeValue, hasLoneSurrogate } from '../options/describe-value';
 import type { KeyScope, LockedOptions, LockedSpec } from './redis-lock-options.interface';
 
 /** Longest `scope` name: a prefix, not a key of its own. */
 const MAX_SCOPE_LENGTH = 256;
 
-/** A `scope` (`path` names it in the message). Throws LockOptionsError. */
+/** A `scope` (`path` names it in the message). Throws LockUsageError. */
 export function checkScope(scope: unknown, path: string): KeyScope {
   if (typeof scope === 'boolean') return scope;
   if (
@@ -21,7 +21,7 @@ export function checkScope(scope: unknown, path: string): KeyScope {
     /[{}]/.test(scope) ||
     hasLoneSurrogate(scope)
   ) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `${path} must be true (prefix Class.method), false, or a name of 1 to ` +
         `${MAX_SCOPE_LENGTH} characters without braces, got ${describeValue(scope)}.`,
     );
@@ -34,12 +34,12 @@ export function checkKeyOptions(options: LockedOptions, where: string, hasPlaceh
   const { scope, constantKey } = options;
   if (scope !== undefined) checkScope(scope, `@Locked() on ${where}: scope`);
   if (constantKey !== undefined && typeof constantKey !== 'boolean') {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `@Locked() on ${where}: constantKey must be true or false, got ${describeValue(constantKey)}.`,
     );
   }
   if (constantKey === true && hasPlaceholders) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `@Locked() on ${where}: constantKey: true says the key is constant, but it is resolved from the ` +
         'arguments; remove constantKey.',
     );

@@ -4,8 +4,7 @@
  * against one call's arguments never yields a silent `order:undefined`: every doubtful value is a
  * LockKeyError that names the method and the template.
  */
-import { LockKeyError } from '../errors/lock-key.error';
-import { LockKeyFunctionError } from '../errors/lock-key-function.error';
+import { keyError, LockUsageError } from '../errors/lock-usage.error';
 import { describeValue, hasLoneSurrogate } from '../options/describe-value';
 import { MAX_KEY_LENGTH, validateKey } from '../options/lock-keys';
 
@@ -40,14 +39,14 @@ export function compileKeyTemplate(template: unknown, where: string): KeyResolve
   if (typeof template === 'function') return functionResolver(template as LockKeyFunction, where);
   if (Array.isArray(template)) {
     if (template.length === 0) {
-      throw new LockKeyError(
+      throw keyError(
         `@Locked([]) on ${where}: the array of key templates is empty; give one per key, as in ` +
           "['account:<0.from>', 'account:<0.to>'].",
       );
     }
     const resolvers = template.map((element, i) => {
       if (typeof element !== 'string') {
-        throw new LockKeyError(
+        throw keyError(
           `@Locked([...]) on ${where}: element [${i}] must be a template string such as 'account:<0>', got ` +
             `${describeValue(element)}.`,
         );
@@ -57,7 +56,7 @@ export function compileKeyTemplate(template: unknown, where: string): KeyResolve
     return (args) => resolvers.map((resolver) => resolver(args));
   }
   if (typeof template !== 'string') {
-    throw new LockKeyError(
+    throw keyError(
       `@Locked() on ${where}: the key must be a template string such as 'order:<0>' or a function of the ` +
         `arguments, got ${typeof template}.`,
     );
@@ -70,7 +69,7 @@ function parse(template: string, where: string): Part[] {
   // A runaway template must not become a runaway message.
   const shown = template.length > 80 ? `${template.slice(0, 80)}…` : template;
   const fail = (why: string): never => {
-    throw new LockKeyError(`@Locked('${shown}') on ${where}: ${why}`);
+    throw keyError(`@Locked('${shown}') on ${where}: ${why}`);
   };
   if (template.length === 0) fail('the template is empty; give a key such as "order:<0>".');
   const parts: Part[] = [];
@@ -116,7 +115,7 @@ function resolve(parts: readonly Part[], args: readonly unknown[], template: str
     }
     const fail = (why: string): never => {
       const detail = `<${part.source}> ${why}`;
-      throw new LockKeyError(`@Locked('${template}') on ${where}: ${detail}`, undefined, undefined, detail);
+      throw keyError(`@Locked('${template}') on ${where}: ${detail}`, { detail });
     };
     if (part.index >= args.length) fail(`refers to argument ${part.index}, but the call had ${args.length}.`);
     let value = args[part.index];
@@ -126,12 +125,10 @@ function resolve(parts: readonly Part[], args: readonly unknown[], template: str
       try {
         value = (value as Record<string, unknown>)[segment];
       } catch (error) {
-        throw new LockKeyError(
-          `@Locked('${template}') on ${where}: reading ${at}.${segment} threw.`,
-          undefined,
-          error,
-          `<${part.source}>: reading ${at}.${segment} failed.`,
-        );
+        throw keyError(`@Locked('${template}') on ${where}: reading ${at}.${segment} threw.`, {
+          cause: error,
+          detail: `<${part.source}>: reading ${at}.${segment} failed.`,
+        });
       }
       at += `.${segment}`;
     }
@@ -175,35 +172,33 @@ function functionResolver(fn: LockKeyFunction, where: string): KeyResolver {
       // Anything else is a fault of the application's code, a 500 with its stack in the log. The cause's
       // own words lead the way to the fix: say them.
       const why = error instanceof Error ? error.message : describeValue(error);
-      throw new LockKeyFunctionError(
+      throw new LockUsageError(
         `@Locked(fn) on ${where}: the key function threw: ${why.length > 200 ? `${why.slice(0, 200)}…` : why}`,
-        error,
+        { code: 'LOCK_KEY_FUNCTION_FAILED', cause: error },
       );
     }
     if (Array.isArray(key)) {
       if (key.length === 0) {
         const detail = 'the key function returned an empty array of keys.';
-        throw new LockKeyError(`@Locked(fn) on ${where}: ${detail}`, undefined, undefined, detail);
+        throw keyError(`@Locked(fn) on ${where}: ${detail}`, { detail });
       }
       return key.map((element: unknown, i) => {
         if (typeof element !== 'string') {
-          throw new LockKeyError(
+          throw keyError(
             `@Locked(fn) on ${where}: the key function returned an array whose element [${i}] is ` +
               `${describeValue(element)}, not a string.`,
-            undefined,
-            undefined,
-            `the key function returned an array whose element [${i}] is ${kindOf(element)}, not a string.`,
+            {
+              detail: `the key function returned an array whose element [${i}] is ${kindOf(element)}, not a string.`,
+            },
           );
         }
         return checked(element, where, 'fn');
       });
     }
     if (typeof key !== 'string') {
-      throw new LockKeyError(
+      throw keyError(
         `@Locked(fn) on ${where}: the key function returned ${typeof key}, not a string or an array of strings.`,
-        undefined,
-        undefined,
-        `the key function returned ${kindOf(key)}, not a string or an array of strings.`,
+        { detail: `the key function returned ${kindOf(key)}, not a string or an array of strings.` },
       );
     }
     return checked(key, where, 'fn');
@@ -216,7 +211,7 @@ function checked(key: string, where: string, template: string): string {
     return validateKey(key);
   } catch (error) {
     const why = error instanceof Error ? error.message : String(error);
-    throw new LockKeyError(`@Locked('${template}') on ${where}: ${why}`, undefined, error);
+    throw keyError(`@Locked('${template}') on ${where}: ${why}`, { cause: error });
   }
 }
 

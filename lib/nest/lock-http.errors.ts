@@ -21,9 +21,9 @@ import type { HttpAdapterHost } from '@nestjs/core';
 import { catchError, type Observable, throwError } from 'rxjs';
 import type { LockError } from '../errors/lock.error';
 import { LockAbortedError } from '../errors/lock-aborted.error';
-import { LockKeyError } from '../errors/lock-key.error';
 import { LockShedError } from '../errors/lock-shed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
+import { LockUsageError } from '../errors/lock-usage.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { RequestClosedError } from '../errors/request-closed.error';
 
@@ -39,7 +39,7 @@ export function httpExceptionFor(error: unknown): HttpException | undefined {
   if (error instanceof RedisUnavailableError) {
     return exception(503, error, 'The lock service cannot reach Redis. Retry later.');
   }
-  if (error instanceof LockKeyError) {
+  if (error instanceof LockUsageError && error.code === 'LOCK_INVALID_KEY') {
     // The typed error names the class, method and template: for the server's log (via `cause`), not
     // for the client, who learns which placeholder was missing or invalid, and why (its `detail`).
     const why = error.detail ?? 'a value it is made of is missing or invalid.';

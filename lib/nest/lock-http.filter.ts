@@ -9,12 +9,12 @@ import { type ArgumentsHost, Catch, type ExceptionFilter } from '@nestjs/common'
 import type { HttpAdapterHost } from '@nestjs/core';
 import { throwError } from 'rxjs';
 import type { LockError } from '../errors/lock.error';
-import { LockKeyError } from '../errors/lock-key.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
+import { InvalidKeyError } from '../errors/lock-usage.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { httpExceptionFor, setRetryAfter } from './lock-http.errors';
 
-@Catch(LockTimeoutError, RedisUnavailableError, LockKeyError)
+@Catch(LockTimeoutError, RedisUnavailableError, InvalidKeyError)
 export class LockHttpExceptionFilter implements ExceptionFilter {
   constructor(private readonly adapterHost: HttpAdapterHost) {}
 

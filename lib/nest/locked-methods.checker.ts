@@ -7,8 +7,7 @@
  */
 import { type OnModuleInit } from '@nestjs/common';
 import { type DiscoveryService, MetadataScanner } from '@nestjs/core';
-import { LockKeyError } from '../errors/lock-key.error';
-import { LockOptionsError } from '../errors/lock-options.error';
+import { keyError, LockUsageError } from '../errors/lock-usage.error';
 import type { LockService } from '../lock.service';
 import { declaredOptions } from '../options/call-options';
 import { templateIndexes } from './key-template';
@@ -51,7 +50,7 @@ export class LockedMethodsChecker implements OnModuleInit {
           // checked when it was applied.
           this.locks.checkOptions(declaredOptions(spec.options));
         } catch (error) {
-          throw new LockOptionsError(`@Locked() on ${spec.where}: ${(error as Error).message}`);
+          throw new LockUsageError(`@Locked() on ${spec.where}: ${(error as Error).message}`);
         }
         checkTemplateFits(spec);
         for (const warning of keyWarnings(spec)) this.warn(warning);
@@ -78,7 +77,7 @@ function checkTemplateFits(spec: LockedSpec): void {
   const shown = template.length > 80 ? `${template.slice(0, 80)}…` : template;
   const declared =
     capacity === 0 ? 'declares no parameters' : `declares ${capacity} parameter${capacity === 1 ? '' : 's'}`;
-  throw new LockKeyError(
+  throw keyError(
     `@Locked('${shown}') on ${spec.where}: <${highest}> reads argument ${highest + 1}, but the method ` +
       `${declared}. Point at an argument it receives (${capacity === 0 ? 'add a parameter' : `<0> to <${capacity - 1}>`}), or use a key function.`,
   );

@@ -8,7 +8,7 @@
 import 'reflect-metadata';
 import { Inject, SetMetadata } from '@nestjs/common';
 import { Observable } from 'rxjs';
-import { LockOptionsError } from '../errors/lock-options.error';
+import { LockUsageError } from '../errors/lock-usage.error';
 import { checkDeclaredOptions, DECLARED_OPTION_NAMES } from '../options/call-options';
 import { checkKnownKeys } from '../options/option-checks';
 import { checkKeyOptions } from './key-scope';
@@ -114,10 +114,10 @@ export function Locked(key: LockKeyTemplate, options: LockedOptions = {}): Metho
     const where = describeMethod(target, propertyKey);
     const original = descriptor.value as unknown;
     if (typeof original !== 'function') {
-      throw new LockOptionsError(`@Locked() on ${where}: it can only decorate methods.`);
+      throw new LockUsageError(`@Locked() on ${where}: it can only decorate methods.`);
     }
     if (typeof target === 'function') {
-      throw new LockOptionsError(`@Locked() on ${where}: static methods have no instance to inject into.`);
+      throw new LockUsageError(`@Locked() on ${where}: static methods have no instance to inject into.`);
     }
     const spec = compileSpec(key, options, where, target, propertyKey, original as Method);
     const property = interceptorProperty(spec.options.service);
@@ -126,7 +126,7 @@ export function Locked(key: LockKeyTemplate, options: LockedOptions = {}): Metho
     const wrapper = function (this: Record<symbol, LockInterceptor | undefined>, ...args: unknown[]) {
       const interceptor = this?.[property];
       if (!interceptor) {
-        const error = new LockOptionsError(
+        const error = new LockUsageError(
           `@Locked() on ${where}: no LockInterceptor on this instance. Call the method on the instance ` +
             'Nest created, with RedisLockModule imported' +
             (spec.options.service ? ` (forRoot({ name: '${spec.options.service}' }))` : '') +
@@ -160,7 +160,7 @@ export function LockedRoute(
     assertLegacyDecorator('@LockedRoute()', propertyKey, descriptor);
     const where = describeMethod(target, propertyKey);
     if ('service' in options) {
-      throw new LockOptionsError(
+      throw new LockUsageError(
         `@LockedRoute() on ${where}: choose the configuration with the interceptor you use instead of "service".`,
       );
     }
@@ -178,19 +178,19 @@ function compileSpec(
   method: Method,
 ): LockedSpec {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw new LockOptionsError(`@Locked() on ${where}: options must be an object.`);
+    throw new LockUsageError(`@Locked() on ${where}: options must be an object.`);
   }
   try {
     checkKnownKeys(options, OPTION_NAMES, 'its options');
     checkDeclaredOptions(options);
   } catch (error) {
-    throw new LockOptionsError(`@Locked() on ${where}: ${(error as Error).message}`);
+    throw new LockUsageError(`@Locked() on ${where}: ${(error as Error).message}`);
   }
   if (options.onTimeout !== undefined && options.onTimeout !== 'throw' && options.onTimeout !== 'skip') {
-    throw new LockOptionsError(`@Locked() on ${where}: onTimeout must be 'throw' or 'skip'.`);
+    throw new LockUsageError(`@Locked() on ${where}: onTimeout must be 'throw' or 'skip'.`);
   }
   if (options.service !== undefined && (typeof options.service !== 'string' || options.service === '')) {
-    throw new LockOptionsError(`@Locked() on ${where}: service must be the non-empty name given to forRoot.`);
+    throw new LockUsageError(`@Locked() on ${where}: service must be the non-empty name given to forRoot.`);
   }
   checkKeyOptions(options, where, typeof key === 'function' || templateIndexes(key).length > 0);
   const returnType = Reflect.getMetadata('design:returntype', target, propertyKey);
@@ -222,7 +222,7 @@ function copyIdentity(original: Method, wrapper: Method): void {
 /** Applied as a TC39 standard decorator (value, context), a method decorator gets no descriptor. */
 function assertLegacyDecorator(name: string, propertyKey: unknown, descriptor: unknown): void {
   if (descriptor !== undefined && typeof propertyKey !== 'object') return;
-  throw new LockOptionsError(
+  throw new LockUsageError(
     `${name} needs TypeScript's "experimentalDecorators": true (and "emitDecoratorMetadata"), as every Nest ` +
       'decorator does. Set them in the tsconfig.json that compiles this file.',
   );

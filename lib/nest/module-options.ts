@@ -5,7 +5,7 @@
  * Nothing is opened here: lib/nest/redis-lock.context.ts opens what this says to.
  */
 import { isRedisClient, type RedisClient } from '../clients';
-import { LockOptionsError } from '../errors/lock-options.error';
+import { LockUsageError } from '../errors/lock-usage.error';
 import { describeValue } from '../options/describe-value';
 import { integerIn, MAX_MS, snapshotOptions } from '../options/option-checks';
 import { checkOnWarning, checkOptionNames, SERVICE_OPTION_NAMES } from '../options/service-options';
@@ -73,14 +73,14 @@ export function resolveModuleOptions(
   replaced?: LockBackend,
 ): ResolvedModuleOptions {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `${label} options must be an object${memory ? '' : ' with client, url or redis'}, got ${describeValue(raw)}.`,
     );
   }
   const options = snapshotOptions(raw, `the ${label} options`);
   for (const extra of EXTRAS) {
     if (extra in options) {
-      throw new LockOptionsError(
+      throw new LockUsageError(
         `${label}: "${extra}" is not a connection or lock option; give it beside useFactory/useClass/` +
           'useExisting in forRootAsync({ ... }) (or in forRoot({ ... })), not in the options they return.',
       );
@@ -112,7 +112,7 @@ export function resolveModuleOptions(
 function memoryBackend(client: unknown, label: string): LockBackend {
   if (client instanceof MemoryLockBackend) return client;
   if (isLockBackend(client)) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `${label}: client must be a MemoryLockBackend (the testing module keeps its locks in memory), or a ` +
         `Redis client, which is ignored; got ${describeValue(client)}.`,
     );
@@ -123,7 +123,7 @@ function memoryBackend(client: unknown, label: string): LockBackend {
 function connection(client: unknown, url: unknown, redis: unknown, label: string): ModuleConnection {
   const given = CONNECTION_OPTIONS.filter((_, i) => [client, url, redis][i] !== undefined);
   if (given.length === 0 || (client !== undefined && given.length > 1)) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `${label} needs one connection: \`client\` (an ioredis Redis or Cluster, a node-redis client or ` +
         'Cluster, an array of 3, 5 or 7 clients of independent masters for a quorum, or a lock backend such ' +
         'as new MemoryLockBackend()), or `url` (a redis:// URL, or an array of 3, 5 or 7 for a quorum) ' +
@@ -134,7 +134,7 @@ function connection(client: unknown, url: unknown, redis: unknown, label: string
   }
   if (client !== undefined) return { given: checkClient(client, label) };
   if (redis !== undefined && (redis === null || typeof redis !== 'object' || Array.isArray(redis))) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `${label}: redis must be an object of ioredis options such as { host, port }, got ${describeValue(redis)}.`,
     );
   }
@@ -151,7 +151,7 @@ function checkClient(client: unknown, label: string): RedisClient | readonly Red
   if (isRedisClient(client) || isLockBackend(client)) return client;
   // The count and the kind of each is LockService's to check, as for its own first argument.
   if (Array.isArray(client)) return client as RedisClient[];
-  throw new LockOptionsError(
+  throw new LockUsageError(
     `${label}: client must be an ioredis Redis or Cluster (new Redis(...)), a node-redis client or ` +
       'Cluster (createClient(), connected), an array of 3, 5 or 7 such clients of independent masters, or ' +
       `a lock backend such as new MemoryLockBackend(); got ${describeValue(client)}. To let the module ` +
@@ -162,7 +162,7 @@ function checkClient(client: unknown, label: string): RedisClient | readonly Red
 /** A redis:// or rediss:// URL with a host: an unset host (`redis://${HOST}`) would mean localhost:6379. */
 function checkUrl(url: unknown, label: string): void {
   const fail = (why: string): never => {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `${label}: url must be a redis:// or rediss:// URL such as redis://user:pass@host:6379/0 (or an ` +
         `array of 3, 5 or 7 for a quorum); ${why}, got ${describeValue(url)}.`,
     );

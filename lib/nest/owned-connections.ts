@@ -6,7 +6,7 @@
  */
 import type { Logger } from '@nestjs/common';
 import { installedLibrary, type OutageReporter, type OwnedConnection } from '../clients';
-import { LockOptionsError } from '../errors/lock-options.error';
+import { LockUsageError } from '../errors/lock-usage.error';
 
 /**
  * The connections for `urls` (`undefined`: from `redis` alone). Connected in onModuleInit, not here:
@@ -23,14 +23,14 @@ export function openOwned(
   const ioredis = installedLibrary('ioredis');
   if (ioredis) return ioredis.open({ urls, options: redis, label, outages });
   if (redis !== undefined) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `${label}: redis takes ioredis options, and ioredis is not installed. Install it (npm i ioredis), ` +
         'or pass url, or your own connected client as client (node-redis createClient() works).',
     );
   }
   const nodeRedis = installedLibrary('node-redis');
   if (nodeRedis) return nodeRedis.open({ urls, options: undefined, label, outages });
-  throw new LockOptionsError(
+  throw new LockUsageError(
     `${label}: no Redis client library is installed. Install ioredis (npm i ioredis) or node-redis ` +
       '(npm i redis).',
   );

@@ -7,7 +7,7 @@
  */
 import { Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { OwnedConnection, RedisClient } from '../clients';
-import { LockOptionsError } from '../errors/lock-options.error';
+import { LockUsageError } from '../errors/lock-usage.error';
 import { LockService } from '../lock.service';
 import { describeValue } from '../options/describe-value';
 import { isLockBackend, type LockBackend } from '../store/lock-store';
@@ -70,7 +70,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * Validates the options and opens the connections the module owns (connected in onModuleInit). Throws
-   * LockOptionsError. `kind.memory`: the testing module's configuration, on a MemoryLockBackend.
+   * LockUsageError. `kind.memory`: the testing module's configuration, on a MemoryLockBackend.
    */
   static create(
     raw: RedisLockModuleOptions,
@@ -81,7 +81,7 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
     const label = `${kind.label}${name ? ` "${name}"` : ''}`;
     // getLockBackendToken() replaced in a test: that backend, whatever the options name, and nothing opened.
     if (replacement && !isLockBackend(replacement.backend)) {
-      throw new LockOptionsError(
+      throw new LockUsageError(
         `${label}: "${replacement.token}" was replaced with ${describeValue(replacement.backend)}; give a lock ` +
           'backend, as in .overrideProvider(getLockBackendToken()).useValue(new MemoryLockBackend()).',
       );

@@ -13,7 +13,7 @@ import {
   DiscoveryService,
   HttpAdapterHost,
 } from '@nestjs/core';
-import { LockOptionsError } from '../errors/lock-options.error';
+import { LockUsageError } from '../errors/lock-usage.error';
 import type { LockService } from '../lock.service';
 import { describeValue } from '../options/describe-value';
 import { checkKnownKeys } from '../options/option-checks';
@@ -79,7 +79,7 @@ export function defineLockModule<O extends object>(kind: ModuleKind) {
   class CheckedModuleClass extends built.ConfigurableModuleClass {
     static override forRoot(options: Options): DynamicModule {
       if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-        throw new LockOptionsError(
+        throw new LockUsageError(
           `${label}.forRoot() needs an options object such as ` +
             `${kind.memory ? '{ defaults: { ttl: 5000 } }' : "{ url: 'redis://host:6379' }"}, got ` +
             `${describeValue(options)}.`,
@@ -91,7 +91,7 @@ export function defineLockModule<O extends object>(kind: ModuleKind) {
 
     static override forRootAsync(options: AsyncOptions): DynamicModule {
       if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-        throw new LockOptionsError(
+        throw new LockUsageError(
           `${label}.forRootAsync() needs an object with useFactory, useClass or useExisting, got ` +
             `${describeValue(options)}.`,
         );
@@ -100,19 +100,19 @@ export function defineLockModule<O extends object>(kind: ModuleKind) {
         (k) => options[k] !== undefined,
       );
       if (how.length !== 1) {
-        throw new LockOptionsError(
+        throw new LockUsageError(
           `${label}.forRootAsync() needs exactly one of useFactory, useClass or useExisting, got ` +
             `${how.length ? how.join(' and ') : 'none'}.`,
         );
       }
       if (options.useFactory !== undefined && typeof options.useFactory !== 'function') {
-        throw new LockOptionsError(
+        throw new LockUsageError(
           `${label}.forRootAsync(): useFactory must be a function returning the options, got ` +
             `${describeValue(options.useFactory)}.`,
         );
       }
       if (options.useClass !== undefined && typeof options.useClass !== 'function') {
-        throw new LockOptionsError(
+        throw new LockUsageError(
           `${label}.forRootAsync(): useClass must be a class with createRedisLockOptions(), got ` +
             `${describeValue(options.useClass)}.`,
         );
@@ -146,12 +146,12 @@ function addProviders(
 ): DynamicModule {
   const { name } = extras;
   if (name !== undefined && (typeof name !== 'string' || name === '')) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `${kind.label}: name must be a non-empty string (the configuration's name), got ${describeValue(name)}.`,
     );
   }
   if (extras.httpErrors !== undefined && typeof extras.httpErrors !== 'boolean') {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `${kind.label}: httpErrors must be true or false, got ${describeValue(extras.httpErrors)}.`,
     );
   }

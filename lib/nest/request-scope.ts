@@ -15,7 +15,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CanActivate, ExecutionContext } from '@nestjs/common';
 import { carriedRequest, enterRequest, type ServedRequest } from '../engine/served-request';
-import { LockOptionsError } from '../errors/lock-options.error';
+import { LockUsageError } from '../errors/lock-usage.error';
 import { RequestClosedError } from '../errors/request-closed.error';
 import { describeValue } from '../options/describe-value';
 import { checkKnownKeys, integerIn, MAX_MS, read } from '../options/option-checks';
@@ -44,7 +44,7 @@ export function checkRequests(value: unknown): RequestSettings | undefined {
   if (value === true) return DEFAULT_REQUEST_SETTINGS;
   if (value === false) return undefined;
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `requests must be true (follow each request: its close and its deadline), false (take nothing from ` +
         `it) or { budget } (ms from a request's arrival), got ${describeValue(value)}.`,
     );

@@ -6,7 +6,7 @@
  * class definition, and against the service at start-up), then the rules between ttl, minHold and
  * maxHold. Everything here runs before any command is sent.
  */
-import { LockOptionsError } from '../errors/lock-options.error';
+import { LockUsageError } from '../errors/lock-usage.error';
 import { type LockMode, resolveMode, resolvePermits } from '../lock-kind';
 import { describeValue as describe, hasLoneSurrogate } from './describe-value';
 import {
@@ -100,7 +100,7 @@ function maxHoldMilliseconds(value: unknown, path: string): number {
 /** tryAcquire's waitTimeout: only 0 applies to a call that never waits; anything else is refused, not ignored. */
 function noWait(value: unknown): 0 {
   if (value === 0) return 0;
-  throw new LockOptionsError(
+  throw new LockUsageError(
     `tryAcquire never waits, so waitTimeout does not apply to it (got ${describe(value)}). To wait, call acquire(key, { waitTimeout: ${typeof value === 'number' ? value : 'ms'} }); otherwise leave it out.`,
   );
 }
@@ -115,7 +115,7 @@ function checkLockLabel(value: unknown): string {
     value.length > MAX_LABEL_LENGTH ||
     hasLoneSurrogate(value)
   ) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `label must be a non-empty string of at most ${MAX_LABEL_LENGTH} characters (a fixed label such as ` +
         `'order', not the key), got ${describe(value)}.`,
     );
@@ -127,7 +127,7 @@ function checkLockLabel(value: unknown): string {
 function deadlineTime(value: unknown): number {
   const at = value instanceof Date ? value.getTime() : value;
   if (typeof at === 'number' && Number.isFinite(at)) return at;
-  throw new LockOptionsError(
+  throw new LockUsageError(
     `deadline must be a Date or a time in ms since the epoch (Date.now() + 2_000 for two seconds from ` +
       `now), got ${describe(value)}.`,
   );
@@ -135,7 +135,7 @@ function deadlineTime(value: unknown): number {
 
 function abortSignal(value: unknown): AbortSignal {
   if (value instanceof AbortSignal) return value;
-  throw new LockOptionsError(
+  throw new LockUsageError(
     `signal must be an AbortSignal (e.g. new AbortController().signal), got ${describe(value)}.`,
   );
 }
@@ -295,26 +295,26 @@ function checkHold(
   names: { ttl: string; minHold: string; maxHold: string },
 ): void {
   if (minHold !== undefined && ttl !== undefined && minHold > ttl) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `${names.minHold} (${minHold} ms) must not be longer than ${names.ttl} (${ttl} ms): the lock is not ` +
         'renewed once its work has ended, so it cannot be held longer than its ttl. Lower minHold or raise ttl.',
     );
   }
   if (maxHold !== undefined && minHold !== undefined && maxHold < minHold) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `${names.maxHold} (${maxHold} ms) must not be shorter than ${names.minHold} (${minHold} ms): the lock is ` +
         'kept at least minHold, so it cannot be given up sooner. Raise maxHold or lower minHold.',
     );
   }
   if (maxHold !== undefined && ttl !== undefined && maxHold < ttl) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `${names.maxHold} (${maxHold} ms) must not be shorter than ${names.ttl} (${ttl} ms): maxHold caps renewal, ` +
         'and a lease already lasts its ttl without any. Raise maxHold to at least the ttl, or lower the ttl.',
     );
   }
 }
 
-/** A service's `defaults` over the built-in ones. Throws LockOptionsError. */
+/** A service's `defaults` over the built-in ones. Throws LockUsageError. */
 export function resolveCallDefaults(given: unknown): CallDefaults {
   const own = readLayer(given, DEFAULT_OPTION_NAMES, 'defaults', (name) => `defaults.${name}`);
   const value = <N extends keyof CallDefaults>(name: N) =>

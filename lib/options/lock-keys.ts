@@ -3,7 +3,7 @@
  * braces of its hash tag) and how one call's keys are put in canonical order. Checked before anything
  * is sent, for every call and every key a `@Locked` template resolves to.
  */
-import { LockKeyError } from '../errors/lock-key.error';
+import { keyError } from '../errors/lock-usage.error';
 import { describeValue as describe, hasLoneSurrogate } from './describe-value';
 
 /** Longest key accepted, in UTF-16 code units: keys are names, not payloads. */
@@ -22,10 +22,10 @@ export const MAX_KEYS = 1000;
 export function validateKeys(input: unknown): string[] {
   if (!Array.isArray(input)) return [validateKey(input)];
   if (input.length === 0) {
-    throw new LockKeyError('The array of lock keys is empty: give at least one key, as in ["account:1"].');
+    throw keyError('The array of lock keys is empty: give at least one key, as in ["account:1"].');
   }
   if (input.length > MAX_KEYS) {
-    throw new LockKeyError(
+    throw keyError(
       `A lease can hold at most ${MAX_KEYS} keys, got ${input.length}. Lock a coarser resource instead.`,
     );
   }
@@ -35,7 +35,7 @@ export function validateKeys(input: unknown): string[] {
       keys.add(validateKey(input[i]));
     } catch (error) {
       const why = error instanceof Error ? error.message : String(error);
-      throw new LockKeyError(`Key [${i}] of the array: ${why}`, undefined, error);
+      throw keyError(`Key [${i}] of the array: ${why}`, { cause: error });
     }
   }
   return [...keys].sort();
@@ -48,26 +48,26 @@ export function validateKeys(input: unknown): string[] {
  */
 export function validateKey(key: unknown): string {
   if (typeof key !== 'string') {
-    throw new LockKeyError(
+    throw keyError(
       `A lock key must be a string, got ${describe(key)}. Build it from the resource's id, as in \`order:\${id}\`.`,
     );
   }
   if (key.length === 0) {
-    throw new LockKeyError('A lock key must not be empty: name the resource, as in "order:42".');
+    throw keyError('A lock key must not be empty: name the resource, as in "order:42".');
   }
   if (key.length > MAX_KEY_LENGTH) {
-    throw new LockKeyError(
+    throw keyError(
       `A lock key must be at most ${MAX_KEY_LENGTH} characters, got ${key.length}. Hash long inputs first.`,
     );
   }
   if (/[{}]/.test(key)) {
-    throw new LockKeyError(
+    throw keyError(
       `Lock key ${describe(key)} contains a brace; braces would break the {key} hash tag. Remove them.`,
-      key,
+      { key },
     );
   }
   if (hasLoneSurrogate(key)) {
-    throw new LockKeyError(
+    throw keyError(
       'A lock key must be well-formed Unicode (it contains a lone surrogate, so two different keys would ' +
         'name the same Redis key). Fix the input, or hash or base64-encode it.',
     );

@@ -4,35 +4,35 @@
  * replicas' options.
  */
 
-import { LockOptionsError } from '../errors/lock-options.error';
+import { LockUsageError } from '../errors/lock-usage.error';
 import { describeValue as describe } from './describe-value';
 
 /** Largest delay a Node timer can hold (about 24.8 days). */
 export const MAX_MS = 2 ** 31 - 1;
 
-/** Reads `object[name]`, turning a throwing getter (or Proxy trap) into a LockOptionsError naming it. */
+/** Reads `object[name]`, turning a throwing getter (or Proxy trap) into a LockUsageError naming it. */
 export function read(object: Record<string, unknown>, name: string, path: string): unknown {
   try {
     return object[name];
   } catch (error) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `Reading the option ${path} threw (${error instanceof Error ? error.message.slice(0, 100) : describe(error)}); ` +
         'pass plain values, not getters that throw.',
-      error,
+      { cause: error },
     );
   }
 }
 
 /**
  * A plain copy of an options object's own enumerable properties, read once: a throwing getter or Proxy
- * trap becomes a LockOptionsError naming the option, and later reads cannot change what was validated.
+ * trap becomes a LockUsageError naming the option, and later reads cannot change what was validated.
  */
 export function snapshotOptions(value: object, what: string): Record<string, unknown> {
   let keys: string[];
   try {
     keys = Object.keys(value);
   } catch (error) {
-    throw new LockOptionsError(`Listing the keys of ${what} threw; pass a plain object.`, error);
+    throw new LockUsageError(`Listing the keys of ${what} threw; pass a plain object.`, { cause: error });
   }
   const copy: Record<string, unknown> = {};
   // Symbol keys are no options a user writes: a test's hooks (SHED_RULE), passed on as they are.
@@ -47,18 +47,18 @@ export function snapshotOptions(value: object, what: string): Record<string, unk
   return copy;
 }
 
-/** The own keys of an options object; throws LockOptionsError naming the first one not in `known`. */
+/** The own keys of an options object; throws LockUsageError naming the first one not in `known`. */
 export function checkKnownKeys(object: object, known: readonly string[], what: string): void {
   let keys: string[];
   try {
     keys = Object.keys(object);
   } catch (error) {
-    throw new LockOptionsError(`Listing the keys of ${what} threw; pass a plain object.`, error);
+    throw new LockUsageError(`Listing the keys of ${what} threw; pass a plain object.`, { cause: error });
   }
   for (const key of keys) {
     if (known.includes(key)) continue;
     const near = known.find((k) => k.toLowerCase() === key.toLowerCase());
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `Unknown option "${key.length > 40 ? `${key.slice(0, 40)}…` : key}" in ${what}` +
         (near ? `: did you mean "${near}"?` : ` (known: ${known.join(', ')}).`),
     );
@@ -70,7 +70,7 @@ export function milliseconds(name: string, value: unknown, min: number, also = '
   return integerIn(name, value, min, MAX_MS, 'milliseconds', also);
 }
 
-/** An integer from `min` to `max` (`unit`: what it counts, for the message), else LockOptionsError. */
+/** An integer from `min` to `max` (`unit`: what it counts, for the message), else LockUsageError. */
 export function integerIn(
   name: string,
   value: unknown,
@@ -80,7 +80,7 @@ export function integerIn(
   also = '',
 ): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `${name} must be an integer number of ${unit} between ${min} and ${max}${also}, got ${describe(value)}.`,
     );
   }
@@ -95,13 +95,13 @@ export function waitMilliseconds(name: string, value: unknown): number {
 
 export function optionalBoolean(name: string, value: unknown): boolean | undefined {
   if (value === undefined || typeof value === 'boolean') return value;
-  throw new LockOptionsError(`${name} must be true or false, got ${describe(value)}.`);
+  throw new LockUsageError(`${name} must be true or false, got ${describe(value)}.`);
 }
 
 export function plainObject(name: string, value: unknown): Record<string, unknown> {
   if (value === undefined) return {};
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new LockOptionsError(`${name} must be an object, got ${describe(value)}.`);
+    throw new LockUsageError(`${name} must be an object, got ${describe(value)}.`);
   }
   return value as Record<string, unknown>;
 }

@@ -4,7 +4,7 @@
  * Also the arguments of close() and checkServers(). Everything here runs before any command is sent.
  */
 
-import { LockOptionsError } from '../errors/lock-options.error';
+import { LockUsageError } from '../errors/lock-usage.error';
 import type { ServerRisk } from '../protocol/server-info';
 import type { LockLogger, TelemetryOptions } from '../telemetry/telemetry-options';
 import { type CallDefaults, DEFAULT_OPTION_NAMES, resolveCallDefaults } from './call-options';
@@ -112,7 +112,7 @@ const MAX_REPLICAS = 100;
 
 function checkPrefix(prefix: unknown): string {
   if (typeof prefix !== 'string' || prefix.length > 256 || /[{}]/.test(prefix) || hasLoneSurrogate(prefix)) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       'prefix must be a string of at most 256 characters, without braces or lone surrogates, got ' +
         `${describe(prefix)}. Use something like "lock:" or "myapp:lock:".`,
     );
@@ -122,7 +122,7 @@ function checkPrefix(prefix: unknown): string {
 
 function checkInstanceName(name: unknown): string {
   if (typeof name !== 'string' || !/^[\w.-]{1,40}$/.test(name)) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `instanceName must be 1 to 40 letters, digits, "-", "_" or ".", got ${describe(name)}. ` +
         'Use a host or pod name, such as "orders-7f9c".',
     );
@@ -134,7 +134,7 @@ function checkInstanceName(name: unknown): string {
 function checkTelemetryOptions(value: unknown): TelemetryOptions | undefined {
   if (value === undefined) return undefined;
   const fail = (why: string): never => {
-    throw new LockOptionsError(`telemetry ${why}`);
+    throw new LockUsageError(`telemetry ${why}`);
   };
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     fail('must be an object such as { onEvent, logger }.');
@@ -154,7 +154,7 @@ function checkTelemetryOptions(value: unknown): TelemetryOptions | undefined {
 /** The `onWarning` option: a function (the Nest module checks it before wrapping it). */
 export function checkOnWarning(value: unknown): ((warning: ServerRisk) => void) | undefined {
   if (value === undefined || typeof value === 'function') return value as (warning: ServerRisk) => void;
-  throw new LockOptionsError(
+  throw new LockUsageError(
     `onWarning must be a function such as (warning) => logger.warn(warning.message), got ${describe(value)}.`,
   );
 }
@@ -164,7 +164,7 @@ function checkReplicas(value: unknown): ResolvedReplicas {
   checkKnownKeys(o, ['count', 'timeout', 'unacknowledged', 'aof'], 'replicas');
   const count = read(o, 'count', 'replicas.count');
   if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > MAX_REPLICAS) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `replicas.count must be an integer from 1 to ${MAX_REPLICAS} (how many replicas must acknowledge each ` +
         `grant), got ${describe(count)}.`,
     );
@@ -172,7 +172,7 @@ function checkReplicas(value: unknown): ResolvedReplicas {
   const timeout = milliseconds('replicas.timeout', read(o, 'timeout', 'replicas.timeout'), 1);
   const unacknowledged = read(o, 'unacknowledged', 'replicas.unacknowledged') ?? 'fail';
   if (unacknowledged !== 'fail' && unacknowledged !== 'requeue') {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       'replicas.unacknowledged must be "fail" (reject the call) or "requeue" (go back in line), got ' +
         `${describe(unacknowledged)}.`,
     );
@@ -204,7 +204,7 @@ const SERVICE_OPTIONS = {
 
 function checkShed(value: unknown): boolean {
   if (typeof value === 'boolean') return value;
-  throw new LockOptionsError(
+  throw new LockUsageError(
     `shed must be true (turn away what its wait could not see through; the default) or false (every call ` +
       `waits its whole wait), got ${describe(value)}.`,
   );
@@ -242,12 +242,12 @@ export interface ResolvedServiceOptions {
 
 /**
  * Refuses option names outside `known`, with a hint for a per-call default (ttl, waitTimeout, renew,
- * minHold, maxHold) put at the top level instead of in `defaults`. Throws LockOptionsError.
+ * minHold, maxHold) put at the top level instead of in `defaults`. Throws LockUsageError.
  */
 export function checkOptionNames(o: object, known: readonly string[], what: string): void {
   for (const name of DEFAULT_OPTION_NAMES) {
     if (Object.hasOwn(o, name) && !known.includes(name)) {
-      throw new LockOptionsError(
+      throw new LockUsageError(
         `Unknown option "${name}" in ${what}: per-call defaults go in defaults, as in { defaults: { ${name}: ... } }.`,
       );
     }
@@ -256,7 +256,7 @@ export function checkOptionNames(o: object, known: readonly string[], what: stri
 }
 
 /**
- * Validates service options and fills in defaults. Throws LockOptionsError, naming an unknown key (a
+ * Validates service options and fills in defaults. Throws LockUsageError, naming an unknown key (a
  * typo such as `claimwindow` would otherwise be ignored silently).
  */
 export function resolveServiceOptions(options: unknown): ResolvedServiceOptions {
@@ -283,7 +283,7 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
   // Both waits come out of a lease: a grant must still be valid after them.
   const atMostAThird = (name: string, ms: number, why: string) => {
     if (ms * 3 <= ttl) return;
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `${name} (${ms} ms) must be at most a third of defaults.ttl (${ttl} ms): ${why}. Lower ${name} or ` +
         'raise defaults.ttl.',
     );
@@ -322,11 +322,11 @@ export function claimWindowFor(ttl: number, claimWindow: number): number {
 export function resolveGracePeriod(options: unknown): number {
   if (options === undefined || options === null) return 0;
   if (typeof options !== 'object') {
-    throw new LockOptionsError(`close() options must be an object, got ${describe(options)}.`);
+    throw new LockUsageError(`close() options must be an object, got ${describe(options)}.`);
   }
   const grace = read(options as Record<string, unknown>, 'gracePeriod', 'gracePeriod') ?? 0;
   if (typeof grace !== 'number' || !Number.isInteger(grace) || grace < 0 || grace > MAX_MS) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `gracePeriod must be a non-negative integer of ms up to ${MAX_MS}, got ${describe(grace)}.`,
     );
   }
@@ -337,7 +337,7 @@ export function resolveGracePeriod(options: unknown): number {
 export function resolveCheckTimeout(options: unknown): number | undefined {
   if (options === undefined || options === null) return undefined;
   if (typeof options !== 'object') {
-    throw new LockOptionsError(`checkServers() options must be an object, got ${describe(options)}.`);
+    throw new LockUsageError(`checkServers() options must be an object, got ${describe(options)}.`);
   }
   const timeout = read(options as Record<string, unknown>, 'timeout', 'timeout');
   return timeout === undefined ? undefined : milliseconds('checkServers() timeout', timeout, 1);

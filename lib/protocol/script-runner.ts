@@ -5,7 +5,7 @@
  * single-server protocol (LockScripts) and each node of a quorum (QuorumNode).
  */
 import { createHash } from 'node:crypto';
-import { kindRefusal } from '../errors/lock-permits.error';
+import { kindRefusal } from '../errors/lock-usage.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { CallDeadlines } from './call-deadlines';
 import type { ConnectionState, Delivered, RedisConnection, Script, ScriptCall } from './connection';

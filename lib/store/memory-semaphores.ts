@@ -6,7 +6,7 @@
  * claim window until they confirm, a waiter whose service closed skipped, a hold that ended dropped when
  * next looked at, and the head of the line told when the first hold ends.
  */
-import { kindRefusal } from '../errors/lock-permits.error';
+import { kindRefusal } from '../errors/lock-usage.error';
 import type {
   AcquireMode,
   AcquireReply,

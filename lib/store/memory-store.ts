@@ -12,7 +12,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { setBounded } from '../bounded-map';
-import { kindRefusal } from '../errors/lock-permits.error';
+import { kindRefusal } from '../errors/lock-usage.error';
 import type {
   AcquireMode,
   AcquireReply,

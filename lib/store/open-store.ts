@@ -4,7 +4,7 @@
  */
 
 import { isRedisClient, type RedisClient } from '../clients';
-import { LockOptionsError } from '../errors/lock-options.error';
+import { LockUsageError } from '../errors/lock-usage.error';
 import type { ResolvedServiceOptions } from '../options/service-options';
 import { isLockBackend, type LockBackend, type LockStore, type WakeHandlers } from './lock-store';
 import { checkQuorum, QuorumLockStore } from './quorum-store';
@@ -16,12 +16,12 @@ export type StoreSource =
   | { kind: 'quorum'; quorum: readonly RedisClient[] }
   | { kind: 'backend'; backend: LockBackend };
 
-/** Throws LockOptionsError for anything that is not a client, a quorum's clients or a backend. */
+/** Throws LockUsageError for anything that is not a client, a quorum's clients or a backend. */
 export function storeSource(client: unknown): StoreSource {
   if (Array.isArray(client)) return { kind: 'quorum', quorum: checkQuorum(client) };
   if (isRedisClient(client)) return { kind: 'redis', redis: client };
   if (isLockBackend(client)) return { kind: 'backend', backend: client };
-  throw new LockOptionsError(
+  throw new LockUsageError(
     'LockService needs a Redis client as its first argument (ioredis new Redis(...) or new Cluster(...), ' +
       'or node-redis createClient() or createCluster(), connected), ' +
       'an array of 3, 5 or 7 clients of independent Redis masters, or a lock backend such as ' +
@@ -37,7 +37,7 @@ export function openStore(
 ): LockStore {
   const { prefix, instanceName, claimWindow, commandTimeout, nodeTimeout, replicas } = options;
   if (replicas && source.kind !== 'redis') {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `replicas applies to one Redis server or a Sentinel-managed master, not to ${source.kind === 'quorum' ? 'a quorum of independent masters (each node is its own master: run them without replicas)' : 'a lock backend'}. Leave it unset.`,
     );
   }

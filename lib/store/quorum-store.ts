@@ -24,8 +24,8 @@
  */
 import { performance } from 'node:perf_hooks';
 import { connectionOf, isRedisClient, type RedisClient } from '../clients';
-import { LockOptionsError } from '../errors/lock-options.error';
 import { LockQuorumError, type NodeFailure } from '../errors/lock-quorum.error';
+import { LockUsageError } from '../errors/lock-usage.error';
 import type { Subscriber } from '../protocol/connection';
 import { redisKeys, wakeChannelPrefix } from '../protocol/keys';
 import { scanLockKeys } from '../protocol/lock-scan';
@@ -510,12 +510,12 @@ export class QuorumLockStore implements LockStore {
 /**
  * The clients of a quorum: 3, 5 or 7 (an odd number, so that two majorities always share a node, and
  * at least 3, so that one node may fail), each a plain client (not a Cluster), no two the same
- * client or the same server. Throws LockOptionsError saying what to change.
+ * client or the same server. Throws LockUsageError saying what to change.
  */
 export function checkQuorum(clients: readonly unknown[]): RedisClient[] {
   const count = clients.length;
   if (count < 3 || count > 7 || count % 2 === 0) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `A quorum (Redlock) needs 3, 5 or 7 clients of independent Redis masters, got ${count}. ` +
         (count < 3
           ? 'For one server pass its client alone.'
@@ -525,24 +525,23 @@ export function checkQuorum(clients: readonly unknown[]): RedisClient[] {
   const servers = new Map<string, number>();
   clients.forEach((client, i) => {
     if (!isRedisClient(client)) {
-      throw new LockOptionsError(
+      throw new LockUsageError(
         `Quorum client [${i}] is not a Redis client (ioredis new Redis(...), or node-redis createClient()).`,
       );
     }
     if (connectionOf(client).cluster) {
-      throw new LockOptionsError(
+      throw new LockUsageError(
         `Quorum client [${i}] is a Cluster client: a quorum needs independent masters, one plain ` +
           'client each (a Cluster replicates within itself and is one failure domain).',
       );
     }
     const before = clients.indexOf(client);
-    if (before !== i)
-      throw new LockOptionsError(`Quorum clients [${before}] and [${i}] are the same client.`);
+    if (before !== i) throw new LockUsageError(`Quorum clients [${before}] and [${i}] are the same client.`);
     const options = (client as { options?: { db?: number; database?: number } }).options;
     const server = `${connectionOf(client).name}/${options?.db ?? options?.database ?? 0}`;
     const same = servers.get(server);
     if (same !== undefined) {
-      throw new LockOptionsError(
+      throw new LockUsageError(
         `Quorum clients [${same}] and [${i}] both reach ${server}: each must be a different, independent master.`,
       );
     }

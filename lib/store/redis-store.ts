@@ -7,7 +7,7 @@
  */
 
 import { connectionOf, type RedisClient } from '../clients';
-import { LockOptionsError } from '../errors/lock-options.error';
+import { LockUsageError } from '../errors/lock-usage.error';
 import type { RedisConnection } from '../protocol/connection';
 import { redisKeys, wakeChannelPrefix } from '../protocol/keys';
 import { scanLockKeys } from '../protocol/lock-scan';
@@ -88,7 +88,7 @@ export class RedisLockStore implements LockStore {
     if (options.replicas && connection.cluster) {
       // WAIT answers for the connection it is sent on; a Cluster client routes a keyless command to any
       // node, not the one that ran the script.
-      throw new LockOptionsError(
+      throw new LockUsageError(
         'replicas is not supported on a Cluster client: use it with one Redis server or a Sentinel-managed ' +
           'master (new Redis({ sentinels, name })), or leave it unset.',
       );

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { LockKeyError, LockOptionsError, LockService } from '../../lib/core';
+import { LockService, LockUsageError } from '../../lib/core';
 import { MAX_KEY_LENGTH } from '../../lib/options/lock-keys';
 import { commandsIn, lockService } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
@@ -44,7 +44,7 @@ describe('bad input gets a typed error before anything is sent to Redis', () => 
       () => locks.using(key as string, () => 1),
       () => locks.inspect(key as string),
     ]) {
-      await expect(call()).rejects.toBeInstanceOf(LockKeyError);
+      await expect(call()).rejects.toMatchObject({ code: 'LOCK_INVALID_KEY' });
     }
     expect(commandsIn(await server().commandStats())).toBe(0);
     expect(await server().keys('*')).toEqual([]);
@@ -53,8 +53,8 @@ describe('bad input gets a typed error before anything is sent to Redis', () => 
   it.each(badOptions)('call option: %s', async (_, options) => {
     const locks = lockService(server());
     await server().resetStats();
-    await expect(locks.acquire('k', options)).rejects.toBeInstanceOf(LockOptionsError);
-    await expect(locks.using('k', () => 1, options)).rejects.toBeInstanceOf(LockOptionsError);
+    await expect(locks.acquire('k', options)).rejects.toBeInstanceOf(LockUsageError);
+    await expect(locks.using('k', () => 1, options)).rejects.toBeInstanceOf(LockUsageError);
     expect(commandsIn(await server().commandStats())).toBe(0);
     expect(await server().keys('*')).toEqual([]);
   });
@@ -74,7 +74,7 @@ describe('bad input gets a typed error before anything is sent to Redis', () => 
       'not an object',
     ];
     for (const options of cases) {
-      expect(() => new LockService(client, options as never)).toThrow(LockOptionsError);
+      expect(() => new LockService(client, options as never)).toThrow(LockUsageError);
     }
   });
 

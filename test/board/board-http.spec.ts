@@ -7,7 +7,7 @@ import { describe, expect, it } from '@jest/globals';
 import { Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { LOCK_CHANNELS, LockOptionsError, RedisLockBoardModule, RedisLockModule } from '../../lib';
+import { LOCK_CHANNELS, LockUsageError, RedisLockBoardModule, RedisLockModule } from '../../lib';
 import { until, whenAborted } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 import { boardApp, type Platform, TokenGuard } from './board-apps';
@@ -263,8 +263,8 @@ describe('lock board options', () => {
       { pathh: 'locks' },
     ];
     for (const options of bad) {
-      expect(() => RedisLockBoardModule.forRoot(options as never)).toThrow(LockOptionsError);
+      expect(() => RedisLockBoardModule.forRoot(options as never)).toThrow(LockUsageError);
     }
-    expect(() => RedisLockBoardModule.forRootAsync({} as never)).toThrow(LockOptionsError);
+    expect(() => RedisLockBoardModule.forRootAsync({} as never)).toThrow(LockUsageError);
   });
 });

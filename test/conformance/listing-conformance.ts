@@ -5,13 +5,7 @@
 
 import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from '@jest/globals';
-import {
-  type Lease,
-  LockKeyError,
-  LockLostError,
-  LockOptionsError,
-  LockServiceClosedError,
-} from '../../lib/core';
+import { type Lease, LockLostError, LockServiceClosedError, LockUsageError } from '../../lib/core';
 import { abortedAt, until } from '../support/lock-fixtures';
 import type { ServiceFactory } from './lock-conformance';
 
@@ -106,7 +100,7 @@ export function describeListingConformance(
       expect(next.token.startsWith(`${b.instance}:`)).toBe(true);
       await next.release();
       for (const instanceName of ['a:b', '', 'x'.repeat(41), 'é', 'a b', 5, null])
-        expect(() => service({ instanceName: instanceName as never })).toThrow(LockOptionsError);
+        expect(() => service({ instanceName: instanceName as never })).toThrow(LockUsageError);
     });
 
     it('refuses bad options with a typed error, and calls on a closed service', async () => {
@@ -119,9 +113,9 @@ export function describeListingConformance(
         { filter: 5 },
         7,
       ])
-        await expect(locks.list(options as never)).rejects.toBeInstanceOf(LockOptionsError);
-      await expect(locks.forceRelease('k', '' as never)).rejects.toBeInstanceOf(LockOptionsError);
-      await expect(locks.forceRelease('', 'token')).rejects.toBeInstanceOf(LockKeyError);
+        await expect(locks.list(options as never)).rejects.toBeInstanceOf(LockUsageError);
+      await expect(locks.forceRelease('k', '' as never)).rejects.toBeInstanceOf(LockUsageError);
+      await expect(locks.forceRelease('', 'token')).rejects.toMatchObject({ code: 'LOCK_INVALID_KEY' });
       await locks.close();
       await expect(locks.list()).rejects.toBeInstanceOf(LockServiceClosedError);
       await expect(locks.forceRelease('k', 'token')).rejects.toBeInstanceOf(LockServiceClosedError);

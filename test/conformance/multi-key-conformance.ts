@@ -6,12 +6,11 @@ import { describe, expect, it } from '@jest/globals';
 import {
   type Lease,
   LockAbortedError,
-  LockKeyError,
   LockLostError,
-  LockOrderError,
   type LockService,
   LockServiceClosedError,
   LockTimeoutError,
+  LockUsageError,
   MAX_KEYS,
 } from '../../lib/core';
 import { abortedAt, outcome, until } from '../support/lock-fixtures';
@@ -252,7 +251,7 @@ export function describeMultiKeyConformance(
       await lease.release();
     });
 
-    it('reentrancy: a subset re-enters; new keys only after the held ones (else LockOrderError)', async () => {
+    it('reentrancy: a subset re-enters; new keys only after the held ones (else LOCK_ORDER)', async () => {
       const locks = service();
       await locks.using(['r:b', 'r:c'], async (outer) => {
         const inner = await locks.acquire('r:b');
@@ -270,17 +269,17 @@ export function describeMultiKeyConformance(
         expect((await locks.inspect('r:d')).held).toBe(false);
         // One that sorts before a held key could deadlock: refused, nothing taken.
         const { error } = await outcome(locks.acquire('r:a'));
-        expect(error).toBeInstanceOf(LockOrderError);
-        expect((error as LockOrderError).held).toEqual(['r:b', 'r:c']);
+        expect(error).toMatchObject({ code: 'LOCK_ORDER' });
+        expect((error as LockUsageError).held).toEqual(['r:b', 'r:c']);
         expect(await outcome(locks.acquire(['r:a', 'r:b']))).toMatchObject({
-          error: expect.any(LockOrderError),
+          error: expect.objectContaining({ code: 'LOCK_ORDER' }),
         });
         expect((await locks.inspect('r:a')).held).toBe(false);
       });
       await free(locks, ['r:a', 'r:b', 'r:c', 'r:d']);
     });
 
-    it('refuses bad key arrays with LockKeyError, holding nothing', async () => {
+    it('refuses bad key arrays with LOCK_INVALID_KEY, holding nothing', async () => {
       const locks = service();
       const rows: Array<[unknown, RegExp]> = [
         [[], /array of lock keys is empty/],
@@ -292,7 +291,7 @@ export function describeMultiKeyConformance(
       ];
       for (const [keys, message] of rows) {
         const { error } = await outcome(locks.acquire(keys as string[]));
-        expect(error).toBeInstanceOf(LockKeyError);
+        expect(error).toMatchObject({ code: 'LOCK_INVALID_KEY' });
         expect((error as Error).message).toMatch(message);
       }
       await free(locks, ['h:a']);

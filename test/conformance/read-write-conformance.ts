@@ -3,7 +3,7 @@
 // by phase (a writer in line holds back every reader behind it), fences increase across modes, a reader
 // that stops renewing gives its share back at its ttl, one kind of lock per key, no upgrade, inspect.
 import { describe, expect, it } from '@jest/globals';
-import { type Lease, LockLostError, LockModeError, LockOptionsError, type LockService } from '../../lib/core';
+import { type Lease, LockLostError, type LockService, LockUsageError } from '../../lib/core';
 import { watchEventLoop } from '../support/event-loop';
 import { abortedAt, outcome, until } from '../support/lock-fixtures';
 import type { ServiceFactory } from './lock-conformance';
@@ -129,9 +129,13 @@ export function describeReadWriteConformance(store: string, service: ServiceFact
             outer.fence,
           );
           const upgrade = await outcome(locks.acquire('rw-re', { mode: 'write' }));
-          expect(upgrade.error).toBeInstanceOf(LockModeError);
-          expect(upgrade.error).toMatchObject({ reason: 'upgrade', key: 'rw-re' });
-          await expect(locks.acquire('rw-re')).rejects.toMatchObject({ reason: 'kind' });
+          expect(upgrade.error).toMatchObject({ code: 'LOCK_KIND' });
+          expect(upgrade.error).toMatchObject({ found: 'read', asked: 'write', key: 'rw-re' });
+          await expect(locks.acquire('rw-re')).rejects.toMatchObject({
+            code: 'LOCK_KIND',
+            found: 'read-write',
+            asked: 'mutex',
+          });
         },
         { mode: 'read' },
       );
@@ -141,9 +145,9 @@ export function describeReadWriteConformance(store: string, service: ServiceFact
       const [a, b] = [service(), service()];
       const reader = await a.acquire('rw-kind', { mode: 'read' });
       const plain = await outcome(b.acquire('rw-kind'));
-      expect(plain.error).toBeInstanceOf(LockModeError);
-      expect(plain.error).toBeInstanceOf(LockOptionsError);
-      expect(plain.error).toMatchObject({ reason: 'kind', found: 'read-write', asked: 'mutex' });
+      expect(plain.error).toMatchObject({ code: 'LOCK_KIND' });
+      expect(plain.error).toBeInstanceOf(LockUsageError);
+      expect(plain.error).toMatchObject({ found: 'read-write', asked: 'mutex' });
       expect((plain.error as Error).message).toMatch(/mode: 'write'/);
       await expect(b.acquire('rw-kind', { permits: 3 })).rejects.toMatchObject({
         found: 'read-write',
@@ -188,9 +192,9 @@ export function describeReadWriteConformance(store: string, service: ServiceFact
       const locks = service();
       for (const mode of ['READ', 'shared', 'Write', '', 1, null, true]) {
         const { error } = await outcome(locks.acquire('rw-bad', { mode: mode as 'read' }));
-        expect(error).toBeInstanceOf(LockOptionsError);
+        expect(error).toBeInstanceOf(LockUsageError);
         expect((error as Error).message).toMatch(/mode must be 'read' .* or 'write'/);
-        expect(() => locks.checkOptions({ mode: mode as 'read' })).toThrow(LockOptionsError);
+        expect(() => locks.checkOptions({ mode: mode as 'read' })).toThrow(LockUsageError);
       }
       await expect(locks.acquire('rw-bad', { mode: 'read', permits: 3 })).rejects.toThrow(/do not combine/);
       await expect(locks.acquire(['rw-a', 'rw-b'], { mode: 'write' })).rejects.toThrow(/applies to one key/);

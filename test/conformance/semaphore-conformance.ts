@@ -8,11 +8,10 @@ import {
   type Lease,
   LockAbortedError,
   LockLostError,
-  LockOptionsError,
-  LockPermitsError,
   type LockService,
   LockServiceClosedError,
   LockTimeoutError,
+  LockUsageError,
 } from '../../lib/core';
 import { MAX_PERMITS } from '../../lib/lock-kind';
 import { SLACK_MS, watchEventLoop, watchStalls } from '../support/event-loop';
@@ -169,18 +168,18 @@ export function describeSemaphoreConformance(store: string, service: ServiceFact
       await Promise.all(queued.slice(1).map(async (p) => (await p).release()));
     });
 
-    it('one key is one kind of lock: other permits, or a mutex, are a LockPermitsError naming both', async () => {
+    it('one key is one kind of lock: other permits, or a mutex, are a usage error LOCK_KIND naming both', async () => {
       const [a, b] = [service(), service()];
       const lease = await a.acquire('sem-kind', { permits: 3 });
       const before = await a.inspect('sem-kind');
       const other = await outcome(b.acquire('sem-kind', { permits: 2 }));
-      expect(other.error).toBeInstanceOf(LockPermitsError);
-      expect(other.error).toBeInstanceOf(LockOptionsError);
+      expect(other.error).toMatchObject({ code: 'LOCK_KIND' });
+      expect(other.error).toBeInstanceOf(LockUsageError);
       expect(other.error).toMatchObject({ key: 'sem-kind', found: 3, asked: 2 });
       expect((other.error as Error).message).toMatch(/permits 3.*permits 2/);
       await expect(b.acquire('sem-kind')).rejects.toMatchObject({ found: 3, asked: 1 });
-      await expect(b.tryAcquire('sem-kind', { permits: 1 })).rejects.toBeInstanceOf(LockPermitsError);
-      await expect(b.using('sem-kind', () => 1, { permits: 4 })).rejects.toBeInstanceOf(LockPermitsError);
+      await expect(b.tryAcquire('sem-kind', { permits: 1 })).rejects.toMatchObject({ code: 'LOCK_KIND' });
+      await expect(b.using('sem-kind', () => 1, { permits: 4 })).rejects.toMatchObject({ code: 'LOCK_KIND' });
       // Nothing changed: the same holder, no one queued.
       expect(await a.inspect('sem-kind')).toMatchObject({
         holders: before.holders.map((h) => expect.objectContaining({ token: h.token, fence: h.fence })),
@@ -193,7 +192,7 @@ export function describeSemaphoreConformance(store: string, service: ServiceFact
       const waiter = b.acquire('mutex-kind', { waitTimeout: 5_000 });
       await waiting(a, 'mutex-kind', 1);
       // Waiters queued for the mutex make it a mutex too.
-      await expect(a.tryAcquire('mutex-kind', { permits: 2 })).rejects.toBeInstanceOf(LockPermitsError);
+      await expect(a.tryAcquire('mutex-kind', { permits: 2 })).rejects.toMatchObject({ code: 'LOCK_KIND' });
       await mutex.release();
       await (await waiter).release();
       // Once nobody holds or waits for it, the key may become a semaphore.
@@ -223,7 +222,7 @@ export function describeSemaphoreConformance(store: string, service: ServiceFact
           expect(inner).toBe(outer.fence);
           expect((await locks.inspect('sem-re')).holders).toHaveLength(1);
           await expect(locks.acquire('sem-re', { permits: 3 })).rejects.toMatchObject({ found: 2, asked: 3 });
-          await expect(locks.acquire('sem-re')).rejects.toBeInstanceOf(LockPermitsError);
+          await expect(locks.acquire('sem-re')).rejects.toMatchObject({ code: 'LOCK_KIND' });
           // Another chain takes the second permit.
           const elsewhere = await new Promise<Lease | null>((resolve) =>
             setImmediate(() => resolve(other.tryAcquire('sem-re', { permits: 2 }))),
@@ -297,12 +296,12 @@ export function describeSemaphoreConformance(store: string, service: ServiceFact
         null,
       ]) {
         const { error } = await outcome(locks.acquire('sem-bad', { permits: permits as number }));
-        expect(error).toBeInstanceOf(LockOptionsError);
+        expect(error).toBeInstanceOf(LockUsageError);
         expect((error as Error).message).toMatch(/permits must be an integer from 1 to 10000/);
         await expect(locks.tryAcquire('sem-bad', { permits: permits as number })).rejects.toBeInstanceOf(
-          LockOptionsError,
+          LockUsageError,
         );
-        expect(() => locks.checkOptions({ permits: permits as number })).toThrow(LockOptionsError);
+        expect(() => locks.checkOptions({ permits: permits as number })).toThrow(LockUsageError);
       }
       await expect(locks.acquire(['sem-a', 'sem-b'], { permits: 2 })).rejects.toThrow(/applies to one key/);
       expect(await locks.inspect('sem-bad')).toMatchObject({ held: false, queueLength: 0 });
@@ -316,11 +315,11 @@ export function describeSemaphoreConformance(store: string, service: ServiceFact
 /** For a store without semaphores: every entry point refuses `permits` with a typed error. */
 export function describeNoSemaphores(store: string, service: ServiceFactory, reason: RegExp): void {
   describe(`semaphore conformance: ${store}`, () => {
-    it('permits above 1 is a LockOptionsError saying so, on every entry point; permits 1 is the mutex', async () => {
+    it('permits above 1 is a LockUsageError saying so, on every entry point; permits 1 is the mutex', async () => {
       const locks = service();
       await expect(locks.acquire('nosem', { permits: 2 })).rejects.toThrow(reason);
-      await expect(locks.tryAcquire('nosem', { permits: 2 })).rejects.toBeInstanceOf(LockOptionsError);
-      await expect(locks.using('nosem', () => 1, { permits: 2 })).rejects.toBeInstanceOf(LockOptionsError);
+      await expect(locks.tryAcquire('nosem', { permits: 2 })).rejects.toBeInstanceOf(LockUsageError);
+      await expect(locks.using('nosem', () => 1, { permits: 2 })).rejects.toBeInstanceOf(LockUsageError);
       expect(() => locks.checkOptions({ permits: 3 })).toThrow(reason);
       const lease = await locks.acquire('nosem', { permits: 1 });
       expect(await locks.inspect('nosem')).toMatchObject({ held: true, permits: 1 });

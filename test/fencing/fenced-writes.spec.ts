@@ -3,7 +3,7 @@
 // FencedStore, and in SQL through the documented `WHERE fence <= $token` update.
 import type { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { FencedStore, LockOptionsError } from '../../lib/core';
+import { FencedStore, LockUsageError } from '../../lib/core';
 import { lockService, whenAborted } from '../support/lock-fixtures';
 import { freshDatabase } from '../support/pglite';
 import { useRedis } from '../support/redis-server';
@@ -48,10 +48,10 @@ describe('fenced writes in Redis (FencedStore)', () => {
     expect((await store.set('doc', lease.fence, 'v2')).written).toBe(true);
     expect((await store.get('doc')).value).toBe('v2');
     expect(await server().ttlOf('doc')).toBeGreaterThan(0);
-    await expect(store.set('doc', -1, 'x')).rejects.toBeInstanceOf(LockOptionsError);
-    await expect(store.set('doc', 1.5, 'x')).rejects.toBeInstanceOf(LockOptionsError);
-    await expect(store.set('', lease.fence, 'x')).rejects.toBeInstanceOf(LockOptionsError);
-    expect(() => new FencedStore({} as never)).toThrow(LockOptionsError);
+    await expect(store.set('doc', -1, 'x')).rejects.toBeInstanceOf(LockUsageError);
+    await expect(store.set('doc', 1.5, 'x')).rejects.toBeInstanceOf(LockUsageError);
+    await expect(store.set('', lease.fence, 'x')).rejects.toBeInstanceOf(LockUsageError);
+    expect(() => new FencedStore({} as never)).toThrow(LockUsageError);
     await lease.release();
   });
 });

@@ -8,13 +8,12 @@ import type { Redis } from 'ioredis';
 import {
   type Lease,
   LockAbortedError,
-  LockKeyError,
   LockLostError,
   LockNotHeldError,
-  LockOptionsError,
   LockService,
   LockServiceClosedError,
   type LockServiceOptions,
+  LockUsageError,
 } from '../../lib';
 import { listening, outcome, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
@@ -78,10 +77,10 @@ function setup(base: Base): Engine {
 }
 
 const OPTIONS = {
-  error: LockOptionsError,
+  error: LockUsageError,
   code: 'LOCK_INVALID_OPTIONS',
 } as const;
-const KEY = { error: LockKeyError, code: 'LOCK_INVALID_KEY' } as const;
+const KEY = { error: LockUsageError, code: 'LOCK_INVALID_KEY' } as const;
 const ms = (name: string, got: string) =>
   new RegExp(`${name} must be an integer number of milliseconds between \\d+ and 2147483647, got ${got}\\.`);
 /** The message for a wait outside 0 .. 2**31-1 that is not Infinity. */
@@ -441,7 +440,7 @@ const leaseRows: Row<Engine>[] = [
     ([what, ttl, message]): Row<Engine> => ({
       name: `lease.extend(${what})`,
       run: onLease(async (lease) => {
-        await expect(lease.extend(ttl as never)).rejects.toBeInstanceOf(LockOptionsError);
+        await expect(lease.extend(ttl as never)).rejects.toBeInstanceOf(LockUsageError);
         // A refused extension changes nothing: the lease is still held and can still be extended.
         expect(lease.signal.aborted).toBe(false);
         await lease.extend(5_000);

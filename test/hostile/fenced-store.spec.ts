@@ -1,8 +1,8 @@
-// Hostile input to FencedStore: its constructor, set() and get(). Bad arguments are a LockOptionsError
+// Hostile input to FencedStore: its constructor, set() and get(). Bad arguments are a LockUsageError
 // before anything is sent, so no resource key appears in Redis; odd-but-valid ones simply work.
 import { describe, expect } from '@jest/globals';
 import type { Redis } from 'ioredis';
-import { FencedStore, LockError, LockOptionsError } from '../../lib';
+import { FencedStore, LockError, LockUsageError } from '../../lib';
 import { useRedis } from '../support/redis-server';
 import {
   type Base,
@@ -26,7 +26,7 @@ function setup(base: Base): Fenced {
   return { ...base, client, store: new FencedStore(client) };
 }
 
-const OPTIONS = { error: LockOptionsError, code: 'LOCK_INVALID_OPTIONS' } as const;
+const OPTIONS = { error: LockUsageError, code: 'LOCK_INVALID_OPTIONS' } as const;
 
 const rows: Row<Fenced>[] = [
   ...(

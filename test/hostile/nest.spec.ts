@@ -7,10 +7,8 @@ import { Test } from '@nestjs/testing';
 import { lastValueFrom, Observable, of } from 'rxjs';
 import {
   Locked,
-  LockKeyError,
-  LockKeyFunctionError,
-  LockOptionsError,
   LockService,
+  LockUsageError,
   RedisLockHealthIndicator,
   type RedisLockHealthResult,
   RedisLockModule,
@@ -32,8 +30,8 @@ import {
 
 const server = useRedis();
 
-const OPTIONS = { error: LockOptionsError, code: 'LOCK_INVALID_OPTIONS' } as const;
-const KEY = { error: LockKeyError, code: 'LOCK_INVALID_KEY' } as const;
+const OPTIONS = { error: LockUsageError, code: 'LOCK_INVALID_OPTIONS' } as const;
+const KEY = { error: LockUsageError, code: 'LOCK_INVALID_KEY' } as const;
 
 // ---------------------------------------------------------------------------------------------------------
 // RedisLockModule.forRoot / forRootAsync
@@ -691,7 +689,7 @@ const callRows: Row<Calls>[] = [
   {
     name: '@Locked(fn) whose function throws (a fault of the application, not of the call)',
     run: ({ orders }) => orders.byThrowingFunction(),
-    error: LockKeyFunctionError,
+    error: LockUsageError,
     code: 'LOCK_KEY_FUNCTION_FAILED',
     message: /@Locked\(fn\) on Orders\.byThrowingFunction: the key function threw: template exploded$/,
     after: (ctx, { error }) => {

@@ -144,7 +144,7 @@ describe.each(['express', 'fastify'] as const)('on %s', (platform) => {
     const response = await request(app.getHttpServer()).post('/carts/buggy').send({ id: '7' });
     expect(response.status).toBe(500);
     const logged = logs.errors.join('\n');
-    expect(logged).toMatch(/LockKeyFunctionError: @Locked\(fn\) on Orders\.buggy: the key function threw/);
+    expect(logged).toMatch(/LockUsageError: @Locked\(fn\) on Orders\.buggy: the key function threw/);
     // The function's own stack, down to the line of this file that threw.
     expect(logged).toMatch(
       /Caused by: TypeError: normalize is not a function\n\s+at .*http-answers\.spec\.ts/,

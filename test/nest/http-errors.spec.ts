@@ -30,10 +30,10 @@ import request from 'supertest';
 import {
   LockError,
   Locked,
-  LockKeyError,
   LockService,
   LockShedError,
   LockTimeoutError,
+  LockUsageError,
   lockErrorResponse,
   RedisLockModule,
   RedisUnavailableError,
@@ -142,14 +142,14 @@ describe('lock errors through an application-wide catch-all filter', () => {
     expect((await request(app.getHttpServer()).post('/orders/pay').send({ id: 1 })).status).toBe(201);
   });
 
-  it('a key the request cannot build (no body) is 400, whose cause is the LockKeyError', async () => {
+  it('a key the request cannot build (no body) is 400, whose cause is the key error', async () => {
     const { app, filter } = await shop(server().url, true);
     const response = await request(app.getHttpServer()).post('/orders/pay');
     expect(response.status).toBe(400);
     expect(response.headers['retry-after']).toBeUndefined();
     expect(response.body).toEqual({ status: 400, name: 'BadRequestException', cause: 'LOCK_INVALID_KEY' });
-    const cause = (filter.seen[0] as HttpException).cause as LockKeyError;
-    expect(cause).toBeInstanceOf(LockKeyError);
+    const cause = (filter.seen[0] as HttpException).cause as LockUsageError;
+    expect(cause).toMatchObject({ code: 'LOCK_INVALID_KEY' });
     expect(cause.message).toContain("@Locked('order:<0.id>') on Orders.pay");
     expect(app.get(Orders).runs).toBe(0);
     expect(await server().keys('*undefined*')).toEqual([]);
@@ -343,7 +343,7 @@ describe('outside an HTTP request', () => {
     const orders = app.get(Orders);
     const holder = await lockService(server()).acquire('order:4');
     await expect(orders.pay({ id: 4 })).rejects.toBeInstanceOf(LockTimeoutError);
-    await expect(orders.pay({})).rejects.toBeInstanceOf(LockKeyError);
+    await expect(orders.pay({})).rejects.toMatchObject({ code: 'LOCK_INVALID_KEY' });
     await holder.release();
     await expect(orders.pay({ id: 4 })).resolves.toBe('paid');
   });
@@ -426,7 +426,10 @@ describe('with httpErrors: false, a filter of your own renders lock errors with 
       status: 503,
       headers: { 'Retry-After': '1' },
     });
-    expect(lockErrorResponse(new LockKeyError('no id'))).toMatchObject({ status: 400, headers: {} });
+    expect(lockErrorResponse(new LockUsageError('no id', { code: 'LOCK_INVALID_KEY' }))).toMatchObject({
+      status: 400,
+      headers: {},
+    });
     expect(lockErrorResponse(new Error('other'))).toBeUndefined();
   });
 });

@@ -4,13 +4,7 @@
 // the lock held in Redis is the scoped key, and bad values are typed errors naming the method.
 import { describe, expect, it } from '@jest/globals';
 import { Inject, Injectable } from '@nestjs/common';
-import {
-  Locked,
-  LockOptionsError,
-  LockService,
-  RedisLockModule,
-  type RedisLockModuleOptions,
-} from '../../lib';
+import { Locked, LockService, LockUsageError, RedisLockModule, type RedisLockModuleOptions } from '../../lib';
 import { useRedis } from '../support/redis-server';
 import { boot, connection, lockState, Meter } from './locked-fixtures';
 
@@ -146,7 +140,7 @@ describe('scoped @Locked keys', () => {
       (Locked('k:<0>', { scope } as never) as MethodDecorator)(Target.prototype, 'run', descriptor);
     };
     for (const bad of ['', 'a{b}', 5, null, 'x'.repeat(257)]) {
-      expect(() => decorate(bad)).toThrow(LockOptionsError);
+      expect(() => decorate(bad)).toThrow(LockUsageError);
       expect(() => decorate(bad)).toThrow(/Target\.run: scope must be true/);
     }
     for (const bad of ['', 'a{b}', 5]) {

@@ -11,7 +11,7 @@ import {
   Locked,
   type LockedKeyWarning,
   type LockKeyFunction,
-  LockOptionsError,
+  LockUsageError,
   type LockWarning,
   RedisLockModule,
 } from '../../lib';
@@ -231,9 +231,9 @@ describe('start-up warnings for doubtful @Locked keys', () => {
       const descriptor = Object.getOwnPropertyDescriptor(Target.prototype, 'run') as PropertyDescriptor;
       (Locked(key, options) as MethodDecorator)(Target.prototype, 'run', descriptor);
     };
-    expect(() => decorate('order:<0>', { constantKey: true })).toThrow(LockOptionsError);
+    expect(() => decorate('order:<0>', { constantKey: true })).toThrow(LockUsageError);
     expect(() => decorate('order:<0>', { constantKey: true })).toThrow(/remove constantKey/);
-    expect(() => decorate((id: unknown) => `o:${id}`, { constantKey: true })).toThrow(LockOptionsError);
+    expect(() => decorate((id: unknown) => `o:${id}`, { constantKey: true })).toThrow(LockUsageError);
     expect(() => decorate('nightly', { constantKey: 'yes' })).toThrow(/constantKey must be true or false/);
     expect(() => decorate('nightly', { constantKey: true })).not.toThrow();
   });

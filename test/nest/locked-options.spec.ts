@@ -9,12 +9,12 @@ import {
   Locked,
   type LockedOptions,
   LockedRoute,
-  LockKeyError,
-  LockOptionsError,
   LockService,
+  LockUsageError,
   RedisLockModule,
 } from '../../lib';
 import { useRedis } from '../support/redis-server';
+import { thrown } from '../support/thrown';
 import { boot, connection, createApp } from './locked-fixtures';
 
 const server = useRedis();
@@ -43,14 +43,14 @@ describe('@Locked options checked when the class is defined', () => {
     ['a bad onTimeout', { onTimeout: 'ignore' }, /onTimeout must be 'throw' or 'skip'/],
     ['an empty service name', { service: '' }, /service must be the non-empty name/],
     ['options that are not an object', 'fast', /options must be an object/],
-  ])('%s is a LockOptionsError naming Reports.run', (_, options, why) => {
+  ])('%s is a LockUsageError naming Reports.run', (_, options, why) => {
     let error: unknown;
     try {
       defineReports(options);
     } catch (caught) {
       error = caught;
     }
-    expect(error).toBeInstanceOf(LockOptionsError);
+    expect(error).toBeInstanceOf(LockUsageError);
     expect((error as Error).message).toContain('@Locked() on Reports.run');
     expect((error as Error).message).toMatch(why);
   });
@@ -60,8 +60,8 @@ describe('@Locked options checked when the class is defined', () => {
     ['a placeholder without an argument index', 'report:<id>'],
     ['an unbalanced <', 'report:<0'],
     ['braces', '{report}:<0>'],
-  ])('%s is a LockKeyError naming Reports.run', (_, template) => {
-    expect(() => defineReports({}, template)).toThrow(LockKeyError);
+  ])('%s is a key error (LOCK_INVALID_KEY) naming Reports.run', (_, template) => {
+    expect(thrown(() => defineReports({}, template))).toMatchObject({ code: 'LOCK_INVALID_KEY' });
     expect(() => defineReports({}, template)).toThrow(/Reports\.run/);
   });
 
@@ -71,7 +71,7 @@ describe('@Locked options checked when the class is defined', () => {
   ])('%s applied as a standard (TC39) decorator says to turn on experimentalDecorators', (_, decorator) => {
     // A standard method decorator is called with (method, context) and no descriptor.
     const standard = decorator as unknown as (value: unknown, context: object) => unknown;
-    expect(() => standard(() => 0, { kind: 'method', name: 'run' })).toThrow(LockOptionsError);
+    expect(() => standard(() => 0, { kind: 'method', name: 'run' })).toThrow(LockUsageError);
     expect(() => standard(() => 0, { kind: 'method', name: 'run' })).toThrow(/experimentalDecorators/);
   });
 
@@ -171,7 +171,7 @@ describe('@Locked options checked against the configuration at start-up', () => 
       () => undefined,
       (caught: unknown) => caught,
     );
-    expect(error).toBeInstanceOf(LockOptionsError);
+    expect(error).toBeInstanceOf(LockUsageError);
     expect((error as Error).message).toMatch(
       /^@Locked\(\) on LongLease\.run: maxHold \(from defaults\) \(30000 ms\) must not be shorter than ttl \(60000 ms\)/,
     );
@@ -257,7 +257,7 @@ describe('@Locked templates checked against the method at start-up', () => {
       () => undefined,
       (caught: unknown) => caught,
     );
-    expect(error).toBeInstanceOf(LockKeyError);
+    expect(error).toMatchObject({ code: 'LOCK_INVALID_KEY' });
     expect((error as Error).message).toMatch(message);
     expect(await server().keys('beyond:*')).toEqual([]);
   });
@@ -285,13 +285,13 @@ class Injected {
 }
 
 describe('@Locked outside Nest', () => {
-  it('an instance Nest did not create rejects with a LockOptionsError saying how to fix it', async () => {
+  it('an instance Nest did not create rejects with a LockUsageError saying how to fix it', async () => {
     await boot({ imports: [RedisLockModule.forRoot({ ...connection(server()) })], providers: [Injected] });
     const error = await new ShortLease().run().then(
       () => undefined,
       (caught: unknown) => caught,
     );
-    expect(error).toBeInstanceOf(LockOptionsError);
+    expect(error).toBeInstanceOf(LockUsageError);
     expect((error as Error).message).toMatch(/ShortLease\.run: no LockInterceptor on this instance/);
   });
 });

@@ -9,9 +9,8 @@ import {
   Locked,
   LockedRoute,
   LockInterceptor,
-  LockOptionsError,
-  LockPermitsError,
   LockService,
+  LockUsageError,
   RedisLockModule,
 } from '../../lib';
 import { useRedis } from '../support/redis-server';
@@ -57,7 +56,7 @@ describe('@Locked with permits', () => {
     expect(meter.max).toBe(2);
     // Another number of permits on the same key, while it is in use, is refused and never runs.
     const held = await locks.acquire('export', { permits: 2 });
-    await expect(a.runWider(7)).rejects.toBeInstanceOf(LockPermitsError);
+    await expect(a.runWider(7)).rejects.toMatchObject({ code: 'LOCK_KIND' });
     await held.release();
     expect(meter.entered).toBe(6);
   });
@@ -101,7 +100,7 @@ describe('@Locked with permits', () => {
           }
         }
         return Bad;
-      }).toThrow(LockOptionsError);
+      }).toThrow(LockUsageError);
     }
   });
 });

@@ -4,13 +4,8 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication, Inject, Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import {
-  LockOptionsError,
-  LockService,
-  REDIS_LOCK_MODULE_OPTIONS,
-  RedisLockModule,
-  type RedisLockModuleOptions,
-} from '../../lib';
+import { LockService, LockUsageError, RedisLockModule, type RedisLockModuleOptions } from '../../lib';
+import { REDIS_LOCK_MODULE_OPTIONS } from '../../lib/nest/redis-lock.module-definition';
 import { useRedis } from '../support/redis-server';
 
 const server = useRedis();
@@ -141,9 +136,9 @@ describe('RedisLockModule', () => {
     ['a ttl below 10 ms', { url: 'redis://127.0.0.1:1', defaults: { ttl: 9 } }],
     ['a claim window that is not an integer', { url: 'redis://127.0.0.1:1', claimWindow: 1.5 }],
     ['a negative grace period', { url: 'redis://127.0.0.1:1', gracePeriod: -1 }],
-  ])('bad options fail at start-up with LockOptionsError: %s', async (_, options) => {
+  ])('bad options fail at start-up with LockUsageError: %s', async (_, options) => {
     const attempt = Test.createTestingModule({ imports: [RedisLockModule.forRoot(options)] }).compile();
-    await expect(attempt).rejects.toBeInstanceOf(LockOptionsError);
+    await expect(attempt).rejects.toBeInstanceOf(LockUsageError);
   });
 
   it('refuses both a client and a url, naming both', async () => {

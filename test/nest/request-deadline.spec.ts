@@ -19,8 +19,8 @@ import {
 import { Test } from '@nestjs/testing';
 import {
   Locked,
-  LockOptionsError,
   LockTimeoutError,
+  LockUsageError,
   RedisLockModule,
   type RedisLockModuleOptions,
 } from '../../lib';
@@ -230,7 +230,7 @@ describe.each(['express', 'fastify'] as const)('on %s, a request turned away at 
 });
 
 describe('the module option requests', () => {
-  it('each invalid value fails the module’s start with LockOptionsError', async () => {
+  it('each invalid value fails the module’s start with LockUsageError', async () => {
     const asked =
       /^requests must be true \(follow each request: its close and its deadline\), false \(take nothing from it\) or \{ budget \} \(ms from a request's arrival\), got /;
     const budget = (got: string) =>
@@ -258,7 +258,7 @@ describe('the module option requests', () => {
           } as unknown as RedisLockModuleOptions),
         ],
       }).compile();
-      await expect(compiled).rejects.toThrow(LockOptionsError);
+      await expect(compiled).rejects.toThrow(LockUsageError);
       await expect(compiled).rejects.toThrow(message);
     }
   });

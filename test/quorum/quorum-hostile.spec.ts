@@ -1,9 +1,9 @@
 // Hostile set-ups of a quorum: wrong counts, a Cluster client, the same client or server twice, and
-// nodes that refuse scripts. Each is refused at construction with a LockOptionsError saying what to
+// nodes that refuse scripts. Each is refused at construction with a LockUsageError saying what to
 // change, or (a refusing node) named in the LockQuorumError once too few nodes answer.
 import { describe, expect, it } from '@jest/globals';
 import { Cluster, Redis } from 'ioredis';
-import { LockOptionsError, LockQuorumError, LockService } from '../../lib/core';
+import { LockQuorumError, LockService, LockUsageError } from '../../lib/core';
 import { outcome } from '../support/lock-fixtures';
 import { type RedisServer, startRedis } from '../support/redis-server';
 import { useQuorum } from './quorum-fixtures';
@@ -24,7 +24,7 @@ describe('quorum store: hostile set-ups', () => {
     for (const count of [0, 2, 4, 8]) {
       const clients = Array.from({ length: count }, (_, i) => new Redis({ port: 1 + i, lazyConnect: true }));
       const error = refused(() => new LockService(clients));
-      expect(error).toBeInstanceOf(LockOptionsError);
+      expect(error).toBeInstanceOf(LockUsageError);
       expect(error.message).toContain(`needs 3, 5 or 7 clients of independent Redis masters, got ${count}`);
       for (const client of clients) client.disconnect();
     }

@@ -12,9 +12,9 @@ import { ChaosProxy } from '../../chaos/proxy';
 import {
   LockLostError,
   LockNotReplicatedError,
-  LockOptionsError,
   LockService,
   type LockServiceOptions,
+  LockUsageError,
   MemoryLockBackend,
   RedisLockModule,
   RedisUnavailableError,
@@ -483,7 +483,7 @@ describe('replicas: bad input and stores it does not apply to', () => {
       { count: 1, timeout: 50, timout: 5 },
     ];
     for (const replicas of bad) {
-      expect(() => new LockService(client, { replicas } as LockServiceOptions)).toThrow(LockOptionsError);
+      expect(() => new LockService(client, { replicas } as LockServiceOptions)).toThrow(LockUsageError);
     }
     expect(() => new LockService(client, { replicas: { count: 1, timeout: 20_000 } })).toThrow(
       /at most a third of defaults.ttl/,

@@ -10,12 +10,11 @@ import { Test } from '@nestjs/testing';
 import {
   LOCK_CHANNELS,
   type LockEvent,
-  type LockEventKind,
   Locked,
   LockLostError,
-  LockOptionsError,
   LockService,
   LockTimeoutError,
+  LockUsageError,
   RedisLockModule,
 } from '../../lib';
 import { connection, lockState } from '../nest/locked-fixtures';
@@ -35,7 +34,7 @@ const listener = (message: unknown) => {
 };
 
 /** Resolves once an event of `kind` for lock `name` has been published. */
-function published(kind: LockEventKind, name: string): Promise<void> {
+function published(kind: LockEvent['kind'], name: string): Promise<void> {
   if (of(kind, name).length > 0) return Promise.resolve();
   return new Promise((resolve) =>
     waiting.push({ matches: (e) => e.kind === kind && e.name === name, resolve }),
@@ -56,7 +55,7 @@ afterEach(() => {
   waiting.length = 0;
 });
 
-const of = (kind: LockEventKind, name: string) => seen.filter((e) => e.kind === kind && e.name === name);
+const of = (kind: LockEvent['kind'], name: string) => seen.filter((e) => e.kind === kind && e.name === name);
 
 describe('diagnostics channels', () => {
   it('publish each event of a contended lock with its payload', async () => {
@@ -125,7 +124,7 @@ describe('diagnostics channels', () => {
   });
 
   it("a service's onEvent gets the events, and what it throws is ignored", async () => {
-    const events: LockEventKind[] = [];
+    const events: LockEvent['kind'][] = [];
     const locks = lockService(server(), {
       telemetry: {
         onEvent: (event) => {
@@ -149,7 +148,7 @@ describe('telemetry options', () => {
         [{ meterProvider: {} }, /^Unknown option "meterProvider" in telemetry \(known: onEvent, logger\)\.$/],
         [{ onEvent: 'log' }, /onEvent must be a function/],
       ] as const) {
-        expect(() => new LockService(client, { telemetry } as never)).toThrow(LockOptionsError);
+        expect(() => new LockService(client, { telemetry } as never)).toThrow(LockUsageError);
         expect(() => new LockService(client, { telemetry } as never)).toThrow(message);
       }
       const locks = lockService(server());
@@ -232,7 +231,7 @@ describe('telemetry.logger in the Nest module', () => {
 
   it('refuses a logger without warn and error', () => {
     expect(() => new LockService(server().client(), { telemetry: { logger: {} as never } })).toThrow(
-      LockOptionsError,
+      LockUsageError,
     );
   });
 });

@@ -13,8 +13,8 @@ import {
   type Lease,
   Locked,
   LockInterceptor,
-  LockOptionsError,
   LockTimeoutError,
+  LockUsageError,
   RedisLockHealthIndicator,
   RedisLockModule,
 } from 'nestjs-redis-lock';
@@ -277,12 +277,12 @@ describe('configurations of the testing module', () => {
       /ttl must be an integer number of milliseconds between 10 and/,
     );
     await expect(boot([RedisLockTestingModule.forRoot({ prefx: 'x' } as never)])).rejects.toBeInstanceOf(
-      LockOptionsError,
+      LockUsageError,
     );
     await expect(
       boot([RedisLockTestingModule.forRoot({ client: { openStore: () => ({}) } } as never)]),
     ).rejects.toThrow(/client must be a MemoryLockBackend/);
-    expect(() => RedisLockTestingModule.forRoot(null as never)).toThrow(LockOptionsError);
+    expect(() => RedisLockTestingModule.forRoot(null as never)).toThrow(LockUsageError);
     expect(() => RedisLockTestingModule.forRoot({ name: '' })).toThrow(/name must be a non-empty string/);
     expect(() => RedisLockTestingModule.forRootAsync({} as never)).toThrow(
       /RedisLockTestingModule.forRootAsync\(\) needs exactly one of useFactory/,

@@ -13,8 +13,8 @@ import { Test, type TestingModuleBuilder } from '@nestjs/testing';
 import {
   getLockServiceToken,
   Locked,
-  LockOptionsError,
   LockService,
+  LockUsageError,
   RedisLockModule,
   RedisUnavailableError,
 } from 'nestjs-redis-lock';
@@ -162,7 +162,7 @@ describe('a whole application tested without Redis', () => {
     const builder = Test.createTestingModule({ imports: [appModule()] })
       .overrideProvider(getLockBackendToken())
       .useValue({ acquire: () => undefined });
-    await expect(builder.compile()).rejects.toThrow(LockOptionsError);
+    await expect(builder.compile()).rejects.toThrow(LockUsageError);
     await expect(builder.compile()).rejects.toThrow(/useValue\(new MemoryLockBackend\(\)\)/);
     expect(connections).toBe(0);
   });

@@ -4,8 +4,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { CallChain } from '../../lib/engine/call-chain';
 import type { OwnedLease } from '../../lib/engine/held-lease';
-import { LockModeError } from '../../lib/errors/lock-mode.error';
-import { LockOrderError } from '../../lib/errors/lock-order.error';
 import { deferred } from '../support/deferred';
 import { call, engine } from './engine-fixtures';
 
@@ -34,17 +32,17 @@ describe('CallChain on the memory store', () => {
     const chain = new CallChain(locks);
     const held = (await chain.obtain('k', call())) as OwnedLease;
     await chain.run(held, async () => {
-      await expect(chain.obtain('k', call({ mode: 'read' }))).rejects.toBeInstanceOf(LockModeError);
+      await expect(chain.obtain('k', call({ mode: 'read' }))).rejects.toMatchObject({ code: 'LOCK_KIND' });
     });
     await held.release();
   });
 
-  it('holding several keys, a key that sorts before them is refused (LockOrderError); one after is taken', async () => {
+  it('holding several keys, a key that sorts before them is refused (LOCK_ORDER); one after is taken', async () => {
     const locks = engine();
     const chain = new CallChain(locks);
     const both = (await chain.obtainAll(['b', 'c'], call())) as OwnedLease;
     await chain.run(both, async () => {
-      await expect(chain.obtain('a', call())).rejects.toBeInstanceOf(LockOrderError);
+      await expect(chain.obtain('a', call())).rejects.toMatchObject({ code: 'LOCK_ORDER' });
       const d = await chain.obtain('d', call());
       expect((await locks.store.inspect('d')).owner).toBe(d?.token);
       await d?.release();

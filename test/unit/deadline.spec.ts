@@ -2,8 +2,8 @@
 // service has seen it) still fits before the deadline; a deadline already past sends nothing; a free key
 // is taken whatever the hold; a grant read after the wait ran out is passed on. Fast, no Redis (test/api/deadline.spec.ts runs the same on Redis).
 import { describe, expect, it } from '@jest/globals';
-import { LockOptionsError } from '../../lib/errors/lock-options.error';
 import { LockTimeoutError } from '../../lib/errors/lock-timeout.error';
+import { LockUsageError } from '../../lib/errors/lock-usage.error';
 import type { LockStore } from '../../lib/store/lock-store';
 import { MemoryLockBackend } from '../../lib/store/memory-store';
 import { call, engine, wrappedBackend } from './engine-fixtures';
@@ -131,7 +131,7 @@ describe('a call with a deadline', () => {
   it('is a Date or ms since the epoch; anything else is refused before any command', () => {
     const locks = engine();
     for (const deadline of ['tomorrow', Number.NaN, new Date('not a date'), Number.POSITIVE_INFINITY]) {
-      expect(() => call({ deadline: deadline as number })).toThrow(LockOptionsError);
+      expect(() => call({ deadline: deadline as number })).toThrow(LockUsageError);
     }
     expect(() => call({ deadline: 'tomorrow' as unknown as number })).toThrow(
       /deadline must be a Date or a time in ms since the epoch/,

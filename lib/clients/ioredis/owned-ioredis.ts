@@ -4,7 +4,7 @@
  * fails to start, and closed within bounds, so nothing of ours holds the process after shutdown.
  */
 import type { Redis, RedisOptions } from 'ioredis';
-import { LockOptionsError } from '../../errors/lock-options.error';
+import { LockUsageError } from '../../errors/lock-usage.error';
 import { describeValue } from '../../options/describe-value';
 import { settled } from '../bounded-waits';
 import type { OutageReporter, OwnedConnection, OwnedRequest } from '../client-library';
@@ -35,9 +35,9 @@ export function openIoredis(loaded: unknown, request: OwnedRequest): OwnedConnec
       clients.push(url === undefined ? new RedisClass(redisOptions) : new RedisClass(url, redisOptions));
   } catch (error) {
     for (const client of clients) client.disconnect();
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `${request.label}: ioredis refused the connection options (${error instanceof Error ? error.message : describeValue(error)}).`,
-      error,
+      { cause: error },
     );
   }
   return clients.map((client) => {

@@ -4,7 +4,7 @@
  * to start, and closed within bounds, so nothing of ours holds the process after shutdown.
  */
 
-import { LockOptionsError } from '../../errors/lock-options.error';
+import { LockUsageError } from '../../errors/lock-usage.error';
 import { describeValue } from '../../options/describe-value';
 import { settled } from '../bounded-waits';
 import type { OwnedConnection, OwnedRequest } from '../client-library';
@@ -38,9 +38,9 @@ function openOne(createClient: NodeRedisFactory, url: string, request: OwnedRequ
   try {
     client = createClient({ url });
   } catch (error) {
-    throw new LockOptionsError(
+    throw new LockUsageError(
       `node-redis refused the URL (${error instanceof Error ? error.message : describeValue(error)}).`,
-      error,
+      { cause: error },
     );
   }
   const outage = request.outages();
