@@ -221,9 +221,9 @@ export class LockService {
 
   /**
    * Stops the service: new calls and waiters reject with LockServiceClosedError (waiters leave their
-   * queues), running `using` functions get up to `gracePeriod` ms (default 0) to finish, then every
-   * lease still held is lost (its signal aborts with LockLostError) and released, renewals stop and
-   * the wake connection closes. The client passed in stays open. Calling it again waits for the same
+   * queues), running `using` functions get up to `gracePeriod` ms (default 5 000, as on the module's
+   * shutdown) to finish, then every lease still held is lost (its signal aborts with LockLostError) and
+   * released, renewals stop and the wake connection closes. The client passed in stays open. Calling it again waits for the same
    * shutdown.
    */
   close(options?: { gracePeriod?: number }): Promise<void> {

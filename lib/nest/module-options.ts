@@ -7,8 +7,13 @@
 import { isRedisClient, type RedisClient } from '../clients';
 import { LockUsageError } from '../errors/lock-usage.error';
 import { describeValue } from '../options/describe-value';
-import { integerIn, MAX_MS, snapshotOptions } from '../options/option-checks';
-import { checkOnWarning, checkOptionNames, SERVICE_OPTION_NAMES } from '../options/service-options';
+import { milliseconds, snapshotOptions } from '../options/option-checks';
+import {
+  checkOnWarning,
+  checkOptionNames,
+  DEFAULT_GRACE_PERIOD,
+  SERVICE_OPTION_NAMES,
+} from '../options/service-options';
 import { isLockBackend, type LockBackend } from '../store/lock-store';
 import { MemoryLockBackend } from '../store/memory-store';
 import { checkScope } from './key-scope';
@@ -17,10 +22,7 @@ import { checkRequests, DEFAULT_REQUEST_SETTINGS, type RequestSettings } from '.
 
 /** The module's own options, each with its check and default; the rest are LockService's. */
 const MODULE_OPTIONS = {
-  gracePeriod: {
-    check: (v: unknown) => integerIn('gracePeriod', v, 0, MAX_MS, 'ms'),
-    default: 5_000,
-  },
+  gracePeriod: { check: (v: unknown) => milliseconds('gracePeriod', v, 0), default: DEFAULT_GRACE_PERIOD },
   scope: { check: (v: unknown) => checkScope(v, 'scope'), default: false as KeyScope },
   onWarning: {
     check: (v: unknown) => checkOnWarning(v) as ((warning: LockWarning) => void) | undefined,
@@ -49,16 +51,16 @@ export type ModuleConnection =
       readonly redis: Record<string, unknown> | undefined;
     };
 
-export interface ResolvedModuleOptions {
+type ModuleOptionName = keyof typeof MODULE_OPTIONS;
+
+/** The module's own options, each as its check returns it, or its default; and the rest, as given. */
+export type ResolvedModuleOptions = {
+  readonly [N in ModuleOptionName]: ReturnType<(typeof MODULE_OPTIONS)[N]['check']>;
+} & {
   readonly connection: ModuleConnection;
-  readonly gracePeriod: number;
-  readonly scope: KeyScope;
-  readonly onWarning: ((warning: LockWarning) => void) | undefined;
-  /** What the locked calls made for an HTTP request take from it; undefined: nothing. */
-  readonly requests: RequestSettings | undefined;
   /** What LockService checks itself. */
   readonly service: Record<string, unknown>;
-}
+};
 
 /**
  * Checks one configuration's options. `memory`: the testing module's, whose locks are in memory: a
@@ -87,23 +89,22 @@ export function resolveModuleOptions(
     }
   }
   checkOptionNames(options, MODULE_OPTION_NAMES, `the ${label} options`);
-  const { client, url, redis, gracePeriod, scope, onWarning, requests, ...service } = options;
-  const value = <N extends keyof typeof MODULE_OPTIONS>(name: N, given: unknown) =>
-    (given === undefined ? MODULE_OPTIONS[name].default : MODULE_OPTIONS[name].check(given)) as ReturnType<
-      (typeof MODULE_OPTIONS)[N]['check']
-    >;
-  const inMemory = memory || replaced !== undefined;
-  if (inMemory) delete service.replicas;
+  // What is neither a connection nor the module's own goes to LockService, symbol keys (a test's hooks) too.
+  const { client, url, redis, ...service } = options;
+  const own: Record<string, unknown> = {};
+  for (const name of Object.keys(MODULE_OPTIONS) as ModuleOptionName[]) {
+    const given = service[name];
+    own[name] = given === undefined ? MODULE_OPTIONS[name].default : MODULE_OPTIONS[name].check(given);
+    delete service[name];
+  }
+  if (memory || replaced !== undefined) delete service.replicas;
   return {
+    ...(own as { [N in ModuleOptionName]: ReturnType<(typeof MODULE_OPTIONS)[N]['check']> }),
     connection: replaced
       ? { given: replaced }
       : memory
         ? { given: memoryBackend(client, label) }
         : connection(client, url, redis, label),
-    gracePeriod: value('gracePeriod', gracePeriod),
-    scope: value('scope', scope),
-    onWarning: value('onWarning', onWarning),
-    requests: value('requests', requests),
     service,
   };
 }

@@ -141,11 +141,20 @@ function abortSignal(value: unknown): AbortSignal {
 }
 
 /**
- * Every call option, once: whether null means unset (the numbers, as JSON config
- * writes them), how a given value is checked (`path` names it in messages), its built-in default,
- * whether a service may set it for all its calls (`defaults`), and whether a `@Locked` declaration
- * passes it on to each call it makes (`declared`).
+ * How one call option is read: whether null means unset (the numbers, as JSON config writes them), how a
+ * given value is checked (`path` names it in messages), its built-in default, whether a service may set it
+ * for all its calls (`defaults`), and whether a `@Locked` declaration passes it on to each call it makes
+ * (`declared`). Its name, type and meaning are AcquireOptions'.
  */
+interface CallOption {
+  readonly nullIsUnset: boolean;
+  readonly check: (value: unknown, path: string) => unknown;
+  readonly default: unknown;
+  readonly defaults: boolean;
+  readonly declared: boolean;
+}
+
+/** Every call option, once (the table must name each option of AcquireOptions, and no other). */
 const CALL_OPTIONS = {
   ttl: {
     nullIsUnset: true,
@@ -208,7 +217,7 @@ const CALL_OPTIONS = {
     defaults: false,
     declared: false,
   },
-} as const;
+} as const satisfies Record<keyof AcquireOptions, CallOption>;
 
 type CallOptionName = keyof typeof CALL_OPTIONS;
 type Checked<N extends CallOptionName> = ReturnType<(typeof CALL_OPTIONS)[N]['check']>;
@@ -220,6 +229,7 @@ type NamesWhere<F extends 'defaults' | 'declared'> = {
 }[CallOptionName];
 /** The options a lock declaration (@Locked) passes on to every call it makes. */
 export type DeclaredOptionName = NamesWhere<'declared'>;
+type DefaultOptionName = NamesWhere<'defaults'>;
 
 const namesWhere = <F extends 'defaults' | 'declared'>(flag: F) =>
   (Object.keys(CALL_OPTIONS) as CallOptionName[]).filter(
@@ -227,38 +237,29 @@ const namesWhere = <F extends 'defaults' | 'declared'>(flag: F) =>
   ) as NamesWhere<F>[];
 
 /** The options a service's `defaults` may set. */
-export const DEFAULT_OPTION_NAMES: readonly string[] = namesWhere('defaults');
+export const DEFAULT_OPTION_NAMES: readonly DefaultOptionName[] = namesWhere('defaults');
 /**
  * The options a lock declaration (@Locked) passes on to every call it makes, as they are: one list, so
  * that the decorator accepts, the start-up check validates and the interceptor passes the same ones.
  */
 export const DECLARED_OPTION_NAMES: readonly DeclaredOptionName[] = namesWhere('declared');
-const CALL_OPTION_NAMES: readonly string[] = Object.keys(CALL_OPTIONS);
+const CALL_OPTION_NAMES = Object.keys(CALL_OPTIONS) as CallOptionName[];
+
+/** The defaults a service applies to calls that leave an option unset (its `defaults`). */
+export type LockDefaults = Pick<AcquireOptions, DefaultOptionName>;
 
 /** A service's `defaults`, resolved: the built-in default of every option a service may set. */
-export interface CallDefaults {
-  ttl: number;
-  waitTimeout: number;
-  /** Infinity when unset. */
-  maxHold: number;
-}
+export type CallDefaults = { readonly [N in DefaultOptionName]: Checked<N> };
 
-export interface ResolvedAcquireOptions {
-  ttl: number;
-  waitTimeout: number;
-  renew: boolean;
-  minHold: number;
-  /** Infinity when unset. */
-  maxHold: number;
-  signal: AbortSignal | undefined;
-  /** ms since the epoch, or undefined for none. */
-  deadline: number | undefined;
-  label: string | undefined;
-  /** How many callers may hold the key at once: 1 for a mutex. */
-  permits: number;
-  /** A read-write lock's mode, or undefined for a mutex or semaphore. */
-  mode: LockMode | undefined;
-}
+/**
+ * One call's options, resolved: each as its check returns it, or its default. Those without a default
+ * are undefined when unset; `renew` is always decided (by the kind of call when neither sets it).
+ */
+export type ResolvedAcquireOptions = {
+  [N in CallOptionName]: (typeof CALL_OPTIONS)[N]['default'] extends undefined
+    ? Checked<N> | undefined
+    : Checked<N>;
+} & { renew: boolean };
 
 /**
  * Reads and checks the options of `known` in `given`, each once (a getter cannot change what was
@@ -317,15 +318,10 @@ function checkHold(
 /** A service's `defaults` over the built-in ones. Throws LockUsageError. */
 export function resolveCallDefaults(given: unknown): CallDefaults {
   const own = readLayer(given, DEFAULT_OPTION_NAMES, 'defaults', (name) => `defaults.${name}`);
-  const value = <N extends keyof CallDefaults>(name: N) =>
-    (own[name] ?? CALL_OPTIONS[name].default) as CallDefaults[N];
-  const defaults: CallDefaults = {
-    ttl: value('ttl'),
-    waitTimeout: value('waitTimeout'),
-    maxHold: value('maxHold'),
-  };
-  checkHold(defaults, { ttl: 'defaults.ttl', minHold: 'minHold', maxHold: 'defaults.maxHold' });
-  return defaults;
+  const defaults: Record<string, unknown> = {};
+  for (const name of DEFAULT_OPTION_NAMES) defaults[name] = own[name] ?? CALL_OPTIONS[name].default;
+  checkHold(defaults as Layer, { ttl: 'defaults.ttl', minHold: 'minHold', maxHold: 'defaults.maxHold' });
+  return defaults as CallDefaults;
 }
 
 /**
@@ -362,21 +358,15 @@ function resolveGiven(
 ): ResolvedAcquireOptions {
   const path = (name: string) => name;
   const own = readLayer(options, CALL_OPTION_NAMES, 'lock options', path, tryNow ? noWait : undefined);
-  const resolved: ResolvedAcquireOptions = {
-    ttl: own.ttl ?? defaults.ttl,
-    waitTimeout: own.waitTimeout ?? defaults.waitTimeout,
-    renew: own.renew ?? renewByDefault,
-    minHold: own.minHold ?? CALL_OPTIONS.minHold.default,
-    maxHold: own.maxHold ?? defaults.maxHold,
-    signal: own.signal,
-    deadline: own.deadline,
-    label: own.label,
-    permits: own.permits ?? CALL_OPTIONS.permits.default,
-    mode: own.mode,
-  };
+  const under = defaults as Layer;
+  // Every option in the table's order, so that every resolved call has one shape.
+  const resolved: Record<string, unknown> = {};
+  for (const name of CALL_OPTION_NAMES)
+    resolved[name] = own[name] ?? under[name] ?? CALL_OPTIONS[name].default;
+  resolved.renew = own.renew ?? renewByDefault;
   const from = (name: 'ttl' | 'maxHold') => (own[name] === undefined ? `${name} (from defaults)` : name);
-  checkHold(resolved, { ttl: from('ttl'), minHold: 'minHold', maxHold: from('maxHold') });
-  return resolved;
+  checkHold(resolved as Layer, { ttl: from('ttl'), minHold: 'minHold', maxHold: from('maxHold') });
+  return resolved as ResolvedAcquireOptions;
 }
 
 /**

@@ -7,16 +7,22 @@
 import { LockUsageError } from '../errors/lock-usage.error';
 import type { ServerRisk } from '../protocol/server-info';
 import type { LockLogger, TelemetryOptions } from '../telemetry/telemetry-options';
-import { type CallDefaults, DEFAULT_OPTION_NAMES, resolveCallDefaults } from './call-options';
+import {
+  type CallDefaults,
+  DEFAULT_OPTION_NAMES,
+  type LockDefaults,
+  resolveCallDefaults,
+} from './call-options';
 import { describeValue as describe, hasLoneSurrogate } from './describe-value';
-import { checkKnownKeys, MAX_MS, milliseconds, optionalBoolean, plainObject, read } from './option-checks';
-
-/** The defaults a service applies to calls that leave an option unset. */
-export interface LockDefaults {
-  ttl?: number;
-  waitTimeout?: number;
-  maxHold?: number;
-}
+import {
+  checkKnownKeys,
+  integerIn,
+  MAX_MS,
+  milliseconds,
+  optionalBoolean,
+  plainObject,
+  read,
+} from './option-checks';
 
 /** Options of a LockService. */
 export interface LockServiceOptions {
@@ -162,13 +168,7 @@ export function checkOnWarning(value: unknown): ((warning: ServerRisk) => void) 
 function checkReplicas(value: unknown): ResolvedReplicas {
   const o = plainObject('replicas', value);
   checkKnownKeys(o, ['count', 'timeout', 'unacknowledged', 'aof'], 'replicas');
-  const count = read(o, 'count', 'replicas.count');
-  if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > MAX_REPLICAS) {
-    throw new LockUsageError(
-      `replicas.count must be an integer from 1 to ${MAX_REPLICAS} (how many replicas must acknowledge each ` +
-        `grant), got ${describe(count)}.`,
-    );
-  }
+  const count = integerIn('replicas.count', read(o, 'count', 'replicas.count'), 1, MAX_REPLICAS, 'replicas');
   const timeout = milliseconds('replicas.timeout', read(o, 'timeout', 'replicas.timeout'), 1);
   const unacknowledged = read(o, 'unacknowledged', 'replicas.unacknowledged') ?? 'fail';
   if (unacknowledged !== 'fail' && unacknowledged !== 'requeue') {
@@ -182,9 +182,9 @@ function checkReplicas(value: unknown): ResolvedReplicas {
 }
 
 /**
- * Every service option, once: its check (given the value set) and its default (undefined: unset).
- * `nodeTimeout`'s default and the rules against the ttl need the resolved `defaults`: see
- * resolveServiceOptions.
+ * Every service option, once: its check (given the value set) and its default (undefined: unset); its
+ * name, type and meaning are LockServiceOptions'. `defaults`' and `nodeTimeout`'s defaults, and the rules
+ * against the ttl, need the resolved `defaults`: see resolveServiceOptions.
  */
 const SERVICE_OPTIONS = {
   prefix: { check: checkPrefix, default: DEFAULT_PREFIX },
@@ -200,7 +200,10 @@ const SERVICE_OPTIONS = {
   onWarning: { check: checkOnWarning, default: undefined },
   replicas: { check: checkReplicas, default: undefined },
   telemetry: { check: checkTelemetryOptions, default: undefined },
-} as const;
+} as const satisfies Record<
+  keyof LockServiceOptions,
+  { check: (value: unknown) => unknown; default: unknown }
+>;
 
 function checkShed(value: unknown): boolean {
   if (typeof value === 'boolean') return value;
@@ -223,22 +226,25 @@ export type StandingRule = { target: number; interval: number } | { places: numb
 /** What the engine's admission follows: `shed`, or a rule set under SHED_RULE. */
 export type ShedPolicy = boolean | 'door' | StandingRule;
 
-/** The options a LockService knows (the module adds its own to these). */
-export const SERVICE_OPTION_NAMES: readonly string[] = Object.keys(SERVICE_OPTIONS);
+type ServiceOptionName = keyof typeof SERVICE_OPTIONS;
 
-export interface ResolvedServiceOptions {
-  prefix: string;
-  instanceName: string | undefined;
+/** The options a LockService knows (the module adds its own to these). */
+export const SERVICE_OPTION_NAMES = Object.keys(SERVICE_OPTIONS) as readonly ServiceOptionName[];
+
+/** The service's options, each as its check returns it, or its default. */
+export type ResolvedServiceOptions = Omit<
+  {
+    readonly [N in ServiceOptionName]:
+      | ReturnType<(typeof SERVICE_OPTIONS)[N]['check']>
+      | (typeof SERVICE_OPTIONS)[N]['default'];
+  },
+  'defaults' | 'nodeTimeout' | 'shed'
+> & {
   /** What a call that leaves an option unset gets. */
-  defaults: CallDefaults;
-  claimWindow: number;
-  commandTimeout: number;
-  nodeTimeout: number;
-  shed: ShedPolicy;
-  onWarning: ((warning: ServerRisk) => void) | undefined;
-  replicas: ResolvedReplicas | undefined;
-  telemetry: TelemetryOptions | undefined;
-}
+  readonly defaults: CallDefaults;
+  readonly nodeTimeout: number;
+  readonly shed: ShedPolicy;
+};
 
 /**
  * Refuses option names outside `known`, with a hint for a per-call default (ttl, waitTimeout, renew,
@@ -262,23 +268,21 @@ export function checkOptionNames(o: object, known: readonly string[], what: stri
 export function resolveServiceOptions(options: unknown): ResolvedServiceOptions {
   const o = plainObject('LockService options', options);
   checkOptionNames(o, SERVICE_OPTION_NAMES, 'the lock options');
-  const value = <N extends keyof typeof SERVICE_OPTIONS>(name: N) => {
-    const given = read(o, name, name);
-    const spec = SERVICE_OPTIONS[name];
-    return (given === undefined ? spec.default : spec.check(given)) as
-      | ReturnType<(typeof SERVICE_OPTIONS)[N]['check']>
-      | (typeof SERVICE_OPTIONS)[N]['default'];
+  const given: Record<string, unknown> = {};
+  for (const name of SERVICE_OPTION_NAMES) {
+    const value = read(o, name, name);
+    given[name] = value === undefined ? SERVICE_OPTIONS[name].default : SERVICE_OPTIONS[name].check(value);
+  }
+  const defaults = (given.defaults as CallDefaults | undefined) ?? resolveCallDefaults(undefined);
+  const resolved = {
+    ...(given as Omit<ResolvedServiceOptions, 'defaults' | 'nodeTimeout' | 'shed'>),
+    defaults,
+    nodeTimeout:
+      (given.nodeTimeout as number | undefined) ??
+      Math.min(DEFAULT_NODE_TIMEOUT, Math.floor(defaults.ttl / 3)),
+    shed: (o[SHED_RULE as unknown as string] as ShedPolicy | undefined) ?? (given.shed as boolean),
   };
-  const prefix = value('prefix');
-  const instanceName = value('instanceName');
-  const defaults = value('defaults') ?? resolveCallDefaults(undefined);
-  const claimWindow = value('claimWindow');
-  const commandTimeout = value('commandTimeout');
-  const nodeTimeout = value('nodeTimeout') ?? Math.min(DEFAULT_NODE_TIMEOUT, Math.floor(defaults.ttl / 3));
-  const shed = (o[SHED_RULE as unknown as string] as ShedPolicy | undefined) ?? value('shed');
-  const onWarning = value('onWarning');
-  const replicas = value('replicas');
-  const telemetry = value('telemetry');
+  const { nodeTimeout, replicas } = resolved;
   const { ttl } = defaults;
   // Both waits come out of a lease: a grant must still be valid after them.
   const atMostAThird = (name: string, ms: number, why: string) => {
@@ -295,18 +299,7 @@ export function resolveServiceOptions(options: unknown): ResolvedServiceOptions 
   );
   if (replicas)
     atMostAThird('replicas.timeout', replicas.timeout, 'the wait for replicas comes out of the lease');
-  return {
-    prefix,
-    instanceName,
-    defaults,
-    claimWindow,
-    commandTimeout,
-    nodeTimeout,
-    shed,
-    onWarning,
-    replicas,
-    telemetry,
-  };
+  return resolved;
 }
 
 /**
@@ -318,19 +311,21 @@ export function claimWindowFor(ttl: number, claimWindow: number): number {
   return Math.min(ttl, claimWindow);
 }
 
+/**
+ * How long a closing service lets its running `using` calls finish before their leases are released
+ * anyway, ms: the same for `close()` and for the Nest module's shutdown.
+ */
+export const DEFAULT_GRACE_PERIOD = 5_000;
+
 /** The `gracePeriod` of `close()`: a non-negative integer of ms that a Node timer can hold. */
 export function resolveGracePeriod(options: unknown): number {
-  if (options === undefined || options === null) return 0;
+  if (options === undefined || options === null) return DEFAULT_GRACE_PERIOD;
   if (typeof options !== 'object') {
     throw new LockUsageError(`close() options must be an object, got ${describe(options)}.`);
   }
-  const grace = read(options as Record<string, unknown>, 'gracePeriod', 'gracePeriod') ?? 0;
-  if (typeof grace !== 'number' || !Number.isInteger(grace) || grace < 0 || grace > MAX_MS) {
-    throw new LockUsageError(
-      `gracePeriod must be a non-negative integer of ms up to ${MAX_MS}, got ${describe(grace)}.`,
-    );
-  }
-  return grace;
+  const grace =
+    read(options as Record<string, unknown>, 'gracePeriod', 'gracePeriod') ?? DEFAULT_GRACE_PERIOD;
+  return integerIn('gracePeriod', grace, 0, MAX_MS, 'milliseconds');
 }
 
 /** The `timeout` of `checkServers()`: undefined (the service's commandTimeout) or whole ms from 1. */

@@ -228,6 +228,3 @@ export async function closedPort(): Promise<number> {
   if (port === 6379) throw new Error('no usable free port');
   return port;
 }
-
-/** Resolves after `ms`. Used only to let a wait begin before aborting it, never as synchronisation. */
-export const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

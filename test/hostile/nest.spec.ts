@@ -199,7 +199,8 @@ const moduleRows: Row<Module>[] = [
     name: 'gracePeriod 1e12 (a Node timer would fire at once)',
     run: withUrl({ gracePeriod: 1e12 }),
     ...OPTIONS,
-    message: /gracePeriod must be an integer number of ms between 0 and 2147483647, got 1000000000000/,
+    message:
+      /gracePeriod must be an integer number of milliseconds between 0 and 2147483647, got 1000000000000/,
   },
   {
     name: 'isGlobal (the module is always global)',
