@@ -4,6 +4,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { Lease } from '../../lib/core';
 import { useCluster } from '../support/cluster-fixtures';
+import { sleep } from '../support/event-loop';
 import { commandsIn, until, waitOnce } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
 
@@ -50,7 +51,7 @@ describe('on a Redis Cluster', () => {
             // Read, yield to the other callers, write: any overlap of two holders loses an increment.
             const counter = `count:{${key}}`;
             const value = Number((await data.get(counter)) ?? 0);
-            await new Promise((resolve) => setTimeout(resolve, 1));
+            await sleep(1);
             await data.set(counter, String(value + 1), 'PX', 60_000);
           });
         }
@@ -76,7 +77,7 @@ describe('on a Redis Cluster', () => {
         await pair[i % 2].using([from, to], async (lease) => {
           expect(lease.keys).toEqual([from, to].sort());
           const [a, b] = await Promise.all([data.get(`bal:{${from}}`), data.get(`bal:{${to}}`)]);
-          await new Promise((resolve) => setTimeout(resolve, 1));
+          await sleep(1);
           await data.set(`bal:{${from}}`, String(Number(a) - 1), 'PX', 60_000);
           await data.set(`bal:{${to}}`, String(Number(b) + 1), 'PX', 60_000);
         });
@@ -114,7 +115,7 @@ describe('on a Redis Cluster', () => {
 
     // One second of waiting: no command reaches any node (the client's own slot refreshes aside).
     await Promise.all(current().nodes.map((node) => node.resetStats()));
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await sleep(1_000);
     const stats = await Promise.all(current().nodes.map((node) => node.commandStats()));
     const sent = stats.map((s) => new Map([...s].filter(([name]) => !name.startsWith('cluster|'))));
     expect(sent.map(commandsIn)).toEqual(current().nodes.map(() => 0));
@@ -173,7 +174,7 @@ describe('on a Redis Cluster', () => {
             async () => {
               inside.set(key, (inside.get(key) ?? 0) + 1);
               most.set(key, Math.max(most.get(key) ?? 0, inside.get(key) ?? 0));
-              await new Promise((resolve) => setTimeout(resolve, 2));
+              await sleep(2);
               inside.set(key, (inside.get(key) ?? 0) - 1);
             },
             { permits: 2, waitTimeout: 20_000 },

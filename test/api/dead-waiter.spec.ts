@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { SLACK_MS } from '../support/event-loop';
+import { SLACK_MS, sleep } from '../support/event-loop';
 import {
   agentInstance,
   elapsedSince,
@@ -17,7 +17,7 @@ const server = useRedis();
 const claimWindow = 400;
 const ttl = 10 * claimWindow; // a TTL-long stall would be unmistakable
 /** The length of a stall is the scenario here, not a stand-in for synchronisation. */
-const stall = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+const stall = (ms: number) => sleep(Math.max(0, ms));
 
 /** Started before the holder takes the lock, so a slow process start cannot eat into the holder's TTL. */
 async function readyAgent() {

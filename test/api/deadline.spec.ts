@@ -3,6 +3,7 @@
 // not end in time is never begun: one try, no place in line.
 import { describe, expect, it } from '@jest/globals';
 import { LockTimeoutError } from '../../lib/core';
+import { sleep } from '../support/event-loop';
 import { lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, type Worker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
@@ -55,7 +56,7 @@ describe('a deadline on Redis', () => {
     const key = 'deadline-hold';
     const locks = lockService(server());
     for (let i = 0; i < 3; i++) {
-      await locks.using(key, () => new Promise((resolve) => setTimeout(resolve, 150))); // the work, learnt
+      await locks.using(key, () => sleep(150)); // the work, learnt
     }
     const holder = await lockService(server()).acquire(key, { ttl: 30_000, renew: true });
     const error = await locks

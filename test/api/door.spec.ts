@@ -11,6 +11,7 @@ import {
   LockShedError,
   LockTimeoutError,
 } from '../../lib/core';
+import { sleep } from '../support/event-loop';
 import { lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, type Worker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
@@ -54,7 +55,7 @@ describe.each(KINDS)('the door on Redis, for $kind', ({ kind, options, holders }
         () => queueLength(locks, key),
         (length) => length === 1,
       );
-      await new Promise((resolve) => setTimeout(resolve, ms)); // the hold the waiter waits through
+      await sleep(ms); // the hold the waiter waits through
       await holder.release();
       await (await waiting).release();
     }

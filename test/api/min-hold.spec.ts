@@ -2,7 +2,7 @@
 // holder, unrenewed) until minHold has passed; then the queue is served in order, woken by push.
 // MIN_HOLD_REPORT=1 prints the measured grant times.
 import { describe, expect, it } from '@jest/globals';
-import { SLACK_MS } from '../support/event-loop';
+import { SLACK_MS, sleep } from '../support/event-loop';
 import { elapsedSince, listening, lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
@@ -100,7 +100,7 @@ describe('minHold', () => {
     const locks = lockService(server());
     const lease = await locks.acquire('mh-late', { ttl: 5_000, minHold: 100 });
     // The work outlasts minHold: its length is the scenario, not a stand-in for synchronisation.
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    await sleep(150);
     await lease.release();
     expect((await locks.inspect('mh-late')).held).toBe(false);
   });

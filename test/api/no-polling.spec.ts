@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { sleep } from '../support/event-loop';
 import { commandsIn, listening, lockService, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 
@@ -30,7 +31,7 @@ describe('no polling', () => {
 
     // Two seconds of pure waiting: nothing may reach Redis.
     await server().resetStats();
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await sleep(2_000);
     const idle = await server().commandStats();
     expect(commandsIn(idle)).toBe(0);
 

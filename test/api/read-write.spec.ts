@@ -4,7 +4,7 @@
 // waiting costs Redis nothing, and a SIGKILLed reader's share or writer's lock comes back within its ttl.
 // (Single-process properties: test/conformance/read-write-conformance.ts.)
 import { describe, expect, it } from '@jest/globals';
-import { watchEventLoop } from '../support/event-loop';
+import { sleep, watchEventLoop } from '../support/event-loop';
 import { commandsIn, keysLeft, listening, lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
@@ -94,7 +94,7 @@ describe('read-write lock across processes', () => {
     // Its service listens (a first wait's subscription, and its re-check if a push was missed, are done).
     await listening(server(), queued);
     await server().resetStats();
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await sleep(2_000);
     expect(commandsIn(await server().commandStats())).toBe(0);
     await writer.release();
     expect(new Set(await Promise.all(pending)).size).toBe(20);

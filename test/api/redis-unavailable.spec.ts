@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { FencedStore, RedisUnavailableError } from '../../lib/core';
-import { watchEventLoop } from '../support/event-loop';
+import { sleep, watchEventLoop } from '../support/event-loop';
 import { listening, lockService, outcome, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 
@@ -156,7 +156,7 @@ describe('Redis unreachable', () => {
       };
       const first = failedAfter('hung-1');
       // The later calls start once the first is well under way (a timer, not a measurement).
-      await new Promise((resolve) => setTimeout(resolve, timeout / 2));
+      await sleep(timeout / 2);
       const waits = await Promise.all([first, failedAfter('hung-2'), failedAfter('hung-3')]);
       return { waits, late: loop.worst() };
     } finally {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { LockLostError } from '../../lib/core';
-import { watchEventLoop } from '../support/event-loop';
+import { sleep, watchEventLoop } from '../support/event-loop';
 import { abortedAt, lockService, outcome, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 
@@ -23,7 +23,7 @@ describe('renewal', () => {
           expect(info.holder).toBe(lease.token);
           expect(lease.signal.aborted).toBe(false);
           // The length of the job is the scenario; checks run every 50 ms along the way.
-          await new Promise((resolve) => setTimeout(resolve, 50));
+          await sleep(50);
         }
         return 'done';
       },

@@ -3,7 +3,7 @@
 // permit comes back within its ttl, and a frozen granted waiter's within its claim window.
 // (Single-process properties: test/conformance/semaphore-conformance.ts.)
 import { describe, expect, it } from '@jest/globals';
-import { watchEventLoop } from '../support/event-loop';
+import { sleep, watchEventLoop } from '../support/event-loop';
 import { arrivalAndGrants } from '../support/fifo-order';
 import { agentInstance, commandsIn, keysLeft, listening, lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
@@ -81,7 +81,7 @@ describe('semaphore across processes', () => {
     // Its service listens (a first wait's subscription, and its re-check if a push was missed, are done).
     await listening(server(), waiting);
     await server().resetStats();
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await sleep(2_000);
     expect(commandsIn(await server().commandStats())).toBe(0);
     await Promise.all(holders.map((h) => h.release()));
     const fences = await Promise.all(pending);

@@ -3,7 +3,7 @@
 // claim window. SHORT_LEASE_REPORT=1 prints the measured delays.
 import { describe, expect, it } from '@jest/globals';
 import { LockLostError } from '../../lib/core';
-import { SLACK_MS } from '../support/event-loop';
+import { SLACK_MS, sleep } from '../support/event-loop';
 import {
   abortedAt,
   agentInstance,
@@ -187,7 +187,7 @@ describe('renewal of a short lease', () => {
           expect(lease.signal.aborted).toBe(false);
           checks++;
           // The length of the job is the scenario; it looks every 20 ms along the way.
-          await new Promise((resolve) => setTimeout(resolve, 20));
+          await sleep(20);
         }
         return 'done';
       },

@@ -5,6 +5,7 @@
 // refused for overload (`retryAfterMs`, from the line's pace); one that ran out its own waitTimeout is not.
 import { describe, expect, it } from '@jest/globals';
 import { type LockService, LockTimeoutError } from '../../lib/core';
+import { sleep } from '../support/event-loop';
 import { lockService, until } from '../support/lock-fixtures';
 import { spawnWorker, type Worker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
@@ -39,7 +40,7 @@ async function servedAfter(
     () => locks.inspect(key),
     (info) => info.queueLength === 1,
   );
-  await new Promise((resolve) => setTimeout(resolve, ms)); // the hold the waiter waits through
+  await sleep(ms); // the hold the waiter waits through
   await release();
   await (await waiting).release();
 }
@@ -53,7 +54,7 @@ async function standingLine(key: string) {
   await agent.next((m) => m.type === 'ready');
   const locks = lockService(server(), shedRule({ target: TARGET, interval: INTERVAL }));
   await servedAfter(locks, agent, key, 5 * TARGET, 'h1');
-  await new Promise((resolve) => setTimeout(resolve, 2 * INTERVAL)); // so the next serve closes an interval
+  await sleep(2 * INTERVAL); // so the next serve closes an interval
   await servedAfter(locks, agent, key, 5 * TARGET, 'h2');
   return { agent, locks };
 }
@@ -79,7 +80,7 @@ describe('the standing-line rule on Redis', () => {
       () => locks.inspect(key),
       (info) => info.queueLength === 1,
     );
-    await new Promise((resolve) => setTimeout(resolve, 10 * TARGET)); // far past half the target
+    await sleep(10 * TARGET); // far past half the target
     expect(served).toBe(false);
     expect((await locks.inspect(key)).queueLength).toBe(1); // still in line, not cut
     await release();

@@ -2,7 +2,7 @@
 // fallback re-check when the holder crashed, stopped by its AbortSignal, and never a timer beyond what
 // Node can hold (which would fire at once, with a TimeoutOverflowWarning).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { SLACK_MS } from '../support/event-loop';
+import { SLACK_MS, sleep } from '../support/event-loop';
 import { commandsIn, elapsedSince, listening, lockService, outcome, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 
@@ -33,7 +33,7 @@ describe('waitTimeout: Infinity', () => {
     await listening(server(), waitingSide);
     await server().resetStats();
     // Time passing while it waits is the scenario: nothing may reach Redis meanwhile.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await sleep(500);
     expect(commandsIn(await server().commandStats())).toBe(0);
 
     const releasedAt = performance.now();

@@ -1,9 +1,13 @@
 // Nest applications with the lock board mounted, on Express or Fastify, against one redis-server:
 // several of them are the instances of one service. Closed after each test.
-import { afterEach } from '@jest/globals';
-import { type CanActivate, type ExecutionContext, type INestApplication, Injectable } from '@nestjs/common';
+import {
+  type CanActivate,
+  ConsoleLogger,
+  type ExecutionContext,
+  type INestApplication,
+  Injectable,
+} from '@nestjs/common';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
-import { Test } from '@nestjs/testing';
 import type request from 'supertest';
 import {
   LockService,
@@ -11,6 +15,7 @@ import {
   type RedisLockBoardModuleOptions,
   RedisLockModule,
 } from '../../lib';
+import { bootApp } from '../support/nest-apps';
 
 export type Platform = 'express' | 'fastify';
 
@@ -32,12 +37,6 @@ export class TokenGuard implements CanActivate {
   }
 }
 
-const apps: INestApplication[] = [];
-
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close()));
-});
-
 /** An application instance on `platform` with the board at `options.path` (default 'locks'), initialised. */
 export async function boardApp(
   url: string,
@@ -45,21 +44,20 @@ export async function boardApp(
   options: RedisLockBoardModuleOptions = {},
   listen = false,
 ): Promise<BoardApp & { address?: string }> {
-  const ref = await Test.createTestingModule({
+  const fastify = platform === 'fastify';
+  const app = await bootApp({
     imports: [RedisLockModule.forRoot({ url }), RedisLockBoardModule.forRoot(options)],
-  }).compile();
-  const app =
-    platform === 'fastify'
-      ? ref.createNestApplication(new FastifyAdapter(), { logger: false })
-      : ref.createNestApplication({ logger: process.env.BOARD_LOG ? undefined : false });
-  apps.push(app);
+    adapter: fastify ? new FastifyAdapter() : undefined,
+    // BOARD_LOG=1: the Express application logs to the console.
+    logger: !fastify && process.env.BOARD_LOG ? new ConsoleLogger() : false,
+    init: !listen,
+  });
   let address: string | undefined;
   if (listen) {
     await app.listen(0, '127.0.0.1');
     address = (await app.getUrl()).replace('[::1]', '127.0.0.1');
-  } else {
-    await app.init();
-    if (platform === 'fastify') await app.getHttpAdapter().getInstance().ready();
+  } else if (fastify) {
+    await app.getHttpAdapter().getInstance().ready();
   }
   return { app, locks: app.get(LockService), server: app.getHttpServer(), address };
 }

@@ -1,29 +1,19 @@
 // The lock board over a quorum store (Redlock, five redis-servers): each lock shows its nodes side by
 // side, each one's own view, and a node that does not answer says so; waiters are counted.
-import { afterEach, describe, expect, it } from '@jest/globals';
-import type { INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { RedisLockBoardModule } from '../../lib';
 import { useQuorum } from '../quorum/quorum-fixtures';
 import { until } from '../support/lock-fixtures';
+import { bootApp } from '../support/nest-apps';
 
 const quorum = useQuorum();
-const apps: INestApplication[] = [];
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close()));
-});
 
 describe('the lock board on a quorum', () => {
   it("shows every node's view side by side, a stopped node as not answering, and the waiters counted", async () => {
     const locks = quorum().service({ nodeTimeout: 200 });
     const other = quorum().service({ nodeTimeout: 200 });
-    const ref = await Test.createTestingModule({
-      imports: [RedisLockBoardModule.forRoot({ lockService: locks })],
-    }).compile();
-    const app = ref.createNestApplication({ logger: false });
-    apps.push(app);
-    await app.init();
+    const app = await bootApp({ imports: [RedisLockBoardModule.forRoot({ lockService: locks })] });
 
     const held = await locks.acquire('q:board', { ttl: 10_000 });
     const waiting = other.acquire('q:board', { waitTimeout: 30_000 });

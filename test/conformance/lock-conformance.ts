@@ -12,7 +12,7 @@ import {
   LockTimeoutError,
   LockUsageError,
 } from '../../lib/core';
-import { SLACK_MS, watchEventLoop, watchStalls } from '../support/event-loop';
+import { SLACK_MS, sleep, watchEventLoop, watchStalls } from '../support/event-loop';
 import { abortedAt, elapsedSince, outcome, until } from '../support/lock-fixtures';
 
 /** A service on the store under test (several share its locks); closed after the test by the caller. */
@@ -210,7 +210,7 @@ export function describeConformance(
               const info = await stalls.timed(observer.inspect('renew'));
               if (lease.signal.aborted) return;
               expect(info.holder).toBe(lease.token);
-              await new Promise((resolve) => setTimeout(resolve, 25));
+              await sleep(25);
             }
           },
           { ttl: RENEWED_TTL },

@@ -14,7 +14,7 @@ import {
   LockUsageError,
 } from '../../lib/core';
 import { MAX_PERMITS } from '../../lib/lock-kind';
-import { SLACK_MS, watchEventLoop, watchStalls } from '../support/event-loop';
+import { SLACK_MS, sleep, watchEventLoop, watchStalls } from '../support/event-loop';
 import { abortedAt, elapsedSince, outcome, until } from '../support/lock-fixtures';
 import { RENEWED_TTL, type ServiceFactory } from './lock-conformance';
 
@@ -125,7 +125,7 @@ export function describeSemaphoreConformance(store: string, service: ServiceFact
               const info = await stalls.timed(observer.inspect('sem-renew'));
               if (lease.signal.aborted) return;
               expect(info.holders.map((h) => h.token)).toEqual([lease.token]);
-              await new Promise((resolve) => setTimeout(resolve, 25));
+              await sleep(25);
             }
           },
           { ttl: RENEWED_TTL, permits: 4 },

@@ -7,6 +7,7 @@
 import http from 'node:http';
 import { describe, expect, it } from '@jest/globals';
 import type { LockService } from '../../lib';
+import { sleep } from '../support/event-loop';
 import { until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 import { type Platform, ran, startLockedApp } from './locked-routes.fixture';
@@ -76,7 +77,7 @@ describe.each<Platform>(['express', 'fastify'])("on %s, a route's clients that g
     await queued(locks, 'count:8', 1);
     // Past what the clients that left waited (each left once all eight were in line: well under this):
     // a wait cut by their patience would have ended.
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await sleep(1_000);
     expect((await locks.inspect('stock:8')).queueLength).toBe(1);
     expect((await locks.inspect('count:8')).queueLength).toBe(1);
     await holder.release();

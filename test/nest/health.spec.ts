@@ -4,7 +4,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Controller, Get, type INestApplication, Inject, Module } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
-import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import {
   LockService,
@@ -13,15 +12,14 @@ import {
   RedisLockModule,
 } from '../../lib';
 import { elapsedSince } from '../support/lock-fixtures';
+import { bootApp } from '../support/nest-apps';
 import { type RedisServer, startRedis, useRedis } from '../support/redis-server';
 
 /** A server that stays up for the tests that only read; the others start (and break) their own. */
 const shared = useRedis();
-const apps: INestApplication[] = [];
 const ownServers: RedisServer[] = [];
 
 afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close().catch(() => {})));
   await Promise.all(ownServers.splice(0).map((server) => server.dispose()));
 });
 
@@ -75,10 +73,7 @@ async function stopAndLose(server: RedisServer, app: INestApplication): Promise<
 }
 
 async function boot(url: string): Promise<{ app: INestApplication; health: RedisLockHealthIndicator }> {
-  const ref = await Test.createTestingModule({ imports: [RedisLockModule.forRoot({ url })] }).compile();
-  const app = ref.createNestApplication({ logger: false });
-  apps.push(app);
-  await app.init();
+  const app = await bootApp({ imports: [RedisLockModule.forRoot({ url })] });
   await connected(app.get(LockService).client);
   return { app, health: app.get(RedisLockHealthIndicator) };
 }
@@ -194,12 +189,7 @@ describe('RedisLockHealthIndicator with @nestjs/terminus 12 over HTTP', () => {
   class HealthModule {}
 
   async function bootHttp(url: string): Promise<INestApplication> {
-    const ref = await Test.createTestingModule({
-      imports: [RedisLockModule.forRoot({ url }), HealthModule],
-    }).compile();
-    const app = ref.createNestApplication({ logger: false });
-    apps.push(app);
-    await app.init();
+    const app = await bootApp({ imports: [RedisLockModule.forRoot({ url }), HealthModule] });
     await connected(app.get(LockService).client);
     return app;
   }

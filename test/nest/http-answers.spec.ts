@@ -2,7 +2,7 @@
 // with no body (not a 500 from an Observable that completed empty); a key function that throws is the
 // application's fault, a 500 with the function's stack in the log; a request that lacks a key's value is
 // a 400 that names the placeholder; a key function's own HttpException answers as it says.
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import {
   Body,
   Controller,
@@ -15,18 +15,13 @@ import {
   UseInterceptors,
 } from '@nestjs/common';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
-import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { Locked, LockedRoute, LockInterceptor, RedisLockModule } from '../../lib';
 import { type Deferred, deferred } from '../support/deferred';
+import { bootApp } from '../support/nest-apps';
 import { useRedis } from '../support/redis-server';
 
 const server = useRedis();
-const apps: INestApplication[] = [];
-
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close().catch(() => {})));
-});
 
 /** What the application logged at error level: Nest's exception handler logs a 500's error there. */
 class Captured implements LoggerService {
@@ -98,18 +93,14 @@ class Carts {
 }
 
 async function shop(platform: 'express' | 'fastify'): Promise<{ app: INestApplication; logs: Captured }> {
-  const ref = await Test.createTestingModule({
+  const logs = new Captured();
+  const app = await bootApp({
     imports: [RedisLockModule.forRoot({ url: server().url })],
     controllers: [Carts],
     providers: [Orders],
-  }).compile();
-  const logs = new Captured();
-  const app =
-    platform === 'fastify'
-      ? ref.createNestApplication(new FastifyAdapter(), { logger: logs })
-      : ref.createNestApplication({ logger: logs });
-  apps.push(app);
-  await app.init();
+    logger: logs,
+    adapter: platform === 'fastify' ? new FastifyAdapter() : undefined,
+  });
   if (platform === 'fastify') await app.getHttpAdapter().getInstance().ready();
   return { app, logs };
 }

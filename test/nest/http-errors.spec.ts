@@ -4,7 +4,7 @@
 // and 503 (with Retry-After) when Redis is out of reach or a wait was refused for overload (then
 // Retry-After says when the line would clear). Outside an HTTP request the same calls throw the typed
 // errors.
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import {
   type ArgumentsHost,
   Body,
@@ -24,7 +24,6 @@ import {
   UseGuards,
 } from '@nestjs/common';
 import { type ApplicationConfig, HttpAdapterHost } from '@nestjs/core';
-import { Test } from '@nestjs/testing';
 import { catchError, throwError } from 'rxjs';
 import request from 'supertest';
 import {
@@ -38,16 +37,13 @@ import {
   RedisLockModule,
   RedisUnavailableError,
 } from '../../lib';
+import { sleep } from '../support/event-loop';
 import { lockService, until } from '../support/lock-fixtures';
+import { bootApp } from '../support/nest-apps';
 import { startRedis, useRedis } from '../support/redis-server';
 import { shedRule } from '../support/shed-rule';
 
 const server = useRedis();
-const apps: INestApplication[] = [];
-
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close().catch(() => {})));
-});
 
 /** Nest's documented catch-all: HttpExceptions with their status, everything else a 500. */
 @Catch()
@@ -117,9 +113,7 @@ async function shop(
 ): Promise<{ app: INestApplication; filter: AllExceptions }> {
   @Module({ controllers: [OrdersController], providers: [Orders, OrderGuard] })
   class Shop {}
-  const ref = await Test.createTestingModule({ imports: [RedisLockModule.forRoot({ url }), Shop] }).compile();
-  const app = ref.createNestApplication({ logger: false });
-  apps.push(app);
+  const app = await bootApp({ imports: [RedisLockModule.forRoot({ url }), Shop], init: false });
   const filter = new AllExceptions(app.get(HttpAdapterHost));
   if (catchAll) app.useGlobalFilters(filter);
   await app.init();
@@ -184,7 +178,7 @@ describe('under overload', () => {
   it("a wait its key's standing line cut is 503 with Retry-After from the line; a lock held past the call's own waitTimeout stays 409", async () => {
     @Module({ controllers: [OrdersController], providers: [Orders, OrderGuard] })
     class Shop {}
-    const ref = await Test.createTestingModule({
+    const app = await bootApp({
       imports: [
         // Through a factory: forRoot passes on only the options' named keys, not the test hook.
         RedisLockModule.forRootAsync({
@@ -192,9 +186,8 @@ describe('under overload', () => {
         }),
         Shop,
       ],
-    }).compile();
-    const app = ref.createNestApplication({ logger: false });
-    apps.push(app);
+      init: false,
+    });
     const filter = new AllExceptions(app.get(HttpAdapterHost));
     app.useGlobalFilters(filter);
     await app.init();
@@ -209,10 +202,10 @@ describe('under overload', () => {
         () => locks.inspect('order:1'),
         (info) => info.queueLength === 1,
       );
-      await new Promise((resolve) => setTimeout(resolve, HOLD)); // the hold it waits through
+      await sleep(HOLD); // the hold it waits through
       await holder.release();
       await (await waiting).release();
-      await new Promise((resolve) => setTimeout(resolve, pause)); // so the next serve closes an interval
+      await sleep(pause); // so the next serve closes an interval
     }
 
     const holders = [await others.acquire('order:1'), await others.acquire('order:2')];
@@ -284,11 +277,10 @@ describe('where the lock error is thrown, and which filter renders it', () => {
     }
     @Module({ controllers: [ScopedController], providers: [Orders] })
     class Scoped {}
-    const ref = await Test.createTestingModule({
+    const app = await bootApp({
       imports: [RedisLockModule.forRoot({ url: server().url }), Scoped],
-    }).compile();
-    const app = ref.createNestApplication({ logger: false });
-    apps.push(app);
+      init: false,
+    });
     Object.assign(filter, { adapterHost: app.get(HttpAdapterHost) });
     app.useGlobalInterceptors({
       intercept: (_context: ExecutionContext, next: CallHandler) =>
@@ -351,12 +343,7 @@ describe('outside an HTTP request', () => {
   it('in an application context without HTTP, too', async () => {
     @Module({ providers: [Orders] })
     class Jobs {}
-    const context = await Test.createTestingModule({
-      imports: [RedisLockModule.forRoot({ url: server().url }), Jobs],
-    }).compile();
-    const app = context.createNestApplication({ logger: false });
-    apps.push(app);
-    await app.init();
+    const app = await bootApp({ imports: [RedisLockModule.forRoot({ url: server().url }), Jobs] });
     const holder = await lockService(server()).acquire('order:5');
     const error = await app
       .get(Orders)
@@ -399,11 +386,10 @@ describe('with httpErrors: false, a filter of your own renders lock errors with 
   it('a lock taken in a guard: 409 with Retry-After and the same body the module gives', async () => {
     @Module({ controllers: [OrdersController], providers: [Orders, OrderGuard] })
     class Shop {}
-    const ref = await Test.createTestingModule({
+    const app = await bootApp({
       imports: [RedisLockModule.forRoot({ url: server().url, httpErrors: false }), Shop],
-    }).compile();
-    const app = ref.createNestApplication({ logger: false });
-    apps.push(app);
+      init: false,
+    });
     app.useGlobalFilters(new OwnLockFilter(app.get(HttpAdapterHost)));
     await app.init();
     const holder = await lockService(server()).acquire('guarded');

@@ -1,6 +1,6 @@
 // @Locked across two application instances on one Redis, over real HTTP: an order is paid once, other
 // orders are not held up, and lock errors become 409 / 503 responses with Retry-After.
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import {
   Controller,
   type INestApplication,
@@ -11,19 +11,14 @@ import {
   ParseIntPipe,
   Post,
 } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
 import request from 'supertest';
 import { Locked, RedisLockModule, type RedisLockModuleExtras } from '../../lib';
 import { lockService, until } from '../support/lock-fixtures';
+import { bootApp } from '../support/nest-apps';
 import { startRedis, useRedis } from '../support/redis-server';
 
 const server = useRedis();
-const apps: INestApplication[] = [];
-
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close().catch(() => {})));
-});
 
 /** Called from inside the critical section, so a test can hold a payment at a point it controls. */
 let insideHook: (id: number) => Promise<void> = async () => {};
@@ -70,13 +65,7 @@ async function instance(url: string, extras: RedisLockModuleExtras = {}): Promis
     providers: [Payments, { provide: REDIS, useFactory: () => server().client() }],
   })
   class Shop {}
-  const ref = await Test.createTestingModule({
-    imports: [RedisLockModule.forRoot({ url, ...extras }), Shop],
-  }).compile();
-  const app = ref.createNestApplication({ logger: false });
-  apps.push(app);
-  await app.init();
-  return app;
+  return bootApp({ imports: [RedisLockModule.forRoot({ url, ...extras }), Shop] });
 }
 
 describe('@Locked over HTTP, two application instances', () => {

@@ -13,6 +13,7 @@ import {
   RedisLockHealthIndicator,
   RedisLockModule,
 } from '../../lib';
+import { sleep } from '../support/event-loop';
 import { useRedis } from '../support/redis-server';
 
 const server = useRedis();
@@ -98,7 +99,7 @@ describe('LockService.inMemory()', () => {
     const order: string[] = [];
     const first = locks.using('job', async () => {
       order.push('first in');
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
       order.push('first out');
     });
     const second = locks.using('job', () => {

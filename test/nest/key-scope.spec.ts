@@ -5,8 +5,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { Inject, Injectable } from '@nestjs/common';
 import { Locked, LockService, LockUsageError, RedisLockModule, type RedisLockModuleOptions } from '../../lib';
+import { bootApp } from '../support/nest-apps';
 import { useRedis } from '../support/redis-server';
-import { boot, connection, lockState, Meter } from './locked-fixtures';
+import { connection, lockState, Meter } from './locked-fixtures';
 
 const server = useRedis();
 
@@ -35,7 +36,7 @@ async function start(
   module: Partial<RedisLockModuleOptions> = {},
 ) {
   const { Users, Teams } = classes(meter, scope);
-  const app = await boot({
+  const app = await bootApp({
     imports: [RedisLockModule.forRoot({ ...connection(server()), ...module })],
     providers: [Users, Teams],
   });
@@ -100,7 +101,7 @@ describe('scoped @Locked keys', () => {
       }
     }
     const { Users } = classes(meter, undefined);
-    const app = await boot({
+    const app = await bootApp({
       imports: [RedisLockModule.forRoot({ ...connection(server()), scope: true })],
       providers: [Users, Shared],
     });
@@ -145,7 +146,7 @@ describe('scoped @Locked keys', () => {
     }
     for (const bad of ['', 'a{b}', 5]) {
       await expect(
-        boot({ imports: [RedisLockModule.forRoot({ ...connection(server()), scope: bad as never })] }),
+        bootApp({ imports: [RedisLockModule.forRoot({ ...connection(server()), scope: bad as never })] }),
       ).rejects.toThrow(
         /^scope must be true \(prefix Class.method\), false, or a name of 1 to 256 characters/,
       );

@@ -6,7 +6,6 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { Injectable, type LoggerService } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import {
   Locked,
   type LockedKeyWarning,
@@ -18,6 +17,7 @@ import {
 import { compileKeyTemplate } from '../../lib/nest/key-template';
 import { keyWarnings, type LockedDeclaration, sharedKeyWarnings } from '../../lib/nest/key-warnings';
 import type { LockedSpec } from '../../lib/nest/redis-lock-options.interface';
+import { bootApp } from '../support/nest-apps';
 import { useRedis } from '../support/redis-server';
 import { connection } from './locked-fixtures';
 
@@ -148,14 +148,12 @@ class WarnLog implements LoggerService {
 async function start(providers: Array<new (...args: never[]) => unknown>) {
   const seen: LockWarning[] = [];
   const logger = new WarnLog();
-  const ref = await Test.createTestingModule({
+  const app = await bootApp({
     imports: [RedisLockModule.forRoot({ ...connection(server()), onWarning: (w) => seen.push(w) })],
     providers,
-  })
-    .setLogger(logger)
-    .compile();
-  const app = ref.createNestApplication({ logger });
-  await app.init();
+    configure: (builder) => builder.setLogger(logger),
+    logger,
+  });
   await app.close();
   const keyWarnings = seen.filter((w): w is LockedKeyWarning => 'method' in w);
   return { keyWarnings, logged: logger.warnings };

@@ -5,8 +5,9 @@ import { beforeEach, describe, expect, it } from '@jest/globals';
 import { Controller, Inject, Injectable, Param, Post } from '@nestjs/common';
 import request from 'supertest';
 import { Locked, LockService, RedisLockModule } from '../../lib';
+import { bootApp } from '../support/nest-apps';
 import { useRedis } from '../support/redis-server';
-import { boot, connection, Meter, queued, send } from './locked-fixtures';
+import { connection, Meter, queued, send } from './locked-fixtures';
 
 const server = useRedis();
 let meter: Meter;
@@ -55,7 +56,7 @@ class AccountsController {
 }
 
 async function instance() {
-  const nest = await boot({
+  const nest = await bootApp({
     imports: [RedisLockModule.forRoot({ ...connection(server()), prefix: 'exclusion:' })],
     controllers: [AccountsController],
     providers: [Accounts],

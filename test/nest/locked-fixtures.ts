@@ -1,22 +1,13 @@
-// Shared by the @Locked end-to-end suites (test/nest/locked-*.spec.ts): Nest applications on a test Redis,
-// closed after each test, and the synchronisation tools the suites measure exclusion with: a deferred, a
+// Shared by the @Locked end-to-end suites (test/nest/locked-*.spec.ts): the module's options for a test
+// Redis, and the synchronisation tools the suites measure exclusion with: a deferred, a
 // critical-section meter that holds handlers at a gate the test opens, and waits on a lock's state read
 // with inspect() (never a sleep standing in for synchronisation).
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { afterEach } from '@jest/globals';
-import type { INestApplication, ModuleMetadata } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import type request from 'supertest';
 import type { LockInfo, LockService, RedisLockModuleOptions } from '../../lib';
 import { deferred } from '../support/deferred';
 import { until } from '../support/lock-fixtures';
 import type { RedisServer } from '../support/redis-server';
-
-const apps: INestApplication[] = [];
-
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close().catch(() => {})));
-});
 
 /**
  * Module options reaching `server` over a connection the module opens. The short `disconnectTimeout`
@@ -25,21 +16,6 @@ afterEach(async () => {
  */
 export function connection(server: RedisServer): Pick<RedisLockModuleOptions, 'url' | 'redis'> {
   return { url: server.url, redis: { disconnectTimeout: 100 } };
-}
-
-/** Compiles `metadata` into an application (closed after the test) without initializing it. */
-export async function createApp(metadata: ModuleMetadata): Promise<INestApplication> {
-  const ref = await Test.createTestingModule(metadata).compile();
-  const app = ref.createNestApplication({ logger: false });
-  apps.push(app);
-  return app;
-}
-
-/** Compiles and initializes `metadata` into an application, closed after the test. */
-export async function boot(metadata: ModuleMetadata): Promise<INestApplication> {
-  const app = await createApp(metadata);
-  await app.init();
-  return app;
 }
 
 export { type Deferred, deferred } from '../support/deferred';

@@ -7,10 +7,11 @@ import { Inject, Injectable } from '@nestjs/common';
 import { type Lease, Locked, LockLostError, LockService, RedisLockModule } from '../../lib';
 import { deferred } from '../support/deferred';
 import { SLACK_MS, watchEventLoop } from '../support/event-loop';
+import { bootApp } from '../support/nest-apps';
 import { spawnWorker, workerPath } from '../support/processes';
 import { useRedis } from '../support/redis-server';
 import type { AgentMessage } from '../workers/lock-agent.worker';
-import { boot, connection, queued } from './locked-fixtures';
+import { connection, queued } from './locked-fixtures';
 
 const server = useRedis();
 
@@ -39,7 +40,7 @@ class Partner {
 
 describe('@Locked with maxHold', () => {
   it('a hung handler loses the lock at maxHold; a waiter in another process gets it within one ttl more', async () => {
-    const nest = await boot({
+    const nest = await bootApp({
       imports: [RedisLockModule.forRoot(connection(server()))],
       providers: [Partner],
     });

@@ -28,8 +28,9 @@ import { ApiOperation, DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import request from 'supertest';
 import { Locked, LockService, RedisLockModule } from '../../lib';
 import { LOCKED_METADATA } from '../../lib/nest/redis-lock.constants';
+import { bootApp } from '../support/nest-apps';
 import { useRedis } from '../support/redis-server';
-import { boot, connection, Meter, queued, send } from './locked-fixtures';
+import { connection, Meter, queued, send } from './locked-fixtures';
 
 const server = useRedis();
 let meter: Meter;
@@ -143,7 +144,7 @@ let apps = 0;
 
 async function app() {
   const prefix = `meta${++apps}:`;
-  const nest = await boot({
+  const nest = await bootApp({
     imports: [RedisLockModule.forRoot({ ...connection(server()), prefix })],
     controllers: [AboveController, BelowController],
     providers: [Audit],

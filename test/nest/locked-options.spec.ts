@@ -13,9 +13,10 @@ import {
   LockUsageError,
   RedisLockModule,
 } from '../../lib';
+import { bootApp } from '../support/nest-apps';
 import { useRedis } from '../support/redis-server';
 import { thrown } from '../support/thrown';
-import { boot, connection, createApp } from './locked-fixtures';
+import { connection } from './locked-fixtures';
 
 const server = useRedis();
 
@@ -129,7 +130,7 @@ class UnknownConfiguration {
 
 describe('@Locked options checked against the configuration at start-up', () => {
   it('a ttl of 1 000 ms (below the default claim window of 2 000 ms) on a provider starts, and the method runs', async () => {
-    const app = await boot({
+    const app = await bootApp({
       imports: [RedisLockModule.forRoot({ ...connection(server()), prefix: 'short-provider:' })],
       providers: [ShortLease],
     });
@@ -141,7 +142,7 @@ describe('@Locked options checked against the configuration at start-up', () => 
   });
 
   it('a ttl of 1 000 ms on a controller starts, and the route serves over HTTP', async () => {
-    const app = await boot({
+    const app = await bootApp({
       imports: [RedisLockModule.forRoot({ ...connection(server()), prefix: 'short-route:' })],
       controllers: [ShortLeaseController],
     });
@@ -154,7 +155,7 @@ describe('@Locked options checked against the configuration at start-up', () => 
   });
 
   it('a ttl of 1 000 ms on a request-scoped provider starts, and the method runs', async () => {
-    const app = await boot({
+    const app = await bootApp({
       imports: [RedisLockModule.forRoot({ ...connection(server()) })],
       providers: [RequestScopedShortLease],
     });
@@ -163,9 +164,10 @@ describe('@Locked options checked against the configuration at start-up', () => 
   });
 
   it('a ttl longer than the module defaults.maxHold makes app.init() reject, naming the method', async () => {
-    const app = await createApp({
+    const app = await bootApp({
       imports: [RedisLockModule.forRoot({ ...connection(server()), defaults: { maxHold: 30_000 } })],
       providers: [LongLease],
+      init: false,
     });
     const error = await app.init().then(
       () => undefined,
@@ -188,13 +190,13 @@ describe('@Locked options checked against the configuration at start-up', () => 
     const fast = RedisLockModule.forRoot({ ...connection(server()), name: 'fast', claimWindow: 100 });
     const wide = RedisLockModule.forRoot({ ...connection(server()), name: 'fast', claimWindow: 10_000 });
     for (const named of [fast, wide]) {
-      const app = await boot({ imports: [unnamed, named], providers: [NamedShortLease] });
+      const app = await bootApp({ imports: [unnamed, named], providers: [NamedShortLease] });
       await expect(app.get(NamedShortLease).run()).resolves.toBeUndefined();
     }
   });
 
   it('a service name no configuration has fails at start-up, naming the class and the configuration', async () => {
-    const attempt = boot({
+    const attempt = bootApp({
       imports: [RedisLockModule.forRoot({ ...connection(server()) })],
       providers: [UnknownConfiguration],
     });
@@ -249,9 +251,10 @@ describe('@Locked templates checked against the method at start-up', () => {
       /^@Locked\('job:<0>'\) on NoArguments\.run: <0> reads argument 1, but the method declares no parameters/,
     ],
   ])('an index the method cannot receive stops %s from starting', async (_, provider, message) => {
-    const app = await createApp({
+    const app = await bootApp({
       imports: [RedisLockModule.forRoot({ ...connection(server()), prefix: 'beyond:' })],
       providers: [provider],
+      init: false,
     });
     const error = await app.init().then(
       () => undefined,
@@ -263,7 +266,7 @@ describe('@Locked templates checked against the method at start-up', () => {
   });
 
   it('default and rest parameters count: those templates start and resolve', async () => {
-    const app = await boot({
+    const app = await bootApp({
       imports: [RedisLockModule.forRoot({ ...connection(server()) })],
       providers: [WithinArguments],
     });
@@ -286,7 +289,7 @@ class Injected {
 
 describe('@Locked outside Nest', () => {
   it('an instance Nest did not create rejects with a LockUsageError saying how to fix it', async () => {
-    await boot({ imports: [RedisLockModule.forRoot({ ...connection(server()) })], providers: [Injected] });
+    await bootApp({ imports: [RedisLockModule.forRoot({ ...connection(server()) })], providers: [Injected] });
     const error = await new ShortLease().run().then(
       () => undefined,
       (caught: unknown) => caught,

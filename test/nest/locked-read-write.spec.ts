@@ -4,8 +4,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { Locked, LockService, LockUsageError, RedisLockModule } from '../../lib';
+import { bootApp } from '../support/nest-apps';
 import { useRedis } from '../support/redis-server';
-import { boot, connection, lockState, Meter } from './locked-fixtures';
+import { connection, lockState, Meter } from './locked-fixtures';
 
 const server = useRedis();
 
@@ -32,7 +33,7 @@ describe('@Locked with mode', () => {
     }
     const apps = await Promise.all(
       [0, 1].map(() =>
-        boot({ imports: [RedisLockModule.forRoot(connection(server()))], providers: [Documents] }),
+        bootApp({ imports: [RedisLockModule.forRoot(connection(server()))], providers: [Documents] }),
       ),
     );
     const [a, b] = apps.map((app) => app.get(Documents));

@@ -9,8 +9,9 @@ import { lastValueFrom, Observable, of, Subject, startWith, take } from 'rxjs';
 import request from 'supertest';
 import { type Lease, Locked, LockService, LockTimeoutError, RedisLockModule } from '../../lib';
 import { lockService, outcome } from '../support/lock-fixtures';
+import { bootApp } from '../support/nest-apps';
 import { useRedis } from '../support/redis-server';
-import { boot, connection, type Deferred, deferred, lockState, Meter, queued, send } from './locked-fixtures';
+import { connection, type Deferred, deferred, lockState, Meter, queued, send } from './locked-fixtures';
 
 const server = useRedis();
 const PREFIX = 'results:';
@@ -183,7 +184,7 @@ class ResultsController {
 }
 
 async function app() {
-  const nest = await boot({
+  const nest = await bootApp({
     imports: [RedisLockModule.forRoot({ ...connection(server()), prefix: PREFIX })],
     controllers: [ResultsController],
     providers: [Results],
@@ -394,7 +395,7 @@ describe('@Locked results: declared Observables', () => {
 
 describe('@Locked onTimeout', () => {
   it("'skip' with waitTimeout 0: a concurrent second call returns undefined at once, without running or queueing", async () => {
-    const nest = await boot({
+    const nest = await bootApp({
       imports: [RedisLockModule.forRoot({ ...connection(server()), prefix: PREFIX })],
       providers: [Jobs],
     });
@@ -410,7 +411,7 @@ describe('@Locked onTimeout', () => {
 
   it("'skip': a @Cron job fired on two instances at once runs on one, the other skips it", async () => {
     const instance = () =>
-      boot({
+      bootApp({
         imports: [
           RedisLockModule.forRoot({ ...connection(server()), prefix: PREFIX }),
           ScheduleModule.forRoot(),

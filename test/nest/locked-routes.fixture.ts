@@ -5,10 +5,8 @@
 // test.
 import type { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach } from '@jest/globals';
 import {
   Controller,
-  type INestApplication,
   Injectable,
   Param,
   Post,
@@ -18,7 +16,6 @@ import {
   UseInterceptors,
 } from '@nestjs/common';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
-import { Test } from '@nestjs/testing';
 import {
   Locked,
   LockedRoute,
@@ -28,15 +25,10 @@ import {
   type RedisLockModuleExtras,
   type RedisLockModuleOptions,
 } from '../../lib';
+import { bootApp } from '../support/nest-apps';
 
 /** Bodies that ran, by route: a body that runs for a request nobody reads is the waste these suites measure. */
 export const ran: string[] = [];
-
-const apps: INestApplication[] = [];
-
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close().catch(() => {})));
-});
 
 @Injectable()
 export class Stock {
@@ -122,16 +114,13 @@ export async function startLockedApp(
   options: Partial<RedisLockModuleOptions & RedisLockModuleExtras> = {},
   more: { controllers?: Type[]; providers?: Provider[] } = {},
 ): Promise<{ locks: LockService; port: number }> {
-  const ref = await Test.createTestingModule({
+  const app = await bootApp({
     imports: [RedisLockModule.forRoot({ url, defaults: { waitTimeout: 120_000 }, ...options })],
     controllers: [Orders, ...(more.controllers ?? [])],
     providers: [Stock, ...(more.providers ?? [])],
-  }).compile();
-  const app =
-    platform === 'fastify'
-      ? ref.createNestApplication(new FastifyAdapter(), { logger: false })
-      : ref.createNestApplication({ logger: false });
-  apps.push(app);
+    adapter: platform === 'fastify' ? new FastifyAdapter() : undefined,
+    init: false,
+  });
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
   return { locks: app.get(LockService), port };

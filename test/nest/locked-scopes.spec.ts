@@ -6,8 +6,9 @@ import { beforeEach, describe, expect, it } from '@jest/globals';
 import { Controller, Inject, Injectable, Param, Post, Scope } from '@nestjs/common';
 import request from 'supertest';
 import { InjectLockService, Locked, LockService, RedisLockModule } from '../../lib';
+import { bootApp } from '../support/nest-apps';
 import { type RedisServer, useRedis } from '../support/redis-server';
-import { boot, connection, Meter, queued, send } from './locked-fixtures';
+import { connection, Meter, queued, send } from './locked-fixtures';
 
 const server = useRedis();
 const other = useRedis();
@@ -83,7 +84,7 @@ class RequestScopedController {
 
 describe('@Locked in every scope', () => {
   async function app() {
-    const nest = await boot({
+    const nest = await bootApp({
       imports: [RedisLockModule.forRoot({ ...connection(server()), prefix: 'scopes:' })],
       controllers: [LedgerController, CountersController, RequestScopedController],
       providers: [RequestLedger, TransientCounter],
@@ -134,7 +135,7 @@ class Billing {
 
 describe('@Locked with named configurations on two Redis servers', () => {
   async function app() {
-    const nest = await boot({
+    const nest = await bootApp({
       imports: [
         RedisLockModule.forRoot({ ...connection(server()), name: 'orders' }),
         RedisLockModule.forRoot({ ...connection(other()), name: 'payments' }),

@@ -13,8 +13,9 @@ import {
   LockUsageError,
   RedisLockModule,
 } from '../../lib';
+import { bootApp } from '../support/nest-apps';
 import { useRedis } from '../support/redis-server';
-import { boot, connection, lockState, Meter } from './locked-fixtures';
+import { connection, lockState, Meter } from './locked-fixtures';
 
 const server = useRedis();
 
@@ -40,7 +41,7 @@ describe('@Locked with permits', () => {
     const Exports = exportService(meter);
     const apps = await Promise.all(
       [0, 1].map(() =>
-        boot({ imports: [RedisLockModule.forRoot(connection(server()))], providers: [Exports] }),
+        bootApp({ imports: [RedisLockModule.forRoot(connection(server()))], providers: [Exports] }),
       ),
     );
     const [a, b] = apps.map((app) => app.get(Exports));
@@ -72,7 +73,7 @@ describe('@Locked with permits', () => {
         return meter.pass('ok');
       }
     }
-    const app = await boot({
+    const app = await bootApp({
       imports: [RedisLockModule.forRoot(connection(server()))],
       controllers: [Reports],
     });

@@ -23,8 +23,9 @@ import { Observable, of } from 'rxjs';
 import request from 'supertest';
 import { Locked, LockService, LockUsageError, RedisLockModule } from '../../lib';
 import { outcome } from '../support/lock-fixtures';
+import { bootApp } from '../support/nest-apps';
 import { useRedis } from '../support/redis-server';
-import { boot, connection, lockState, Meter, send } from './locked-fixtures';
+import { connection, lockState, Meter, send } from './locked-fixtures';
 
 const server = useRedis();
 let meter: Meter;
@@ -144,7 +145,7 @@ let prefix = '';
 
 async function app(extraProviders: object[] = []) {
   prefix = `tpl${++apps}:`;
-  return boot({
+  return bootApp({
     imports: [RedisLockModule.forRoot({ ...connection(server()), prefix })],
     controllers: [KeysController],
     providers: [Keyed, ...(extraProviders as never[])],

@@ -1,27 +1,15 @@
 // RedisLockModule's configuration surface: forRoot with each kind of connection, forRootAsync with
 // useFactory / useClass / useExisting, global registration, who closes which connection, and bad
 // options failing at start-up with a typed error.
-import { afterEach, describe, expect, it } from '@jest/globals';
-import { type INestApplication, Inject, Injectable, Module } from '@nestjs/common';
+import { describe, expect, it } from '@jest/globals';
+import { Inject, Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { LockService, LockUsageError, RedisLockModule, type RedisLockModuleOptions } from '../../lib';
 import { REDIS_LOCK_MODULE_OPTIONS } from '../../lib/nest/redis-lock.module-definition';
+import { bootApp } from '../support/nest-apps';
 import { useRedis } from '../support/redis-server';
 
 const server = useRedis();
-const apps: INestApplication[] = [];
-
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close().catch(() => {})));
-});
-
-async function boot(imports: NonNullable<Parameters<typeof Test.createTestingModule>[0]['imports']>) {
-  const ref = await Test.createTestingModule({ imports }).compile();
-  const app = ref.createNestApplication({ logger: false });
-  apps.push(app);
-  await app.init();
-  return app;
-}
 
 /** Takes and releases a lock through the injected service: proof that it reaches the test's Redis. */
 async function roundTrip(locks: LockService, key: string): Promise<void> {
@@ -43,7 +31,7 @@ class SettingsModule {}
 
 describe('RedisLockModule', () => {
   it('forRoot({ url }) opens its own connection and closes it on shutdown', async () => {
-    const app = await boot([RedisLockModule.forRoot({ url: server().url })]);
+    const app = await bootApp({ imports: [RedisLockModule.forRoot({ url: server().url })] });
     const locks = app.get(LockService);
     await roundTrip(locks, 'url');
     await app.close();
@@ -52,13 +40,13 @@ describe('RedisLockModule', () => {
 
   it('forRoot({ redis }) opens a connection from ioredis options', async () => {
     const port = Number(new URL(server().url).port);
-    const app = await boot([RedisLockModule.forRoot({ redis: { host: '127.0.0.1', port } })]);
+    const app = await bootApp({ imports: [RedisLockModule.forRoot({ redis: { host: '127.0.0.1', port } })] });
     await roundTrip(app.get(LockService), 'options');
   });
 
   it('forRoot({ client }) uses the given client and never closes it', async () => {
     const client = server().client();
-    const app = await boot([RedisLockModule.forRoot({ client, prefix: 'mine:' })]);
+    const app = await bootApp({ imports: [RedisLockModule.forRoot({ client, prefix: 'mine:' })] });
     const locks = app.get(LockService);
     expect(locks.client).toBe(client);
     const lease = await locks.acquire('given');
@@ -70,13 +58,18 @@ describe('RedisLockModule', () => {
   });
 
   it('forRootAsync with useFactory, imports and inject', async () => {
-    const app = await boot([
-      RedisLockModule.forRootAsync({
-        imports: [SettingsModule],
-        inject: [Settings],
-        useFactory: (settings: Settings): RedisLockModuleOptions => ({ url: settings.url, prefix: 'async:' }),
-      }),
-    ]);
+    const app = await bootApp({
+      imports: [
+        RedisLockModule.forRootAsync({
+          imports: [SettingsModule],
+          inject: [Settings],
+          useFactory: (settings: Settings): RedisLockModuleOptions => ({
+            url: settings.url,
+            prefix: 'async:',
+          }),
+        }),
+      ],
+    });
     const lease = await app.get(LockService).acquire('factory');
     expect(await server().client().get('async:{factory}')).toBe(lease.token);
     await lease.release();
@@ -89,7 +82,7 @@ describe('RedisLockModule', () => {
         return { url: server().url, claimWindow: 500 };
       }
     }
-    const app = await boot([RedisLockModule.forRootAsync({ useClass: LockConfig })]);
+    const app = await bootApp({ imports: [RedisLockModule.forRootAsync({ useClass: LockConfig })] });
     await roundTrip(app.get(LockService), 'use-class');
     expect(app.get<RedisLockModuleOptions>(REDIS_LOCK_MODULE_OPTIONS).claimWindow).toBe(500);
   });
@@ -103,9 +96,9 @@ describe('RedisLockModule', () => {
     }
     @Module({ providers: [SharedConfig], exports: [SharedConfig] })
     class ConfigModule {}
-    const app = await boot([
-      RedisLockModule.forRootAsync({ imports: [ConfigModule], useExisting: SharedConfig }),
-    ]);
+    const app = await bootApp({
+      imports: [RedisLockModule.forRootAsync({ imports: [ConfigModule], useExisting: SharedConfig })],
+    });
     const lease = await app.get(LockService).acquire('use-existing');
     expect(await server().client().get('existing:{use-existing}')).toBe(lease.token);
     await lease.release();
@@ -118,7 +111,7 @@ describe('RedisLockModule', () => {
     }
     @Module({ providers: [Consumer] })
     class Feature {}
-    const app = await boot([RedisLockModule.forRoot({ url: server().url }), Feature]);
+    const app = await bootApp({ imports: [RedisLockModule.forRoot({ url: server().url }), Feature] });
     await roundTrip(app.get(Consumer).locks, 'global');
   });
 

@@ -25,6 +25,7 @@ import {
   type RedisLockModuleOptions,
 } from '../../lib';
 import { deadlineOf } from '../../lib/nest/request-deadline';
+import { sleep } from '../support/event-loop';
 import { lockService, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
 import { type Platform, ran, startLockedApp } from './locked-routes.fixture';
@@ -52,7 +53,7 @@ class KeepTimeouts implements ExceptionFilter {
 @Injectable()
 class SlowGuard {
   async canActivate(): Promise<boolean> {
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await sleep(300);
     return true;
   }
 }
@@ -203,7 +204,7 @@ describe.each(['express', 'fastify'] as const)('on %s, a request turned away at 
         () => locks.inspect('order:9'),
         (info) => info.queueLength === 1,
       );
-      await new Promise((resolve) => setTimeout(resolve, 400)); // the hold it waits through
+      await sleep(400); // the hold it waits through
       await holder.release();
       await (await waiting).release();
     }

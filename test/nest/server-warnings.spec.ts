@@ -7,7 +7,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
 import type { INestApplication, LoggerService } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import {
   LockService,
   type LockWarning,
@@ -16,14 +15,13 @@ import {
   type ServerRisk,
 } from '../../lib';
 import { until } from '../support/lock-fixtures';
+import { bootApp } from '../support/nest-apps';
 import { type RedisServer, startRedis } from '../support/redis-server';
 
-const apps: INestApplication[] = [];
 const servers: RedisServer[] = [];
 const dirs: string[] = [];
 
 afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close().catch(() => {})));
   await Promise.all(servers.splice(0).map((server) => server.dispose()));
 });
 
@@ -59,10 +57,7 @@ class CapturingLogger implements LoggerService {
 /** An application with the module on its own connection to `url`, once connected. */
 async function boot(url: string): Promise<{ app: INestApplication; logger: CapturingLogger }> {
   const logger = new CapturingLogger();
-  const ref = await Test.createTestingModule({ imports: [RedisLockModule.forRoot({ url })] }).compile();
-  const app = ref.createNestApplication({ logger });
-  apps.push(app);
-  await app.init();
+  const app = await bootApp({ imports: [RedisLockModule.forRoot({ url })], logger });
   const client = app.get(LockService).client;
   await until(
     async () => client.status,
@@ -178,12 +173,9 @@ describe('warnings about the lock server', () => {
     const nodes = await Promise.all([server(), server(...aof()), server(...aof())]);
     // The module's handler also receives key warnings (none here: no @Locked method).
     const seen: LockWarning[] = [];
-    const ref = await Test.createTestingModule({
+    const app = await bootApp({
       imports: [RedisLockModule.forRoot({ url: nodes.map((n) => n.url), onWarning: (w) => seen.push(w) })],
-    }).compile();
-    const app = ref.createNestApplication({ logger: false });
-    apps.push(app);
-    await app.init();
+    });
     const health = await until(
       () => app.get(RedisLockHealthIndicator).isHealthy(),
       (result) =>

@@ -3,7 +3,6 @@
 // that nothing of the library keeps the process alive once the application is closed.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { type INestApplication, Inject, Injectable } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import {
   type Lease,
   Locked,
@@ -14,17 +13,16 @@ import {
 } from '../../lib';
 import { type Deferred, deferred } from '../support/deferred';
 import { elapsedSince, lockService, outcome, until } from '../support/lock-fixtures';
+import { bootApp } from '../support/nest-apps';
 import { spawnWorker, type Worker, workerPath } from '../support/processes';
 import { type RedisServer, startRedis, useRedis } from '../support/redis-server';
 import type { Report } from '../workers/nest-shutdown.worker';
 
 const server = useRedis();
-const apps: INestApplication[] = [];
 const ownServers: RedisServer[] = [];
 const workers: Worker<Report>[] = [];
 
 afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close().catch(() => {})));
   await Promise.all(workers.splice(0).map((worker) => worker.kill()));
   await Promise.all(ownServers.splice(0).map((s) => s.dispose()));
 });
@@ -68,13 +66,7 @@ class Jobs {
 }
 
 async function boot(options: RedisLockModuleOptions): Promise<{ app: INestApplication; jobs: Jobs }> {
-  const ref = await Test.createTestingModule({
-    imports: [RedisLockModule.forRoot(options)],
-    providers: [Jobs],
-  }).compile();
-  const app = ref.createNestApplication({ logger: false });
-  apps.push(app);
-  await app.init();
+  const app = await bootApp({ imports: [RedisLockModule.forRoot(options)], providers: [Jobs] });
   const client = app.get(LockService).client;
   if (client.status !== 'ready') await within(new Promise((r) => client.once('ready', r)), 10_000, 'connect');
   return { app, jobs: app.get(Jobs) };

@@ -3,6 +3,7 @@ import { Controller, Injectable, Module, Param, ParseIntPipe, Post } from '@nest
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { Locked, LockService, RedisLockModule } from '../../lib';
+import { sleep } from '../support/event-loop';
 import { useRedis } from '../support/redis-server';
 
 const server = useRedis();
@@ -13,7 +14,7 @@ class Orders {
   @Locked('order:<0>')
   async pay(id: number): Promise<number> {
     const before = this.paid;
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
     this.paid = before + 1;
     return id;
   }

@@ -2,7 +2,7 @@
 // stopped and lost, quorum errors that name the nodes.
 import { describe, expect, it } from '@jest/globals';
 import { type LockLostError, LockQuorumError, type LockService, LockTimeoutError } from '../../lib/core';
-import { watchEventLoop } from '../support/event-loop';
+import { sleep, watchEventLoop } from '../support/event-loop';
 import { abortedAt, elapsedSince, outcome, until } from '../support/lock-fixtures';
 import { useQuorum } from './quorum-fixtures';
 
@@ -50,7 +50,7 @@ describe('quorum store (Redlock over 5 masters)', () => {
       const locks = quorum().service({ nodeTimeout: 300 });
       const first = outcome(call(locks));
       try {
-        await new Promise((resolve) => setTimeout(resolve, stoppedMs));
+        await sleep(stoppedMs);
       } finally {
         for (const server of servers) server.resume();
       }

@@ -2,6 +2,7 @@
 // and resumed, then one SIGKILLed and restarted (without persistence) after the longest ttl. No update
 // may be lost, no two holders' windows may overlap, and fences rise with every grant.
 import { describe, expect, it } from '@jest/globals';
+import { sleep } from '../support/event-loop';
 import { spawnWorker, workerPath } from '../support/processes';
 import { startRedis } from '../support/redis-server';
 import { useQuorum } from './quorum-fixtures';
@@ -15,8 +16,6 @@ type Done = {
   errors?: Record<string, number>;
   examples?: Record<string, string>;
 };
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('quorum store: exclusion from 4 processes while nodes fail', () => {
   it('2 nodes stopped, then 1 killed and restarted after max ttl: 0 lost updates, 0 overlaps, fences rising', async () => {

@@ -2,6 +2,7 @@
 // to all nodes alike, and a release hands the lock to the first of that line. Several processes here,
 // since the claim is about them; the nodes are five independent redis-servers.
 import { describe, expect, it } from '@jest/globals';
+import { sleep } from '../support/event-loop';
 import { arrivalAndGrants } from '../support/fifo-order';
 import { elapsedSince, until } from '../support/lock-fixtures';
 import { spawnWorker, workerPath } from '../support/processes';
@@ -71,7 +72,7 @@ describe('quorum store: first come, first served across processes', () => {
     await holder.release();
     expect((await waiter.next((m) => m.id === 'w')).type).toBe('granted');
     // Twice the claim window later the lease still holds, renewed to its ttl on a majority.
-    await new Promise((resolve) => setTimeout(resolve, 800));
+    await sleep(800);
     const info = await locks.inspect('qf:confirm');
     expect(info.held).toBe(true);
     expect(info.ttl).toBeGreaterThan(3_000);

@@ -7,6 +7,7 @@ import { describe, expect, it } from '@jest/globals';
 import type { WakeMessage } from '../../lib/store/lock-store';
 import { QuorumHandoffs } from '../../lib/store/quorum-handoffs';
 import { lockToken } from '../../lib/store/token';
+import { sleep } from '../support/event-loop';
 import { until } from '../support/lock-fixtures';
 
 const NODES = 5;
@@ -33,21 +34,19 @@ const handoffs = () => {
 const handOff = (h: QuorumHandoffs, node: number, token: string, fence: number) =>
   h.onMessage(node, `${token} ${fence} ${Math.round(performance.now() * 1000)}`);
 
-const settle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 describe('quorum hand-offs', () => {
   it('a majority whose messages arrive tens of ms apart is one grant, and no try', async () => {
     const { h, wakes } = handoffs();
     const token = lockToken('svc', 1, CLAIM);
     handOff(h, 0, token, 8);
-    await settle(40);
+    await sleep(40);
     handOff(h, 1, token, 8);
-    await settle(40);
+    await sleep(40);
     expect(wakes).toEqual([]);
     handOff(h, 2, token, 8);
     expect(wakes).toEqual([expect.objectContaining({ kind: 'grant', token, fence: 8 })]);
     // The timer that would have sent the waiter to try again finds it granted.
-    await settle(HANDED_WAIT + 50);
+    await sleep(HANDED_WAIT + 50);
     expect(wakes.map((w) => w.kind)).toEqual(['grant']);
     h.clear();
   });

@@ -3,6 +3,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { Locked, LockService, RedisLockHealthIndicator, RedisLockModule } from '../../lib';
+import { sleep } from '../support/event-loop';
 import { bootApp } from '../support/nest-apps';
 import { useQuorum } from './quorum-fixtures';
 
@@ -17,7 +18,7 @@ class Orders {
   async pay(id: string): Promise<string> {
     seen.inside++;
     seen.most = Math.max(seen.most, seen.inside);
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await sleep(5);
     seen.inside--;
     return id;
   }

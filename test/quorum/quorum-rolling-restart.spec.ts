@@ -2,6 +2,7 @@
 // wait: a renewed lease keeps its majority throughout, because each renewal puts the holder's key back on
 // the nodes that lost it while a majority still records the holder; nobody else gets the lock meanwhile.
 import { describe, expect, it } from '@jest/globals';
+import { sleep } from '../support/event-loop';
 import { until } from '../support/lock-fixtures';
 import { useQuorum } from './quorum-fixtures';
 
@@ -21,7 +22,7 @@ describe('quorum store: a rolling restart of every node', () => {
         await server.kill();
         // The restart rule: a node that lost its state stays down for longer than the longest ttl. The
         // length of the outage is the scenario, not a stand-in for synchronisation.
-        await new Promise((resolve) => setTimeout(resolve, TTL + 100));
+        await sleep(TTL + 100);
         await server.restart();
         expect(lease.signal.aborted).toBe(false);
         expect(await other.tryAcquire(key)).toBeNull();

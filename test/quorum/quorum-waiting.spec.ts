@@ -2,6 +2,7 @@
 // behind its back never lets a second holder in while a majority still records the first.
 import { describe, expect, it } from '@jest/globals';
 import { type Lease, LockLostError } from '../../lib/core';
+import { sleep } from '../support/event-loop';
 import { abortedAt, commandsIn, outcome, until } from '../support/lock-fixtures';
 import { useQuorum } from './quorum-fixtures';
 
@@ -27,7 +28,7 @@ describe('quorum store: waiting and lost keys', () => {
     );
     const servers = quorum().servers;
     await Promise.all(servers.map((server) => server.resetStats()));
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await sleep(2_000);
     const idle = await Promise.all(servers.map((server) => server.commandStats()));
     expect(idle.map(commandsIn)).toEqual([0, 0, 0, 0, 0]);
     await holder.release();
@@ -60,7 +61,7 @@ describe('quorum store: waiting and lost keys', () => {
     });
     while (!aborted) {
       await Promise.all([0, 1, 2].map((i) => admins[i].del('lock:{qw:lost}')));
-      await Promise.race([signal, new Promise((resolve) => setTimeout(resolve, 600))]);
+      await Promise.race([signal, sleep(600)]);
     }
     expect(lease.signal.reason).toBeInstanceOf(LockLostError);
     const next = await b.acquire('qw:lost', { ttl: 900, waitTimeout: 2_000 });

@@ -16,6 +16,7 @@ import {
 } from '../../lib';
 import { DEFAULT_PREFIX } from '../../lib/options/service-options';
 import { redisKeys } from '../../lib/protocol/keys';
+import { sleep } from '../support/event-loop';
 import { abortedAt, outcome, until } from '../support/lock-fixtures';
 import { type SentinelGroup, type SentinelGroupOptions, startSentinelGroup } from '../support/redis-sentinel';
 import { useRedis } from '../support/redis-server';
@@ -137,7 +138,7 @@ async function workUnder(
     if (result.written) ledger.accepted.push(lease.fence);
     else ledger.rejected++;
     // Paced so that the loop leaves the two cores to the servers and sentinels; not a synchronisation.
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await sleep(10);
   }
   const to = lease.signal.aborted ? (lostAt ?? performance.now()) : performance.now();
   ledger.tenures.push({ name, fence: lease.fence, from, to });

@@ -50,3 +50,8 @@ export function watchStalls(): StallWatch {
  * the test does not measure the event loop's delay itself.
  */
 export const SLACK_MS = 150;
+
+/** Resolves after `ms`: a hold, a pause between polls, or a wait whose length is what the test is about. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -3,6 +3,7 @@
 import { afterEach } from '@jest/globals';
 import type { RedisOptions } from 'ioredis';
 import { LockService, type LockServiceOptions } from '../../lib/core';
+import { sleep } from './event-loop';
 import { lockClient, lockLibrary } from './lock-clients';
 import type { RedisServer } from './redis-server';
 
@@ -47,7 +48,7 @@ export async function until<T>(
     const value = await probe();
     if (predicate(value)) return value;
     if (Date.now() > deadline) throw new Error(`condition not reached within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await sleep(5);
   }
 }
 

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster, type ClusterOptions, type Redis } from 'ioredis';
+import { sleep } from './event-loop';
 import { type RedisServer, startRedis } from './redis-server';
 
 export interface RedisCluster {
@@ -171,6 +172,6 @@ async function settled(nodes: readonly RedisServer[], timeoutMs: number, perSlot
       const waiting = nodes.filter((_, i) => states[i] === false).map((n) => n.port);
       throw new Error(`cluster nodes ${waiting.join(', ')} did not settle within ${timeoutMs} ms`);
     }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await sleep(50);
   }
 }

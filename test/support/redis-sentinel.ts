@@ -31,6 +31,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis, { type RedisOptions } from 'ioredis';
 import { ChaosProxy } from '../../chaos/proxy';
+import { sleep } from './event-loop';
 import { terminate } from './processes';
 import { adminOn, freePort, launch, type RedisServer, StartError, startRedis } from './redis-server';
 
@@ -119,7 +120,7 @@ export async function poll<T>(
       const detail = last instanceof Error ? ` (last error: ${last.message})` : '';
       throw new Error(`${what} not reached within ${timeoutMs} ms${detail}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    await sleep(POLL_MS);
   }
 }
 

@@ -8,6 +8,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import Redis, { type RedisOptions } from 'ioredis';
+import { sleep } from './event-loop';
 import { killOnExit, processWide, terminate } from './processes';
 
 export interface RedisServer {
@@ -286,7 +287,7 @@ function createHandle(port: number, args: readonly string[], first: ChildProcess
           return;
         } catch (error) {
           if (!(error instanceof StartError && error.portInUse) || Date.now() > deadline) throw error;
-          await new Promise((resolve) => setTimeout(resolve, 100));
+          await sleep(100);
         }
       }
     },

@@ -18,8 +18,9 @@ import {
   RedisLockModule,
 } from '../../lib';
 import { OpenTelemetry } from '../../lib/telemetry/open-telemetry';
-import { boot, connection, lockState, Meter } from '../nest/locked-fixtures';
+import { connection, lockState, Meter } from '../nest/locked-fixtures';
 import { lockService, outcome, until, whenAborted } from '../support/lock-fixtures';
+import { bootApp } from '../support/nest-apps';
 import { useRedis } from '../support/redis-server';
 import {
   finished,
@@ -223,7 +224,7 @@ describe('OpenTelemetry through @Locked', () => {
       }
     }
     registerSdk();
-    const app = await boot({
+    const app = await bootApp({
       imports: [RedisLockModule.forRoot(connection(server()))],
       providers: [Orders],
     });

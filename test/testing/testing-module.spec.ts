@@ -6,7 +6,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Controller, Inject, Injectable, Param, Post, type Type } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import {
   getLockServiceToken,
   InjectLockService,
@@ -295,13 +294,8 @@ describe('configurations of the testing module', () => {
       @Locked('job:<1>')
       async run(_id: string): Promise<void> {}
     }
-    const moduleRef = await Test.createTestingModule({
-      imports: [RedisLockTestingModule.forRoot()],
-      providers: [Bad],
-    }).compile();
-    const app = moduleRef.createNestApplication({ logger: false });
+    const app = await bootApp({ imports: [RedisLockTestingModule.forRoot()], providers: [Bad], init: false });
     await expect(app.init()).rejects.toThrow(/Bad\.run/);
-    await app.close();
   });
 });
 
@@ -314,21 +308,13 @@ describe('overriding, on the testing module', () => {
         return fn({ key, token: 'fake', fence: 1 } as Lease);
       },
     };
-    const moduleRef = await Test.createTestingModule({
+    const app = await bootApp({
       imports: [RedisLockTestingModule.forRoot()],
       providers: [Ledger],
-    })
-      .overrideProvider(LockService)
-      .useValue(fake)
-      .compile();
-    const app = moduleRef.createNestApplication({ logger: false });
-    await app.init();
-    try {
-      expect(await app.get(Ledger).deposit('3', 5)).toBe(5);
-      expect(calls).toEqual(['account:3']);
-    } finally {
-      await app.close();
-    }
+      configure: (builder) => builder.overrideProvider(LockService).useValue(fake),
+    });
+    expect(await app.get(Ledger).deposit('3', 5)).toBe(5);
+    expect(calls).toEqual(['account:3']);
   });
 });
 

@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:net';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { type INestApplication, Inject, Injectable, type LoggerService, Module } from '@nestjs/common';
-import { Test, type TestingModuleBuilder } from '@nestjs/testing';
+import { Test } from '@nestjs/testing';
 import {
   getLockServiceToken,
   Locked,
@@ -19,6 +19,7 @@ import {
   RedisUnavailableError,
 } from 'nestjs-redis-lock';
 import { getLockBackendToken, MemoryLockBackend, RedisLockTestingModule } from 'nestjs-redis-lock/testing';
+import { bootApp } from '../support/nest-apps';
 
 /** Refuses every connection it accepts, counting them: what a module that connects would reach. */
 let server: Server;
@@ -44,9 +45,7 @@ afterAll(async () => {
   await once(server, 'close');
 });
 
-const apps: INestApplication[] = [];
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close()));
+afterEach(() => {
   connections = 0;
 });
 
@@ -110,15 +109,6 @@ class CapturingLogger implements LoggerService {
   }
 }
 
-async function boot(builder: TestingModuleBuilder, logger?: LoggerService): Promise<INestApplication> {
-  if (logger) builder.setLogger(logger);
-  const moduleRef = await builder.compile();
-  const app = moduleRef.createNestApplication({ logger: logger ?? false });
-  apps.push(app);
-  await app.init();
-  return app;
-}
-
 /** Two deposits at once, twice: exact only if the lock excluded them. */
 async function depositsAreExclusive(app: INestApplication): Promise<void> {
   const wallet = app.get(Wallet);
@@ -128,13 +118,15 @@ async function depositsAreExclusive(app: INestApplication): Promise<void> {
 
 describe('a whole application tested without Redis', () => {
   it('overrideProvider(getLockBackendToken(...)) runs every configuration in memory, with no connection', async () => {
-    const app = await boot(
-      Test.createTestingModule({ imports: [appModule()] })
-        .overrideProvider(getLockBackendToken())
-        .useValue(new MemoryLockBackend())
-        .overrideProvider(getLockBackendToken('billing'))
-        .useValue(new MemoryLockBackend()),
-    );
+    const app = await bootApp({
+      imports: [appModule()],
+      configure: (builder) =>
+        builder
+          .overrideProvider(getLockBackendToken())
+          .useValue(new MemoryLockBackend())
+          .overrideProvider(getLockBackendToken('billing'))
+          .useValue(new MemoryLockBackend()),
+    });
     await depositsAreExclusive(app);
     await expect(app.get(Billing).issue('i1')).resolves.toBe('i1 under invoice:i1');
     // The application's own options still apply (defaults.ttl from its factory).
@@ -147,13 +139,15 @@ describe('a whole application tested without Redis', () => {
 
   it('overrideModule matches the forRoot result the application kept, not RedisLockModule itself', async () => {
     const kept = locks();
-    const app = await boot(
-      Test.createTestingModule({ imports: [appModule(kept)] })
-        .overrideModule(kept)
-        .useModule(RedisLockTestingModule.forRoot())
-        .overrideProvider(getLockBackendToken('billing'))
-        .useValue(new MemoryLockBackend()),
-    );
+    const app = await bootApp({
+      imports: [appModule(kept)],
+      configure: (builder) =>
+        builder
+          .overrideModule(kept)
+          .useModule(RedisLockTestingModule.forRoot())
+          .overrideProvider(getLockBackendToken('billing'))
+          .useValue(new MemoryLockBackend()),
+    });
     await depositsAreExclusive(app);
     expect(connections).toBe(0);
   });
@@ -169,12 +163,12 @@ describe('a whole application tested without Redis', () => {
 
   it('overrideModule(RedisLockModule) matches nothing: the app connects, and its lock calls fail fast with a hint', async () => {
     const logger = new CapturingLogger();
-    const app = await boot(
-      Test.createTestingModule({ imports: [appModule()] })
-        .overrideModule(RedisLockModule)
-        .useModule(RedisLockTestingModule.forRoot()),
+    const app = await bootApp({
+      imports: [appModule()],
+      configure: (builder) =>
+        builder.overrideModule(RedisLockModule).useModule(RedisLockTestingModule.forRoot()).setLogger(logger),
       logger,
-    );
+    });
     // The call fails (it does not wait for a Redis that will never answer) with the typed error; jest's
     // own test timeout is the bound on "promptly".
     await expect(app.get(Wallet).deposit('w1', 1)).rejects.toThrow(RedisUnavailableError);

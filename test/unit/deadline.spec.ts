@@ -6,6 +6,7 @@ import { LockTimeoutError } from '../../lib/errors/lock-timeout.error';
 import { LockUsageError } from '../../lib/errors/lock-usage.error';
 import type { LockStore } from '../../lib/store/lock-store';
 import { MemoryLockBackend } from '../../lib/store/memory-store';
+import { sleep } from '../support/event-loop';
 import { call, engine, wrappedBackend } from './engine-fixtures';
 
 /** A backend over `memory` that counts the acquire calls its stores send. */
@@ -27,7 +28,7 @@ function counted(memory: MemoryLockBackend): {
 async function holdFor(locks: ReturnType<typeof engine>, key: string, ms: number, times: number) {
   for (let i = 0; i < times; i++) {
     const lease = await locks.takeOne(key, call());
-    await new Promise((resolve) => setTimeout(resolve, ms)); // the work itself, whose length is learnt
+    await sleep(ms); // the work itself, whose length is learnt
     await lease?.release();
   }
 }

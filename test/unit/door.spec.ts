@@ -8,7 +8,7 @@ import { LockTimeoutError } from '../../lib/errors/lock-timeout.error';
 import type { AcquireOptions } from '../../lib/options/call-options';
 import type { LockStore } from '../../lib/store/lock-store';
 import { MemoryLockBackend } from '../../lib/store/memory-store';
-import { call, engine, wrappedBackend } from './engine-fixtures';
+import { call, engine, servedAfter, wrappedBackend } from './engine-fixtures';
 
 /** Each kind of lock: its options, and how many holders fill it. */
 const KINDS: { kind: string; options: AcquireOptions; holders: number }[] = [
@@ -61,15 +61,9 @@ async function line(locks: ReturnType<typeof engine>, key: string, n: number) {
   return { holder, waiters, order };
 }
 
-/** Teaches `locks` the pace of `key`'s line: a waiter served after a hold of about `ms`, `times` times. */
-async function learnPace(locks: ReturnType<typeof engine>, key: string, ms: number, times: number) {
-  for (let i = 0; i < times; i++) {
-    const { holder, waiters } = await line(locks, key, 1);
-    await new Promise((resolve) => setTimeout(resolve, ms)); // the hold the waiter waits through
-    await holder?.release();
-    await (await waiters[0])?.release();
-  }
-}
+/** Teaches `locks` the pace of `key`'s line for the kind of lock under test (servedAfter, `times` times). */
+const learnPace = (locks: ReturnType<typeof engine>, key: string, ms: number, times: number) =>
+  servedAfter(locks, key, ms, { times, options: kind.options, holders: kind.holders });
 
 describe.each(KINDS)('the door, for $kind', (each) => {
   beforeEach(() => {

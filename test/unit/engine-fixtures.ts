@@ -7,6 +7,7 @@ import { type AcquireOptions, resolveAcquireOptions } from '../../lib/options/ca
 import { type LockServiceOptions, resolveServiceOptions } from '../../lib/options/service-options';
 import type { LockBackend, LockStore } from '../../lib/store/lock-store';
 import { MemoryLockBackend } from '../../lib/store/memory-store';
+import { sleep } from '../support/event-loop';
 
 const open: LockEngine[] = [];
 
@@ -51,4 +52,25 @@ export function call(options?: AcquireOptions, busyIsTimeout = true, serving = f
     undefined,
     serving,
   );
+}
+
+/**
+ * A waiter on `key` served after a hold of about `ms`, `times` times: what teaches `locks` the pace of
+ * the key's line. `options` are the calls' (a semaphore's permits, a writer), `holders` how many fill it.
+ */
+export async function servedAfter(
+  locks: LockEngine,
+  key: string,
+  ms: number,
+  { times = 1, options, holders = 1 }: { times?: number; options?: AcquireOptions; holders?: number } = {},
+): Promise<void> {
+  for (let i = 0; i < times; i++) {
+    const held: Awaited<ReturnType<typeof locks.takeOne>>[] = [];
+    for (let h = 0; h < holders; h++) held.push(await locks.takeOne(key, call(options)));
+    const waiting = locks.takeOne(key, call({ ...options, waitTimeout: 60_000 }));
+    while ((await locks.store.inspect(key)).queueLength < 1) await new Promise((r) => setImmediate(r));
+    await sleep(ms); // the hold the waiter waits through
+    await Promise.all(held.map((holder) => holder?.release()));
+    await (await waiting)?.release();
+  }
 }

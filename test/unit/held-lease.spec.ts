@@ -5,9 +5,8 @@
 // lose them first.
 import { describe, expect, it } from '@jest/globals';
 import { LockNotHeldError } from '../../lib/errors/lock-not-held.error';
+import { sleep } from '../support/event-loop';
 import { call, engine } from './engine-fixtures';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('HeldLease on the memory store', () => {
   it('a renewed 300 ms lease is still held, by the same token, after 1 s', async () => {

@@ -6,21 +6,12 @@
 import { describe, expect, it } from '@jest/globals';
 import { LockTimeoutError } from '../../lib/errors/lock-timeout.error';
 import type { LockServiceOptions } from '../../lib/options/service-options';
+import { sleep } from '../support/event-loop';
 import { shedRule } from '../support/shed-rule';
-import { call, engine } from './engine-fixtures';
+import { call, engine, servedAfter } from './engine-fixtures';
 
 const TARGET = 20;
 const INTERVAL = 200; // long enough that a busy machine does not close one between a test's steps
-
-/** A call on `key` of `locks` served after waiting about `ms` behind a holder. */
-async function servedAfter(locks: ReturnType<typeof engine>, key: string, ms: number): Promise<void> {
-  const holder = await locks.takeOne(key, call());
-  const waiting = locks.takeOne(key, call({ waitTimeout: 60_000 }));
-  while ((await locks.store.inspect(key)).queueLength < 1) await new Promise((r) => setImmediate(r));
-  await new Promise((resolve) => setTimeout(resolve, ms)); // the hold the waiter waits through
-  await holder?.release();
-  await (await waiting)?.release();
-}
 
 /**
  * How long a call waits behind a holder that outlasts its wait; `serving`: it serves a request (else it
@@ -47,7 +38,7 @@ async function standing(options: LockServiceOptions, key: string) {
   const locks = engine(options);
   await servedAfter(locks, key, INTERVAL + TARGET);
   // So the next serve closes an interval (twice: a timer may fire a ms early by the engine's clock).
-  await new Promise((resolve) => setTimeout(resolve, 2 * INTERVAL));
+  await sleep(2 * INTERVAL);
   await servedAfter(locks, key, INTERVAL + TARGET);
   return locks;
 }
@@ -64,7 +55,7 @@ describe('the standing-line rule', () => {
   it('an interval that serves the calls that came ends it: the next call waits its whole wait', async () => {
     const locks = await standing(shedRule({ target: TARGET, interval: INTERVAL }), 'k');
     await (await locks.takeOne('k', call({}, true, true)))?.release();
-    await new Promise((resolve) => setTimeout(resolve, INTERVAL)); // so the next serve closes an interval
+    await sleep(INTERVAL); // so the next serve closes an interval
     await (await locks.takeOne('k', call({}, true, true)))?.release();
     expect(await waitBehindHolder(locks, 'k', 300)).toBeGreaterThanOrEqual(300);
   });
@@ -72,7 +63,7 @@ describe('the standing-line rule', () => {
   it('an interval in which the calls that came were turned away keeps it standing', async () => {
     const locks = await standing(shedRule({ target: TARGET, interval: INTERVAL }), 'k');
     await waitBehindHolder(locks, 'k', 5_000); // cut: it came and was not served
-    await new Promise((resolve) => setTimeout(resolve, INTERVAL)); // so the next serve closes an interval
+    await sleep(INTERVAL); // so the next serve closes an interval
     await (await locks.takeOne('k', call({}, true, true)))?.release(); // 1 served of 2 that came
     expect(await waitBehindHolder(locks, 'k', 5_000)).toBeLessThan(2_500);
   });
@@ -106,7 +97,7 @@ async function longLine(locks: ReturnType<typeof engine>, key: string, n: number
   const holder = await locks.takeOne(key, call());
   const served = Array.from({ length: n }, () =>
     locks.takeOne(key, call({ waitTimeout: 60_000 })).then(async (lease) => {
-      await new Promise((resolve) => setTimeout(resolve, holdMs)); // the hold the line moves at
+      await sleep(holdMs); // the hold the line moves at
       await lease?.release();
     }),
   );

@@ -13,6 +13,7 @@ import { NestFactory } from '@nestjs/core';
 import type { Redis } from 'ioredis';
 import { LockError, Locked, LockService, RedisLockModule } from '../../lib';
 import { deferred } from '../support/deferred';
+import { sleep } from '../support/event-loop';
 import { send, workerArgs } from '../support/worker-runtime';
 
 interface Args {
@@ -82,7 +83,7 @@ async function until<T>(probe: () => Promise<T>, predicate: (value: T) => boolea
     const value = await probe();
     if (predicate(value)) return value;
     if (Date.now() > deadline) throw new Error('condition not reached within 10 s');
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await sleep(5);
   }
 }
 

@@ -6,6 +6,7 @@
 
 import Redis from 'ioredis';
 import { LockError, LockService } from '../../lib/core';
+import { sleep } from '../support/event-loop';
 import { onMessage, ready, send, workerArgs } from '../support/worker-runtime';
 
 interface Args {
@@ -45,7 +46,7 @@ async function task(): Promise<void> {
       await locks.using(args.key, async (lease) => {
         const from = hr();
         const value = Number((await resource.get(args.counter)) ?? '0');
-        await new Promise((resolve) => setTimeout(resolve, 2));
+        await sleep(2);
         // A careful holder checks its signal before it writes: a lease lost meanwhile writes nothing.
         if (lease.signal.aborted) {
           grants.push({ value, fence: lease.fence, from, to: hr(), lost: true });
