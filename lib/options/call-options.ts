@@ -359,14 +359,25 @@ function resolveGiven(
   const path = (name: string) => name;
   const own = readLayer(options, CALL_OPTION_NAMES, 'lock options', path, tryNow ? noWait : undefined);
   const under = defaults as Layer;
-  // Every option in the table's order, so that every resolved call has one shape.
-  const resolved: Record<string, unknown> = {};
-  for (const name of CALL_OPTION_NAMES)
-    resolved[name] = own[name] ?? under[name] ?? CALL_OPTIONS[name].default;
-  resolved.renew = own.renew ?? renewByDefault;
+  const value = <N extends CallOptionName>(name: N) =>
+    (own[name] ?? under[name] ?? CALL_OPTIONS[name].default) as ResolvedAcquireOptions[N];
+  // One literal, which the compiler holds to the table: every resolved call has one shape, with its
+  // fields inside the object, where the engine reads them on every step of a call.
+  const resolved: ResolvedAcquireOptions = {
+    ttl: value('ttl'),
+    waitTimeout: value('waitTimeout'),
+    renew: own.renew ?? renewByDefault,
+    minHold: value('minHold'),
+    maxHold: value('maxHold'),
+    permits: value('permits'),
+    mode: value('mode'),
+    signal: value('signal'),
+    deadline: value('deadline'),
+    label: value('label'),
+  };
   const from = (name: 'ttl' | 'maxHold') => (own[name] === undefined ? `${name} (from defaults)` : name);
-  checkHold(resolved as Layer, { ttl: from('ttl'), minHold: 'minHold', maxHold: from('maxHold') });
-  return resolved as ResolvedAcquireOptions;
+  checkHold(resolved, { ttl: from('ttl'), minHold: 'minHold', maxHold: from('maxHold') });
+  return resolved;
 }
 
 /**
