@@ -20,8 +20,8 @@
  * capacity none is, and once tripped the shorter cut keeps the line near half its target. It stops by the
  * share served, not by a short wait: a short line past capacity still serves someone at once now and
  * then. The floors keep event-loop jitter on keys held for microseconds from reading as a standing line.
- * The target and interval are fixed (`shed: { target, interval }`) or, by default, scaled to the key's
- * pace: PACED_TARGET places (or `shed: { places }`) and PACED_INTERVAL targets. What these choices cost
+ * The target and interval are scaled to the key's pace: PACED_TARGET places and PACED_INTERVAL targets
+ * (a test or a benchmark may fix them, or pace other places, under SHED_RULE). What these choices cost
  * and gain, modelled and measured: docs/benchmarks.md, "A standing line held to half its target".
  *
  * What is seen of a line: how long a hold lasts, and how long the line takes per place (a waiter granted

@@ -2,7 +2,7 @@
  * Lock key templates: `'order:<0>'`, `'transfer:<1.from.id>'`, or a function of the arguments. A
  * template is compiled once, when the decorator runs, so a malformed one fails at start-up; resolving it
  * against one call's arguments never yields a silent `order:undefined`: every doubtful value is a
- * LockKeyError that names the method and the template.
+ * LockUsageError (LOCK_INVALID_KEY) that names the method and the template.
  */
 import { keyError, LockUsageError } from '../errors/lock-usage.error';
 import { describeValue, hasLoneSurrogate } from '../options/describe-value';
@@ -20,7 +20,7 @@ export type LockKeyFunction<A extends unknown[] = never[]> = (...args: A) => str
  */
 export type LockKeyTemplate<A extends unknown[] = never[]> = string | readonly string[] | LockKeyFunction<A>;
 
-/** Turns one call's arguments into a lock key, or several; throws LockKeyError. */
+/** Turns one call's arguments into a lock key, or several; throws LockUsageError (LOCK_INVALID_KEY). */
 export type KeyResolver = (args: readonly unknown[]) => string | string[];
 
 type Part = string | { index: number; path: readonly string[]; source: string };
@@ -32,7 +32,7 @@ const SEGMENT = /^[A-Za-z_$][\w$]*$|^\d+$/;
 const FORBIDDEN = new Set(['__proto__', 'prototype', 'constructor']);
 
 /**
- * Compiles a template for the method called `where` (e.g. `OrdersService.pay`). Throws LockKeyError
+ * Compiles a template for the method called `where` (e.g. `OrdersService.pay`). Throws LockUsageError
  * when the template itself is malformed.
  */
 export function compileKeyTemplate(template: unknown, where: string): KeyResolver {

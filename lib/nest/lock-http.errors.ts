@@ -101,9 +101,9 @@ export interface LockErrorResponse {
 /**
  * The response the module's conversion would give a lock error, for an exception filter of your own
  * (with `httpErrors: false`, or outside Nest's HTTP layer): 409 for a lock held past the call's own
- * waitTimeout and 503 for Redis out of reach, both with `Retry-After: 1`; 503 for a wait refused for overload, with `Retry-After` when its line would
- * clear (LockTimeoutError.retryAfterMs, in whole seconds, at least 1); 400 for a key the request cannot
- * build; undefined for any other error.
+ * waitTimeout and 503 for Redis out of reach, both with `Retry-After: 1`; 503 for a wait refused for
+ * overload, with `Retry-After` when its line would clear (LockTimeoutError.retryAfterMs, in whole
+ * seconds, at least 1); 400 for a key the request cannot build; undefined for any other error.
  */
 export function lockErrorResponse(error: unknown): LockErrorResponse | undefined {
   const exception = httpExceptionFor(error);

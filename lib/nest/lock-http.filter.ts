@@ -1,8 +1,8 @@
 /**
  * The fallback for lock errors thrown over HTTP where no interceptor runs (a guard, a pipe or
  * middleware that takes a lock): renders them as LockHttpErrorsInterceptor would convert them, 409 /
- * 503 with `Retry-After`, 400 for a bad key. Registered by the module unless `httpErrors: false`; usable
- * on its own with `app.useGlobalFilters(...)`. In any other context (microservices, WebSockets,
+ * 503 with `Retry-After`, 400 for a bad key. Registered by the module unless `httpErrors: false`. In
+ * any other context (microservices, WebSockets,
  * GraphQL) the typed error goes on unchanged, so callers there can match on its `code`.
  */
 import { type ArgumentsHost, Catch, type ExceptionFilter } from '@nestjs/common';

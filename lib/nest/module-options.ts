@@ -39,7 +39,7 @@ const MODULE_OPTION_NAMES = [
 ];
 
 /** Extras shape the module itself: they go beside the options, never inside what a factory returns. */
-const EXTRAS = ['name', 'httpErrors'];
+export const EXTRAS = ['name', 'httpErrors'];
 
 /** Where the locks live: a store given as is (never closed), or connections the module opens (and closes). */
 export type ModuleConnection =

@@ -22,6 +22,7 @@ import { canConvertWithoutInterceptor, LockHttpErrorsHook } from './lock-http.co
 import { LockHttpErrorsInterceptor } from './lock-http.errors';
 import { LockHttpExceptionFilter } from './lock-http.filter';
 import { LockedMethodsChecker } from './locked-methods.checker';
+import { EXTRAS } from './module-options';
 import { type ContextKind, RedisLockContext } from './redis-lock.context';
 import { RedisLockHealthIndicator } from './redis-lock.health';
 import {
@@ -43,8 +44,7 @@ const ASYNC_KEYS = [
   'useClass',
   'useExisting',
   'provideInjectionTokensFrom',
-  'name',
-  'httpErrors',
+  ...EXTRAS,
 ];
 
 /** Which module a definition is for: names its messages, picks the store, owns an options token. */

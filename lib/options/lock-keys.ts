@@ -17,7 +17,7 @@ export const MAX_KEYS = 1000;
 /**
  * The keys of one call, in canonical order: a string is one key; an array is several (sorted by UTF-16
  * code units, duplicates collapsed), so every caller takes shared keys in the same order. Throws
- * LockKeyError naming the bad element.
+ * LockUsageError (LOCK_INVALID_KEY) naming the bad element.
  */
 export function validateKeys(input: unknown): string[] {
   if (!Array.isArray(input)) return [validateKey(input)];
