@@ -1,8 +1,8 @@
 /**
  * The acquisition machine of one LockService: it opens the store, turns tickets into leases (try once,
  * join the line, claim a reservation, wait for a push), keeps this service's waiters and leases, routes
- * each wake-up to its waiter, remembers the waiters that gave up while Redis was unreachable (orphans),
- * and shuts waiters and leases down. The waiter, the held lease and the multi-key sequence call it
+ * each wake-up to its waiter, takes back what Redis may hold for a call that failed or a waiter that
+ * gave up while Redis was unreachable (take-back.ts), and shuts waiters and leases down. The waiter, the held lease and the multi-key sequence call it
  * directly through the narrow interfaces they declare (WaiterHost, LeaseHost, KeyTaker).
  */
 import { LockAbortedError } from '../errors/lock-aborted.error';
@@ -29,6 +29,7 @@ import type { EngineCall } from './call';
 import { now, validFor } from './clock';
 import { type GrantLinks, HeldLease, type LeaseHost } from './held-lease';
 import { type KeyTaker, takeInOrder } from './key-sequence';
+import { mayHaveRun, TakeBacks } from './take-back';
 import { type Granted, handOnLocally, queueLifetime, Waiter, type WaiterHost } from './waiter';
 
 export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease>, KeyTaker {
@@ -38,7 +39,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
   readonly waitsOnUnreplicated: boolean;
   private readonly waiters = new Map<string, Waiter<HeldLease>>();
   private readonly leases = new Set<HeldLease>();
-  private readonly orphans = new Map<string, LockTicket>();
+  private readonly takeBacks: TakeBacks;
   private readonly admission: Admission;
   private closed = false;
   /** LeaseHost.ownGrants. */
@@ -53,6 +54,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     this.waitsOnUnreplicated = replicas?.unacknowledged === 'requeue';
     this.admission = new Admission(options);
     this.store = openStore(source, options, this);
+    this.takeBacks = new TakeBacks(this.store);
   }
 
   /** When the waiter holding `token` of this service joined its line (for `inspect` and `list`). */
@@ -137,7 +139,7 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     }
     const releases = held.map((lease) => lease.release().catch(() => {}));
     // Cancels and releases need no wake-ups, so the store's wake-up stream closes alongside.
-    await Promise.all([...cancels, ...releases, this.store.close()]);
+    await Promise.all([...cancels, ...releases, this.takeBacks.close(), this.store.close()]);
   }
 
   // WakeHandlers: what the store tells the engine.
@@ -155,12 +157,8 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
       } else waiter.onHead(message.holdMs);
       return;
     }
-    const orphan = this.orphans.get(message.token);
-    if (orphan && message.kind === 'grant') {
-      // Granted to a waiter that gave up while Redis was unreachable: pass the grant on now.
-      this.orphans.delete(message.token);
-      this.store.release(orphan).catch(() => {});
-    }
+    // Granted to a ticket being taken back: pass the grant on now.
+    if (message.kind === 'grant') this.takeBacks.onGrant(message.token);
   }
 
   onResubscribed(): void {
@@ -182,10 +180,9 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     this.waiters.delete(waiter.token);
   }
 
-  /** A waiter gave up but could not leave its queue; remember it until its queue entry expires. */
-  orphan(ticket: LockTicket, lifetime: number): void {
-    this.orphans.set(ticket.token, ticket);
-    setTimeout(() => this.orphans.delete(ticket.token), lifetime).unref();
+  /** A waiter gave up but could not tell Redis: told once it can be, for `lifetime` ms at most. */
+  takeBack(ticket: LockTicket, lifetime: number): void {
+    this.takeBacks.add(ticket, lifetime);
   }
 
   timedOut(waiter: Waiter<HeldLease>, waitedMs: number): LockTimeoutError {
@@ -265,7 +262,11 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     // wait for connections still opening by it). Replicas, whose refused grant puts a waiting call in
     // line, are only on a store whose waiters join at once (take).
     const waitFor = waitTimeout === 0 ? 0 : queueLifetime(waitTimeout, ticket.claimWindow);
-    const reply: AcquireReply = await this.store.acquire(ticket, 'try', waitFor);
+    const reply: AcquireReply = await this.store.acquire(ticket, 'try', waitFor).catch((error: unknown) => {
+      // Its script may have run and granted the lock, the reply lost: given back once Redis hears.
+      if (mayHaveRun(error)) this.takeBack(ticket, ticket.ttl + ticket.claimWindow);
+      throw error;
+    });
     if (reply.granted) {
       const from = reply.from ?? started;
       return this.lease(ticket, reply.fence, from + validFor(this.store, ttl), call, true);

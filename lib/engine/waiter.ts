@@ -42,8 +42,8 @@ export interface WaiterHost<T> {
   readonly waitsOnUnreplicated: boolean;
   register(waiter: Waiter<T>): void;
   unregister(waiter: Waiter<T>): void;
-  /** Remembers a waiter whose cancel failed, so a late grant to it can be passed on. */
-  orphan(ticket: LockTicket, lifetime: number): void;
+  /** A waiter whose cancel failed: cancelled again until Redis hears it, a late grant to it passed on. */
+  takeBack(ticket: LockTicket, lifetime: number): void;
   /**
    * The error of a waiter whose time ran out after `waitedMs`: a refusal for overload if the host cut its
    * wait (its deadline, or its key's standing line), else its own waitTimeout's.
@@ -525,11 +525,12 @@ export class Waiter<T> {
   }
 
   private leave(): void {
-    // Leave the queue; if a grant raced in, Redis passes it on. If Redis cannot be told, a later
-    // grant to this token is passed on when it arrives (or, unconfirmed, expires after a claim window).
+    // Leave the queue; if a grant raced in, Redis passes it on. If Redis cannot be told, it is told
+    // once it can be, until its place in line or a grant whose reply was lost has expired.
+    const { ttl, claimWindow } = this.ticket;
     this.cancelled = this.host.store.cancel(this.ticket).then(
       () => undefined,
-      () => this.host.orphan(this.ticket, Math.max(0, this.timeLeft(now())) + 2 * this.ticket.claimWindow),
+      () => this.host.takeBack(this.ticket, Math.max(this.timeLeft(now()) + claimWindow, ttl) + claimWindow),
     );
   }
 

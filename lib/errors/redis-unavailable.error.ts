@@ -12,3 +12,17 @@ export class RedisUnavailableError extends LockError {
     });
   }
 }
+
+/** Refusals of calls that never left the process (the connection was down): nothing of them ran in Redis. */
+const unsent = new WeakSet<RedisUnavailableError>();
+
+/** Marks `error` as the refusal of a call that was never sent. */
+export function neverSent(error: RedisUnavailableError): RedisUnavailableError {
+  unsent.add(error);
+  return error;
+}
+
+/** False for a call refused before it was sent; otherwise Redis may have run it, its reply lost. */
+export function wasSent(error: RedisUnavailableError): boolean {
+  return !unsent.has(error);
+}

@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { kindRefusal } from '../errors/lock-usage.error';
-import { RedisUnavailableError } from '../errors/redis-unavailable.error';
+import { neverSent, RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { CallDeadlines } from './call-deadlines';
 import type { ConnectionState, Delivered, RedisConnection, Script, ScriptCall } from './connection';
 import { isReplyError, translateRedisError } from './redis-errors';
@@ -171,15 +171,20 @@ export class ScriptRunner<N extends string> {
   ): Promise<T> {
     const state = this.connection.state;
     if (OFFLINE.has(state)) {
-      return Promise.reject(new RedisUnavailableError(`connection is ${this.connection.status}`, key));
+      return Promise.reject(
+        neverSent(new RedisUnavailableError(`connection is ${this.connection.status}`, key)),
+      );
     }
     return new Promise((resolve, reject) => {
-      const deadline = deadlines.start(() =>
-        reject(new RedisUnavailableError(`no reply within ${timeout} ms`, key)),
-      );
+      let sent = false;
+      const deadline = deadlines.start(() => {
+        const error = new RedisUnavailableError(`no reply within ${timeout} ms`, key);
+        reject(sent ? error : neverSent(error));
+      });
       const send = (): void => {
         // A call that already timed out while the client was connecting is never sent.
         if (!deadlines.pending(deadline)) return;
+        sent = true;
         call().then(
           (value) => {
             if (deadlines.settle(deadline)) resolve(value);
@@ -202,7 +207,9 @@ export class ScriptRunner<N extends string> {
       this.whenConnected().then(send, () => {
         if (deadlines.settle(deadline)) {
           reject(
-            new RedisUnavailableError(`could not connect (connection is ${this.connection.status})`, key),
+            neverSent(
+              new RedisUnavailableError(`could not connect (connection is ${this.connection.status})`, key),
+            ),
           );
         }
       });

@@ -1,10 +1,14 @@
-// A waiter's join whose script ran but whose reply was lost on a connection that dropped, which ioredis
-// sends again on its new connection: the line ends as if it had run once, the join keeping its one
-// place. The connection runs through a proxy that reads the commands and drops it while the script is
-// the one left unanswered.
+// A call whose script ran but whose reply was lost on a connection that dropped. ioredis sends it again
+// on its new connection: the line ends as if it had run once, a join keeping its one place. node-redis
+// gives it up and the call fails: what its script took (the lock, or a place in line) is given back once
+// the client has connected again, never left to its ttl. The connection runs through a proxy that reads
+// the commands and drops it while the script is the one left unanswered.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { type Lease, LockService } from '../../lib';
+import { createClient as createClient6 } from 'redis';
+import { createClient as createClient4 } from 'redis-4';
+import { createClient as createClient5 } from 'redis-5';
+import { type Lease, LockService, RedisUnavailableError } from '../../lib';
 import type { RedisClient } from '../../lib/core';
 import { CutProxy } from '../support/cut-proxy';
 import { lockService, outcome, until } from '../support/lock-fixtures';
@@ -75,5 +79,86 @@ describe.each(KINDS)('$kind', ({ permits }) => {
     expect(lease).toBeDefined();
     await (lease as Lease).release();
     expect(await admin().llen(line(key))).toBe(0);
+  });
+});
+
+type NodeRedisClient = ReturnType<typeof createClient4 | typeof createClient5 | typeof createClient6>;
+
+/** A node-redis client through `port` that reconnects at once. */
+async function nodeRedis(client: NodeRedisClient): Promise<Made> {
+  client.on('error', () => {});
+  await client.connect();
+  // node-redis 4 has no destroy(): its disconnect() closes at once.
+  const closing = client as unknown as { destroy?: () => unknown; disconnect(): Promise<unknown> };
+  const close = () => (closing.destroy ? closing.destroy() : closing.disconnect().catch(() => {}));
+  return { client: client as RedisClient, close: () => void close() };
+}
+
+const NODE_REDIS = [
+  {
+    name: 'node-redis 4',
+    connect: (port: number) => nodeRedis(createClient4({ socket: { port, reconnectStrategy: () => 10 } })),
+  },
+  {
+    name: 'node-redis 5',
+    connect: (port: number) => nodeRedis(createClient5({ socket: { port, reconnectStrategy: () => 10 } })),
+  },
+  {
+    name: 'node-redis 6',
+    connect: (port: number) => nodeRedis(createClient6({ socket: { port, reconnectStrategy: () => 10 } })),
+  },
+];
+const owner = (key: string) => `lock:{${key}}`;
+const CALLS = [
+  {
+    call: 'tryAcquire',
+    take: (service: LockService, key: string) => service.tryAcquire(key, { ttl: 60_000 }),
+  },
+  {
+    call: 'acquire',
+    take: (service: LockService, key: string) => service.acquire(key, { ttl: 60_000, waitTimeout: 60_000 }),
+  },
+];
+
+// The lock and the place in line are held for 60 s; each must be free again well before, once the
+// client is back (it reconnects every 10 ms, and a give-back is retried at most 500 ms apart).
+describe.each(NODE_REDIS)('$name: a call whose reply was lost', ({ connect }) => {
+  it.each(CALLS)(
+    '$call on a free lock fails, and its grant is given back once reconnected',
+    async ({ take }) => {
+      const key = fresh('lost-grant');
+      const [service, proxy] = await throughProxy(connect);
+      const dropped = proxy.cutWhilePending(SCRIPT);
+      const attempt = outcome(take(service, key));
+      expect((await dropped).at(-1)).toMatch(SCRIPT);
+      const { error } = await attempt;
+      expect(error).toBeInstanceOf(RedisUnavailableError);
+      await until(
+        () => admin().exists(owner(key)),
+        (held) => held === 0,
+        10_000,
+      );
+      const next = await lockService(server()).tryAcquire(key);
+      expect(next).not.toBeNull();
+      await next?.release();
+    },
+  );
+
+  it('acquire behind a holder fails, and its place in line is given back once reconnected', async () => {
+    const key = fresh('lost-join');
+    const holder = await lockService(server()).acquire(key);
+    const [service, proxy] = await throughProxy(connect);
+    const dropped = proxy.cutWhilePending(SCRIPT);
+    const attempt = outcome(service.acquire(key, { ttl: 60_000, waitTimeout: 60_000 }));
+    expect((await dropped).at(-1)).toMatch(SCRIPT);
+    expect((await attempt).error).toBeInstanceOf(RedisUnavailableError);
+    await until(
+      () => admin().llen(line(key)),
+      (length) => length === 0,
+      10_000,
+    );
+    expect(await admin().get(owner(key))).toBe(holder.token);
+    await holder.release();
+    expect(await admin().exists(owner(key))).toBe(0);
   });
 });

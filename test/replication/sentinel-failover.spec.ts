@@ -61,17 +61,20 @@ const ownerOn = (group: SentinelGroup, port: number, key: string): Promise<strin
   return server.admin((redis) => redis.get(redisKeys(DEFAULT_PREFIX, key).owner));
 };
 
-/** Resolves with `promise`'s outcome, or 'hung' if it has not settled within `ms`. */
-async function settlesWithin<T>(
-  promise: Promise<T>,
-  ms: number,
-): Promise<{ value?: T; error?: unknown } | 'hung'> {
+type Outcome<T> = Awaited<ReturnType<typeof outcome<T>>>;
+
+/**
+ * Resolves with an outcome taken when its call was made, or 'hung' if it has not settled within `ms`. A
+ * caller may be answered with a typed error during the failover, long before the test waits for it:
+ * taken later, that rejection would have had no handler meanwhile, which fails the test.
+ */
+async function settlesWithin<T>(answer: Promise<Outcome<T>>, ms: number): Promise<Outcome<T> | 'hung'> {
   let timer: NodeJS.Timeout | undefined;
   const hung = new Promise<'hung'>((resolve) => {
     timer = setTimeout(() => resolve('hung'), ms);
   });
   try {
-    return await Promise.race([outcome(promise), hung]);
+    return await Promise.race([answer, hung]);
   } finally {
     clearTimeout(timer);
   }
@@ -156,12 +159,14 @@ describe('a SIGKILL of the master under load, with replicas: { count: 1 }', () =
     const holderService = service(group, REPLICAS);
     const holderLease = await holderService.acquire(key, { ttl: 5_000, renew: true });
     let holderDone = false;
-    const holder = workUnder('holder', holderLease, store, ledger, () => holderDone);
+    const holder = outcome(workUnder('holder', holderLease, store, ledger, () => holderDone));
 
     const waiters = Array.from({ length: 4 }, (_, i) =>
-      service(group, REPLICAS)
-        .acquire(key, { ttl: 5_000, renew: true, waitTimeout: 20_000 })
-        .then((lease) => workUnder(`waiter-${i}`, lease, store, ledger, (writes) => writes >= 3)),
+      outcome(
+        service(group, REPLICAS)
+          .acquire(key, { ttl: 5_000, renew: true, waitTimeout: 20_000 })
+          .then((lease) => workUnder(`waiter-${i}`, lease, store, ledger, (writes) => writes >= 3)),
+      ),
     );
     await until(
       () => holderService.inspect(key),
