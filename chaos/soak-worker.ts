@@ -2,7 +2,7 @@
  * One soak process: a LockService shared by many agents that loop over many keys (a few hot ones
  * carry most of the contention), with no faults. On request it reports what could leak: heap after a
  * full GC, active handles and timers, event listeners on its Redis connections, and the sizes of the
- * service's own bookkeeping (waiters, leases, orphans; private fields, read for the test only).
+ * service's own bookkeeping (waiters, leases, tickets taken back; private fields, read for the test only).
  */
 import Redis from 'ioredis';
 import { LockError, LockService } from '../lib';
@@ -66,7 +66,7 @@ function sample(): Record<string, unknown> {
     engine: {
       waiters: Map<unknown, unknown>;
       leases: Set<unknown>;
-      orphans: Map<unknown, unknown>;
+      takeBacks: { pending: Map<unknown, unknown> };
       // The Redis store's wake-up subscription (lib/store/redis-store.ts): the client library's own
       // connection inside it (lib/clients/ioredis/ioredis-connection.ts).
       store: { wake: { subscriber?: { connection?: NodeJS.EventEmitter } } };
@@ -85,7 +85,7 @@ function sample(): Record<string, unknown> {
     processListeners: process.eventNames().reduce((n, name) => n + process.listenerCount(name), 0),
     waiters: engine.waiters.size,
     leases: engine.leases.size,
-    orphans: engine.orphans.size,
+    takenBack: engine.takeBacks.pending.size,
     running: chain.running.size,
     ops,
     outcomes: { ...outcomes },

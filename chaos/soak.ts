@@ -15,7 +15,7 @@
  *     calls in flight (one sample may catch up to 8 fewer than the next), while a process makes about
  *     100,000 calls, so even one handle leaked per 10,000 calls would add more;
  *   - listeners on the Redis connections and on `process`: constant;
- *   - service bookkeeping: waiters and leases <= agents, orphans 0;
+ *   - service bookkeeping: waiters and leases <= agents, no ticket left to take back;
  *   - pub/sub: one channel per LockService with one subscriber each; clients: 2 per process, constant;
  *   - progress in every interval, no untyped error, no unhandled rejection;
  *   - at the end, each process closes its LockService and exits by itself; every key has a TTL.
@@ -228,7 +228,7 @@ async function main(): Promise<number> {
       listeners: [...listenerValues],
       waitersMax: maxOf('waiters'),
       leasesMax: maxOf('leases'),
-      orphansMax: maxOf('orphans'),
+      takenBackMax: maxOf('takenBack'),
       ops: stopped[p]?.ops,
       outcomes: stopped[p]?.outcomes,
     };
@@ -243,7 +243,7 @@ async function main(): Promise<number> {
       fail(`process ${p}: listener counts changed: ${[...listenerValues].join(', ')}`);
     if (maxOf('waiters') > cfg.agents || maxOf('leases') > cfg.agents)
       fail(`process ${p}: bookkeeping above agents`);
-    if (maxOf('orphans') > 0) fail(`process ${p}: orphans kept (${maxOf('orphans')})`);
+    if (maxOf('takenBack') > 0) fail(`process ${p}: tickets left to take back (${maxOf('takenBack')})`);
     const untyped = (stopped[p]?.outcomes as Record<string, number> | undefined)?.UNTYPED ?? 0;
     if (untyped > 0) fail(`process ${p}: ${untyped} untyped errors`);
   }
