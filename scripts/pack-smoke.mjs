@@ -2,7 +2,8 @@
 // Proves the PACKED package works in real consumer applications, outside this repository:
 //   1. `npm pack` the built package and check what the tarball holds (dist JS + typings, README, CHANGELOG,
 //      docs/, LICENSE; no sources, tests, benchmarks, sample or Lua files: the Lua is embedded in the JS),
-//      and that every relative link of its Markdown reaches a file (and heading) inside it.
+//      that every relative link of its Markdown reaches a file (and heading) inside it, and that the
+//      Markdown names no path of the repository that does not ship.
 //   2. A Nest 12 ES-module app (`"type": "module"`, `import` of the CommonJS build) and
 //   3. a Nest 11 CommonJS app (`require`), each installed from the tarball in a temp dir, once with
 //      ioredis alone and once with node-redis (`redis` 6 and 5) alone (the module connects with
@@ -183,7 +184,7 @@ async function pack() {
     if (file.endsWith('.ts') && !file.endsWith('.d.ts')) problems.push(`TypeScript source ${file}`);
     if (file.endsWith('.lua')) problems.push(`Lua file ${file} (the build embeds the Lua in JS)`);
   }
-  problems.push(...brokenLinks(files));
+  problems.push(...brokenLinks(files), ...repositoryPaths(files));
   if (problems.length) throw new Error(`tarball ${info.filename}:\n  ${[...new Set(problems)].join('\n  ')}`);
   return { tarball: join(tmp, info.filename), files: files.length, size: info.size };
 }
@@ -209,6 +210,24 @@ function brokenLinks(files) {
         problems.push(`${file}: link ${target} reaches ${resolved}, which is not in the package`);
       } else if (anchor && resolved.endsWith('.md') && !anchors.get(resolved).has(anchor)) {
         problems.push(`${file}: link ${target}: ${resolved} has no heading #${anchor}`);
+      }
+    }
+  }
+  return problems;
+}
+
+/**
+ * The shipped Markdown names only what ships: a path into the repository's test/, bench/, chaos/,
+ * scripts/ or sample/ means nothing to a reader of the package (CONTRIBUTING.md, which does not ship,
+ * has them).
+ */
+function repositoryPaths(files) {
+  const problems = [];
+  for (const file of files.filter((name) => name.endsWith('.md'))) {
+    const lines = readFileSync(join(root, file), 'utf8').split('\n');
+    for (const [at, line] of lines.entries()) {
+      for (const [path] of line.matchAll(/(?<![\w./-])(?:test|bench|chaos|scripts|sample)\/[\w./-]*/g)) {
+        problems.push(`${file}:${at + 1} names ${path}, which is not in the package`);
       }
     }
   }
