@@ -130,6 +130,10 @@ export default {
   globalSetup: '<rootDir>/test/support/worker-bundles.mjs',
   globalTeardown: '<rootDir>/test/support/worker-bundles.teardown.mjs',
   testTimeout: 60_000,
+  // CI names the file: its log ends with every failed test, whichever jest run it was in.
+  reporters: process.env.LOCK_TEST_FAILURE_LOG
+    ? ['default', '<rootDir>/test/support/failure-log-reporter.mjs']
+    : ['default'],
   projects: [
     {
       ...common,
