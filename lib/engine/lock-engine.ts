@@ -2,8 +2,9 @@
  * The acquisition machine of one LockService: it opens the store, turns tickets into leases (try once,
  * join the line, claim a reservation, wait for a push), keeps this service's waiters and leases, routes
  * each wake-up to its waiter, takes back what Redis may hold for a call that failed or a waiter that
- * gave up while Redis was unreachable (take-back.ts), and shuts waiters and leases down. The waiter, the held lease and the multi-key sequence call it
- * directly through the narrow interfaces they declare (WaiterHost, LeaseHost, KeyTaker).
+ * gave up while Redis was unreachable (take-back.ts), and shuts waiters and leases down. The waiter,
+ * the held lease and the multi-key sequence call it directly through the narrow interfaces they declare
+ * (WaiterHost, LeaseHost, KeyTaker).
  */
 import { LockAbortedError } from '../errors/lock-aborted.error';
 import { LockServiceClosedError } from '../errors/lock-service-closed.error';
@@ -123,7 +124,10 @@ export class LockEngine implements WakeHandlers, LeaseHost, WaiterHost<HeldLease
     return this.wait(ticket, started, call, 'join', onQueued, !wakeReady);
   }
 
-  /** Stops new work, ends the waiters, lets `settle` run (the grace period), then loses and releases every lease. */
+  /**
+   * Stops new work, ends the waiters, lets `settle` run (the grace period), then loses and releases
+   * every lease.
+   */
   async close(settle: () => Promise<void>): Promise<void> {
     this.closed = true;
     const cancels = [...this.waiters.values()].map((waiter) => waiter.close());

@@ -41,12 +41,10 @@ export class TakeBacks {
     this.schedule(entry, RETRY_MIN_MS);
   }
 
-  /** A grant pushed to `token`: if it is taken back, it is passed on now; true if it was. */
-  onGrant(token: string): boolean {
+  /** A grant pushed to `token`: if it is taken back, it is passed on now. */
+  onGrant(token: string): void {
     const entry = this.pending.get(token);
-    if (!entry) return false;
-    this.attempt(entry, RETRY_MIN_MS);
-    return true;
+    if (entry) this.attempt(entry, RETRY_MIN_MS);
   }
 
   /** One last attempt for each ticket still held, then no more retries. */
