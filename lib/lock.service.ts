@@ -272,7 +272,10 @@ export class LockService {
       await held.release().catch(() => {});
       throw lost;
     }
-    await held.release();
+    // A lease lost as its release went out is reported as the loss it was, not as a release refused.
+    await held.release().catch((error: unknown) => {
+      throw held.lossReason ?? error;
+    });
     return result;
   }
 

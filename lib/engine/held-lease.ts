@@ -228,6 +228,7 @@ export class HeldLease implements OwnedLease {
   async release(): Promise<void> {
     if (this.unanswered) await this.unanswered;
     if (this.state === 'released') return;
+    const wasHeld = this.state === 'held';
     const validTo = this.validUntil - this.margin();
     // Not while a transfer is on its way: the lock's name in Redis is about to change.
     const handOff = this.state === 'held' && this.followers.length > 0 && !this.recording && now() < validTo;
@@ -252,7 +253,32 @@ export class HeldLease implements OwnedLease {
         .catch(this.releaseFailed);
       if (this.host.ownGrants !== grants) await nextHolderFirst();
     }
-    if (!ok) throw new LockNotHeldError(this.key, 'release');
+    if (!ok) {
+      if (wasHeld) this.lostOnItsWay();
+      throw new LockNotHeldError(this.key, 'release');
+    }
+  }
+
+  /**
+   * A release that found the lock no longer ours, from a lease this process still counted as held: it
+   * was lost, most often as its ttl ran out while the release was on its way (Redis expired the key
+   * between the send and the script). The loss is recorded so that `using`, whose work is done, reports
+   * it as it reports a loss seen sooner.
+   */
+  private lostOnItsWay(): void {
+    const ranOut = now() >= this.validUntil - this.margin();
+    this.lostReason = ranOut
+      ? new LockLostError(
+          this.key,
+          this.renew ? 'renewal-failed' : 'ttl-elapsed',
+          'its ttl ran out before its release reached Redis',
+        )
+      : new LockLostError(
+          this.key,
+          'key-missing',
+          'its release found the lock no longer its own in Redis (evicted, deleted, or released by an operator)',
+        );
+    this.controller?.abort(this.lostReason);
   }
 
   /** releaseLater for a lease handed on locally records the hand-off first: Redis knows the lock by name. */

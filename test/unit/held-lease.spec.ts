@@ -1,12 +1,15 @@
 // A held lease alone, on the in-memory store: renewal keeps a short lease held, a lease that is not
 // renewed is lost at its ttl (its signal aborts), maxHold ends renewal, minHold keeps a released lock
-// held, and a released lease refuses extend. Fast, no Redis; the times are the lease's own promises,
-// with leases long enough (300 ms, renewed every 100) that a busy machine's event loop delays do not
-// lose them first.
+// held, a released lease refuses extend, and a lease whose ttl ran out as its release went out is
+// reported lost. Fast, no Redis; the times are the lease's own promises, with leases long enough
+// (300 ms, renewed every 100) that a busy machine's event loop delays do not lose them first.
 import { describe, expect, it } from '@jest/globals';
+import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { LockNotHeldError } from '../../lib/errors/lock-not-held.error';
+import { LockService } from '../../lib/lock.service';
+import { MemoryLockBackend } from '../../lib/store/memory-store';
 import { sleep } from '../support/event-loop';
-import { call, engine } from './engine-fixtures';
+import { call, engine, wrappedBackend } from './engine-fixtures';
 
 describe('HeldLease on the memory store', () => {
   it('a renewed 300 ms lease is still held, by the same token, after 1 s', async () => {
@@ -79,5 +82,35 @@ describe('HeldLease on the memory store', () => {
     await lease?.release();
     await expect(lease?.extend()).rejects.toBeInstanceOf(LockNotHeldError);
     await expect(lease?.release()).resolves.toBeUndefined();
+  });
+
+  it('a lease whose ttl runs out while its release is on its way: using rejects with LockLostError, release() with LockNotHeldError', async () => {
+    const memory = new MemoryLockBackend();
+    // The release reaches the store only once the store itself has let the key go: as a release that
+    // left just before the lease's end reaches Redis just after it.
+    const late = wrappedBackend(memory, (store) => ({
+      release: async (...args: Parameters<typeof store.release>) => {
+        while ((await store.inspect(args[0].key)).owner !== null) await new Promise((r) => setImmediate(r));
+        return store.release(...args);
+      },
+    }));
+    const locks = new LockService(late);
+    const outcome = <T>(promise: Promise<T>) =>
+      promise.then(
+        (value) => ({ value, error: undefined }),
+        (error: unknown) => ({ value: undefined, error }),
+      );
+    try {
+      const used = await outcome(locks.using('k', (lease) => lease.token, { ttl: 50, renew: false }));
+      expect(used.error).toBeInstanceOf(LockLostError);
+      expect((used.error as LockLostError).reason).toBe('ttl-elapsed');
+      // The lease's own release, called by hand, answers as documented; its signal tells the loss.
+      const lease = await locks.acquire('k2', { ttl: 50, renew: false });
+      const released = await outcome(lease.release());
+      expect(released.error).toBeInstanceOf(LockNotHeldError);
+      expect(lease.signal.reason).toBeInstanceOf(LockLostError);
+    } finally {
+      await locks.close();
+    }
   });
 });
