@@ -6,6 +6,7 @@
 import { type LockLossReason, LockLostError } from '../errors/lock-lost.error';
 import { LockNotHeldError } from '../errors/lock-not-held.error';
 import { LockNotReplicatedError } from '../errors/lock-not-replicated.error';
+import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import './dispose-symbol';
 import type { Lease } from '../lease';
 import type { ExtendOutcome, HandedOn, LockStore, LockTicket, Successor } from '../store/lock-store';
@@ -36,6 +37,8 @@ export interface LeaseHost {
   follow(next: Successor, holdMs: number): void;
   /** This service's waiters for `key` ask Redis where they stand (a grant to one may have been missed). */
   recheck(key: string): void;
+  /** Cancels `ticket` in Redis until Redis confirms it, for `lifetime` ms at most (take-back.ts). */
+  takeBack(ticket: LockTicket, lifetime: number): void;
 }
 
 /** How a lease was granted beyond its fence and validity: its followers, and how it was handed on locally. */
@@ -297,6 +300,13 @@ export class HeldLease implements OwnedLease {
    */
   private readonly releaseFailed = (error: unknown): never => {
     this.host.recheck(this.key);
+    // Unsent, or lost on its way with its connection (node-redis sends nothing again): the lock may still
+    // be held in Redis, under the token Redis knows it by, until the ttl it was last given: Redis has
+    // let it go one ttl after its validity here at the latest.
+    if (error instanceof RedisUnavailableError) {
+      const lifetime = Math.max(this.validUntil - now(), 0) + this.ttl;
+      this.host.takeBack(this.handedOn?.from ?? this.ticket, lifetime);
+    }
     throw error;
   };
 

@@ -1,7 +1,7 @@
 // A call whose script ran but whose reply was lost on a connection that dropped. ioredis sends it again
 // on its new connection: the line ends as if it had run once, a join keeping its one place. node-redis
-// gives it up and the call fails: what its script took (the lock, or a place in line) is given back once
-// the client has connected again, never left to its ttl. The connection runs through a proxy that reads
+// gives it up and the call fails: what its script took (the lock, or a place in line), or a lock whose
+// release was lost, is given back once the client has connected again, never left to its ttl. The connection runs through a proxy that reads
 // the commands and drops it while the script is the one left unanswered.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
@@ -143,6 +143,21 @@ describe.each(NODE_REDIS)('$name: a call whose reply was lost', ({ connect }) =>
       await next?.release();
     },
   );
+
+  it('release() whose command was lost with its connection fails, and the lock is given back once reconnected', async () => {
+    const key = fresh('lost-release');
+    const [service, proxy] = await throughProxy(connect);
+    const lease = await service.acquire(key, { ttl: 60_000 });
+    const dropped = proxy.cutBefore(SCRIPT);
+    const released = outcome(lease.release());
+    await dropped;
+    expect((await released).error).toBeInstanceOf(RedisUnavailableError);
+    await until(
+      () => admin().exists(owner(key)),
+      (held) => held === 0,
+      10_000,
+    );
+  });
 
   it('acquire behind a holder fails, and its place in line is given back once reconnected', async () => {
     const key = fresh('lost-join');
