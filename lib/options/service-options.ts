@@ -54,8 +54,9 @@ export interface LockServiceOptions {
    */
   shed?: boolean;
   /**
-   * With several independent Redis masters (Redlock) only: the longest wait for one node's reply, in ms,
-   * well below the ttl, so a slow or stopped node costs a grant little of its validity. Default 100.
+   * With several independent Redis masters (Redlock) only: the least wait for one node's reply, in ms,
+   * well below the ttl, so a stopped node costs a grant little of its validity. A node whose replies
+   * have been slower is waited for longer, up to 4 times this. Default 100.
    */
   nodeTimeout?: number;
   /**

@@ -1,8 +1,9 @@
 /**
- * Times out script calls without a timer per call. Every call gets the same timeout, so deadlines come
- * in call order: a FIFO of the calls in flight and one timer for the oldest are enough. Replies on one
- * connection come back in order, so a call that settles is nearly always at the head, and the queue
- * stays as long as the number of calls in flight.
+ * Times out script calls without a timer per call. Deadlines come in call order (every call gets the
+ * same timeout, or one that changes slowly and never puts a deadline before an earlier one's): a FIFO of
+ * the calls in flight and one timer for the oldest are enough. Replies on one connection come back in
+ * order, so a call that settles is nearly always at the head, and the queue stays as long as the number
+ * of calls in flight.
  *
  * The timer is unref'd and left running when the queue empties (it then stops by itself): a steady
  * stream of calls sets it about once per timeout instead of once per call, and an idle service holds
@@ -26,13 +27,21 @@ export class CallDeadlines {
   private head = 0;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly timeout: number) {}
+  /** The latest deadline given: a timeout that shrinks never puts a call's deadline before an earlier one's. */
+  private last = 0;
+
+  /** `timeout`, ms: fixed, or read for each call (a quorum node's follows its replies: reply-pace.ts). */
+  constructor(private readonly timeout: number | (() => number)) {}
 
   /** Starts one call's clock: `expire` runs once, unless `settle` is called within the timeout. */
   start(expire: () => void): Deadline {
-    const deadline: Deadline = { at: now() + this.timeout, expire };
+    const time = now();
+    const timeout = typeof this.timeout === 'number' ? this.timeout : this.timeout();
+    // Deadlines stay in call order, so the queue's head is always the first due.
+    this.last = Math.max(time + timeout, this.last);
+    const deadline: Deadline = { at: this.last, expire };
     this.queue.push(deadline);
-    if (this.timer === undefined) this.arm(this.timeout);
+    if (this.timer === undefined) this.arm(deadline.at - time);
     return deadline;
   }
 

@@ -17,6 +17,7 @@ import {
   quorumVoteLua,
 } from './lua/scripts.generated';
 import type { ExtendOutcome, LockSnapshot } from './replies';
+import { ReplyPace } from './reply-pace';
 import { CONNECTING, ScriptRunner, type ScriptSource } from './script-runner';
 
 type QuorumScript = 'vote' | 'commit' | 'release' | 'extend' | 'restore' | 'inspect';
@@ -45,13 +46,18 @@ export type Vote = { serverUs: number } & (
 export class QuorumNode {
   readonly name: string;
   private readonly runner: ScriptRunner<QuorumScript>;
+  /** How long this node's replies are waited for. */
+  readonly pace: ReplyPace;
 
+  /** `timeout`: the least a reply is waited for; longer while this node's replies are slower, up to `cap`. */
   constructor(
     readonly connection: RedisConnection,
     timeout: number,
+    cap = timeout,
   ) {
     this.name = connection.name;
-    this.runner = new ScriptRunner(connection, timeout, SOURCES);
+    this.pace = new ReplyPace(timeout, Math.max(timeout, cap));
+    this.runner = new ScriptRunner(connection, timeout, SOURCES, this.pace);
   }
 
   /**

@@ -5,11 +5,13 @@
  * single-server protocol (LockScripts) and each node of a quorum (QuorumNode).
  */
 import { createHash } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { kindRefusal } from '../errors/lock-usage.error';
 import { neverSent, RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { CallDeadlines } from './call-deadlines';
 import type { ConnectionState, Delivered, RedisConnection, Script, ScriptCall } from './connection';
 import { isReplyError, translateRedisError } from './redis-errors';
+import type { ReplyPace } from './reply-pace';
 
 export interface ScriptSource {
   lua: string;
@@ -67,10 +69,15 @@ export class ScriptRunner<N extends string> {
   private readonly loaded = new Set<N>();
   private detachReady: (() => void) | undefined;
 
+  /**
+   * `pace`: the timeout follows the replies (a quorum node's, reply-pace.ts), `commandTimeout` being its
+   * least; without it, every call has `commandTimeout`.
+   */
   constructor(
     private readonly connection: RedisConnection,
     private readonly commandTimeout: number,
     sources: Record<N, ScriptSource>,
+    private readonly pace?: ReplyPace,
   ) {
     const calls = {} as Record<N, ScriptCall>;
     const scripts = {} as Record<N, Script>;
@@ -82,13 +89,23 @@ export class ScriptRunner<N extends string> {
     }
     this.calls = calls;
     this.scripts = scripts;
-    this.deadlines = new CallDeadlines(commandTimeout);
+    this.deadlines = new CallDeadlines(pace ? () => pace.timeout : commandTimeout);
   }
 
   /** Sends one script call (one EVALSHA), failing fast and typed as `send` says. */
   run(name: N, key: string, args: (string | number)[]): Promise<unknown> {
     const call = this.calls[name];
-    return this.send(key, this.deadlines, this.commandTimeout, () => call(args));
+    const { pace } = this;
+    if (!pace) return this.send(key, this.deadlines, this.commandTimeout, () => call(args));
+    return this.send(key, this.deadlines, pace.timeout, () => {
+      const sent = performance.now();
+      const reply = call(args);
+      reply.then(
+        () => pace.sample(performance.now() - sent),
+        () => {},
+      );
+      return reply;
+    });
   }
 
   /**

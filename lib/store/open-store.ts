@@ -43,7 +43,16 @@ export function openStore(
   }
   switch (source.kind) {
     case 'quorum':
-      return new QuorumLockStore(source.quorum, { prefix, instanceName, nodeTimeout }, handlers);
+      return new QuorumLockStore(
+        source.quorum,
+        {
+          prefix,
+          instanceName,
+          nodeTimeout,
+          nodeTimeoutCap: nodeTimeoutCap(nodeTimeout, options.defaults.ttl),
+        },
+        handlers,
+      );
     case 'redis':
       return new RedisLockStore(
         source.redis,
@@ -53,4 +62,13 @@ export function openStore(
     default:
       return source.backend.openStore(handlers, instanceName);
   }
+}
+
+/**
+ * A quorum node's reply is waited for longer while its replies are slow (a busy machine), up to 4 times
+ * nodeTimeout, and never past a third of the default ttl: a grant takes two rounds to the nodes and must
+ * still be valid after them.
+ */
+function nodeTimeoutCap(nodeTimeout: number, ttl: number): number {
+  return Math.max(nodeTimeout, Math.min(4 * nodeTimeout, Math.floor(ttl / 3)));
 }

@@ -52,8 +52,10 @@ export interface QuorumStoreOptions {
   prefix: string;
   /** Put before the random id in tokens (LockServiceOptions.instanceName). */
   instanceName?: string;
-  /** Longest wait for one node's reply, ms: well below the ttl. */
+  /** The least wait for one node's reply, ms: well below the ttl. */
   nodeTimeout: number;
+  /** The longest it grows to while a node's replies are slow (reply-pace.ts), ms. */
+  nodeTimeoutCap?: number;
 }
 
 type Result<T> = { ok: true; value: T } | { ok: false; reason: string };
@@ -96,7 +98,9 @@ export class QuorumLockStore implements LockStore {
   ) {
     this.instanceId = storeInstanceId(options.instanceName);
     this.instance = this.instanceId;
-    this.nodes = clients.map((client) => new QuorumNode(connectionOf(client), options.nodeTimeout));
+    this.nodes = clients.map(
+      (client) => new QuorumNode(connectionOf(client), options.nodeTimeout, options.nodeTimeoutCap),
+    );
     this.majority = Math.floor(clients.length / 2) + 1;
     this.handoffs = new QuorumHandoffs(
       clients.length,
