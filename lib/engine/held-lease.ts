@@ -271,11 +271,7 @@ export class HeldLease implements OwnedLease {
   private lostOnItsWay(): void {
     const ranOut = now() >= this.validUntil - this.margin();
     this.lostReason = ranOut
-      ? new LockLostError(
-          this.key,
-          this.renew ? 'renewal-failed' : 'ttl-elapsed',
-          'its ttl ran out before its release reached Redis',
-        )
+      ? new LockLostError(this.key, ...this.expiry())
       : new LockLostError(
           this.key,
           'key-missing',
@@ -425,13 +421,16 @@ export class HeldLease implements OwnedLease {
   }
 
   private expire(): void {
-    if (!this.confirmed) {
-      this.lose('grant-unconfirmed', 'the grant could not be confirmed before its claim window ended');
-    } else if (this.renew) {
-      this.lose('renewal-failed', 'renewal could not be confirmed by Redis before the lease expired');
-    } else {
-      this.lose('ttl-elapsed', 'its ttl ran out before it was released (use renew: true or extend())');
-    }
+    this.lose(...this.expiry());
+  }
+
+  /** Why a lease whose validity ran out was lost, and what to say of it. */
+  private expiry(): [LockLossReason, string] {
+    if (!this.confirmed)
+      return ['grant-unconfirmed', 'the grant could not be confirmed before its claim window ended'];
+    if (this.renew)
+      return ['renewal-failed', 'renewal could not be confirmed by Redis before the lease expired'];
+    return ['ttl-elapsed', 'its ttl ran out before it was released (use renew: true or extend())'];
   }
 
   private scheduleRenewal(delay: number): void {

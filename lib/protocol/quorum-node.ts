@@ -46,8 +46,6 @@ export type Vote = { serverUs: number } & (
 export class QuorumNode {
   readonly name: string;
   private readonly runner: ScriptRunner<QuorumScript>;
-  /** How long this node's replies are waited for. */
-  readonly pace: ReplyPace;
 
   /** `timeout`: the least a reply is waited for; longer while this node's replies are slower, up to `cap`. */
   constructor(
@@ -56,8 +54,7 @@ export class QuorumNode {
     cap = timeout,
   ) {
     this.name = connection.name;
-    this.pace = new ReplyPace(timeout, Math.max(timeout, cap));
-    this.runner = new ScriptRunner(connection, timeout, SOURCES, this.pace);
+    this.runner = new ScriptRunner(connection, timeout, SOURCES, new ReplyPace(timeout, cap));
   }
 
   /**

@@ -15,7 +15,7 @@ export class ReplyPace {
   private smoothed: number | undefined;
   private deviation = 0;
 
-  /** `floor`: the configured timeout; `cap`: the longest the timeout may grow to. */
+  /** `floor`: the configured timeout, never gone below; `cap`: the longest the timeout may grow to. */
   constructor(
     readonly floor: number,
     readonly cap: number,
@@ -24,7 +24,7 @@ export class ReplyPace {
   /** The timeout in force, ms. */
   get timeout(): number {
     if (this.smoothed === undefined) return this.floor;
-    return Math.min(this.cap, Math.max(this.floor, Math.ceil(this.smoothed + 4 * this.deviation)));
+    return Math.max(this.floor, Math.min(this.cap, Math.ceil(this.smoothed + 4 * this.deviation)));
   }
 
   /** A reply came `ms` after its call was sent (in time or not). */

@@ -67,8 +67,8 @@ export function openStore(
 /**
  * A quorum node's reply is waited for longer while its replies are slow (a busy machine), up to 4 times
  * nodeTimeout, and never past a third of the default ttl: a grant takes two rounds to the nodes and must
- * still be valid after them.
+ * still be valid after them (nodeTimeout itself is checked to be within that third).
  */
 function nodeTimeoutCap(nodeTimeout: number, ttl: number): number {
-  return Math.max(nodeTimeout, Math.min(4 * nodeTimeout, Math.floor(ttl / 3)));
+  return Math.min(4 * nodeTimeout, Math.floor(ttl / 3));
 }
