@@ -224,22 +224,25 @@ async function startSentinels(
     }
     const started: SentinelProcess[] = [];
     // '+monitor master' is logged once the config is loaded and the port is listening.
-    const start = async (i: number, configFile: string): Promise<SentinelProcess> => {
-      const child = await launch(specs[i].port, ['--sentinel'], { configFile, readyLine: '+monitor master' });
+    const configFile = (i: number) => join(dir, `sentinel-${i}.conf`);
+    const start = async (i: number): Promise<SentinelProcess> => {
+      const child = await launch(specs[i].port, ['--sentinel'], {
+        configFile: configFile(i),
+        readyLine: '+monitor master',
+      });
       return { port: specs[i].port, kill: () => terminate(child, 'SIGKILL') };
     };
     try {
       for (const [i, spec] of specs.entries()) {
-        const configFile = join(dir, `sentinel-${i}.conf`);
-        await writeFile(configFile, config(spec, specs));
-        started.push(await start(i, configFile));
+        await writeFile(configFile(i), config(spec, specs));
+        started.push(await start(i));
       }
       // A Redis 8.0 sentinel was seen never to link to a peer its config names that was not listening yet
       // when it started (Redis 7.0's did, later): each one started before the last starts again, now
       // that all of them listen.
       for (let i = 0; i < started.length - 1; i++) {
         await started[i].kill();
-        started[i] = await start(i, join(dir, `sentinel-${i}.conf`));
+        started[i] = await start(i);
       }
       return started;
     } catch (error) {
