@@ -467,7 +467,9 @@ export class Waiter<T> {
     // of a millisecond early: never give up before the full waitTimeout has passed.
     const time = now();
     if (time >= waiter.deadline) {
-      waiter.expire(time);
+      // Its first call unanswered: its reply may be read in this turn of the loop, after the timers.
+      if (waiter.unheard) setImmediate(Waiter.expireNow, waiter);
+      else waiter.expire(time);
       return;
     }
     if (time >= waiter.recheckAt - 1) {
@@ -483,6 +485,15 @@ export class Waiter<T> {
     waiter.check();
   }
 
+  private static expireNow<T>(this: void, waiter: Waiter<T>): void {
+    if (!waiter.settled) waiter.expire(now());
+  }
+
+  /** Its first call is still on its way: Redis has not answered it at all yet. */
+  private get unheard(): boolean {
+    return this.state.is === 'calling' && this.state.first;
+  }
+
   /**
    * A call whose deadline cut its wait (to the deadline less the key's usual hold, or shorter while its
    * line stands) reads a grant after that wait ran out: its work would end too late for a caller gone or
@@ -496,8 +507,25 @@ export class Waiter<T> {
 
   private expire(time: number): void {
     const waited = Math.round(time - this.started);
-    const error = this.lastError instanceof LockError ? this.lastError : this.host.timedOut(this, waited);
-    this.fail(error);
+    if (this.lastError instanceof LockError) {
+      this.fail(this.lastError);
+      return;
+    }
+    const timedOut = this.host.timedOut(this, waited);
+    // Kept out by no holder: Redis never answered (stalled, or its client reconnecting or following a
+    // new master), and a 409 for a lock nobody was seen to hold would send the caller the wrong way.
+    if (this.unheard && timedOut.retryAfterMs === undefined) {
+      this.fail(
+        new RedisUnavailableError(
+          `no reply to the call within its waitTimeout of ${this.call.options.waitTimeout} ms (the server ` +
+            'is stalled, or the client is reconnecting or following a new master; nothing showed the lock ' +
+            'held)',
+          this.key,
+        ),
+      );
+      return;
+    }
+    this.fail(timedOut);
   }
 
   private win(grant: Granted): void {

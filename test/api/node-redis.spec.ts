@@ -46,6 +46,20 @@ describe('the lock on node-redis', () => {
     expect(isRedisClient({})).toBe(false);
   });
 
+  it('a wait a stalled server never answered ends as RedisUnavailableError, and leaves nothing held', async () => {
+    const { locks } = onNodeRedis();
+    await (await locks.acquire('warm')).release();
+    server().pause();
+    const stalled = outcome(locks.acquire('stalled-node-redis', { waitTimeout: 300 }));
+    const result = await stalled.finally(() => server().resume());
+    expect(result.error).toBeInstanceOf(RedisUnavailableError);
+    expect((result.error as Error).message).toMatch(/no reply to the call within its waitTimeout/);
+    await until(
+      () => locks.inspect('stalled-node-redis'),
+      (info) => !info.held && info.queueLength === 0,
+    );
+  });
+
   it('a client that was never connected fails each call at once, saying to connect it', async () => {
     const client = createClient({ url: server().url });
     const locks = new LockService(client);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { FencedStore, RedisUnavailableError } from '../../lib/core';
+import { FencedStore, LockTimeoutError, RedisUnavailableError } from '../../lib/core';
 import { sleep, watchEventLoop } from '../support/event-loop';
 import { listening, lockService, outcome, until } from '../support/lock-fixtures';
 import { useRedis } from '../support/redis-server';
@@ -72,6 +72,27 @@ describe('Redis unreachable', () => {
       loop.stop();
       server().resume();
     }
+  });
+
+  it('a wait that Redis never answered ends as unavailable, not as a lock somebody holds', async () => {
+    const locks = lockService(server());
+    await (await locks.acquire('warm')).release();
+    const holder = await locks.acquire('held');
+    // The contrast: a holder seen by Redis keeps the lock, so the wait ends with LockTimeoutError.
+    await expect(locks.acquire('held', { waitTimeout: 200 })).rejects.toBeInstanceOf(LockTimeoutError);
+    await holder.release();
+    server().pause();
+    const result = await outcome(locks.acquire('stalled', { waitTimeout: 300 })).finally(() =>
+      server().resume(),
+    );
+    expect(result.error).toBeInstanceOf(RedisUnavailableError);
+    expect((result.error as Error).message).toMatch(/no reply to the call within its waitTimeout of 300 ms/);
+    // Its join ran once the server woke: what it took is given back, the lock is free and nobody is in line.
+    await until(
+      () => locks.inspect('stalled'),
+      (info) => !info.held && info.queueLength === 0,
+    );
+    await (await locks.acquire('stalled', { waitTimeout: 1_000 })).release();
   });
 
   it('waiters fail at once when the application ends the client, though the wake-up connection is still up', async () => {
