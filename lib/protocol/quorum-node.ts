@@ -23,9 +23,9 @@ import { CONNECTING, ScriptRunner, type ScriptSource } from './script-runner';
 type QuorumScript = 'vote' | 'commit' | 'release' | 'extend' | 'restore' | 'inspect';
 
 const SOURCES: Record<QuorumScript, ScriptSource> = {
-  vote: { lua: quorumVoteLua, keys: 4 },
+  vote: { lua: quorumVoteLua, keys: 5 },
   commit: { lua: quorumCommitLua, keys: 4 },
-  release: { lua: quorumReleaseLua, keys: 4 },
+  release: { lua: quorumReleaseLua, keys: 5 },
   extend: { lua: extendLua, keys: 1 },
   restore: { lua: quorumRestoreLua, keys: 1 },
   inspect: { lua: quorumInspectLua, keys: 3 },
@@ -35,6 +35,8 @@ const SOURCES: Record<QuorumScript, ScriptSource> = {
 const waitersKey = (keys: RedisKeys): string => `${keys.owner}:w`;
 /** The same waiters in line (a sorted set, scored by the arrival each caller sent). */
 const lineKey = (keys: RedisKeys): string => `${keys.owner}:l`;
+/** The caller a release here last handed the lock to, for that hand-off's claim window. */
+const handedKey = (keys: RedisKeys): string => `${keys.owner}:h`;
 
 /** A node's vote: granted with a fence floor, or refused because `owner` holds the lock here for `pttl`
  * more ms (`first`: the caller is first in this node's line); `serverUs`: the node's clock, µs. */
@@ -78,7 +80,10 @@ export class QuorumNode {
    * `arrival`: when the caller started waiting, the same for every node (orders the line).
    */
   async vote(keys: RedisKeys, token: string, ttl: number, waitFor: number, arrival: number): Promise<Vote> {
-    const args = [keys.owner, keys.fence, waitersKey(keys), lineKey(keys), token, ttl, waitFor, arrival];
+    const args = [
+      ...[keys.owner, keys.fence, waitersKey(keys), lineKey(keys), handedKey(keys)],
+      ...[token, ttl, waitFor, arrival],
+    ];
     const reply = (await this.runner.run('vote', keys.lock, args)) as [number, number, ...unknown[]];
     if (reply[0] === 1) return { voted: true, floor: reply[1], serverUs: Number(reply[2]) };
     const [, pttl, owner, first, serverUs] = reply as [number, number, string, number, number];
@@ -115,7 +120,7 @@ export class QuorumNode {
     retention: number,
   ): Promise<boolean> {
     const args = [
-      ...[keys.owner, waitersKey(keys), lineKey(keys), keys.fence],
+      ...[keys.owner, waitersKey(keys), lineKey(keys), keys.fence, handedKey(keys)],
       ...[token, channelPrefix, leaving ? '1' : '0', String(fence), retention],
     ];
     return (await this.runner.run('release', keys.lock, args)) === 1;

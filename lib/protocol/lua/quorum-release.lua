@@ -8,8 +8,11 @@
 -- for the claim window counted from the earliest these nodes can have handed it over; it then confirms
 -- with a renewal. Callers that cannot, commit it (quorum-commit.lua) or vote again. After a failed attempt (the
 -- caller still waits) the node is only freed: handing it on would only start another attempt that
--- fails while someone else holds a majority.
--- KEYS[1] owner, KEYS[2] waiters, KEYS[3] line, KEYS[4] fence
+-- fails while someone else holds a majority. But not a hold this node handed the caller: the caller
+-- may already count that hand-off towards a majority (its message can reach it after the attempt
+-- that failed started), so the node keeps it for the hand-off's claim window, as it announced.
+-- KEYS[1] owner, KEYS[2] waiters, KEYS[3] line, KEYS[4] fence, KEYS[5] the caller last handed the lock
+-- here, for its claim window
 -- ARGV[1] token, ARGV[2] wake channel prefix (a waiter of service I is told on prefix .. I),
 -- ARGV[3] "1" when the caller leaves, "0" after a failed attempt (it waits on),
 -- ARGV[4] the caller's fence (0 if it held no lease), ARGV[5] how long a fence is kept, ms
@@ -21,6 +24,7 @@ if leaving then
   redis.call('ZREM', KEYS[3], ARGV[1])
 end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if not leaving and redis.call('GET', KEYS[5]) == ARGV[1] then return 1 end
 redis.call('DEL', KEYS[1])
 if not leaving then return 1 end
 local t = redis.call('TIME')
@@ -36,6 +40,7 @@ for _ = 1, 16 do
   if expires > now_ms and redis.call('PUBSUB', 'NUMSUB', channel)[2] > 0 then
     local claim = tonumber(string.match(head, '~(%d+)$')) or 1000
     redis.call('SET', KEYS[1], head, 'PX', claim)
+    redis.call('SET', KEYS[5], head, 'PX', claim)
     redis.call('ZREM', KEYS[3], head)
     redis.call('ZREM', KEYS[2], head)
     local fence = math.max(tonumber(redis.call('GET', KEYS[4]) or '0'), tonumber(ARGV[4])) + 1

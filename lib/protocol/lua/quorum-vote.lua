@@ -1,12 +1,14 @@
 -- quorum-vote.lua: one node's vote for a grant of a lock kept on a quorum of independent masters
 -- (Redlock; lib/store/quorum-store.ts). The node takes the lock for the caller if it is free here, or
--- already the caller's (a repeated vote, or a hand-off from quorum-release.lua: either way the hold is
--- renewed to the full ttl), and says the lowest fence it could issue next. A caller that will wait is
+-- already the caller's (a repeated vote: the hold is renewed to the full ttl; a hand-off from
+-- quorum-release.lua keeps the claim window it announced, which a failed attempt does not give back,
+-- until a commit renews it), and says the lowest fence it could issue next. A caller that will wait is
 -- put in line here: the line is ordered by the caller's arrival time, which the caller sends the same
 -- to every node, so that the nodes agree on who is next without talking to each other.
 -- KEYS[1] owner "<prefix>{<key>}", KEYS[2] fence "<prefix>{<key>}:fence",
 -- KEYS[3] waiters "<prefix>{<key>}:w" (scored by when each entry expires, ms),
--- KEYS[4] line "<prefix>{<key>}:l" (scored by arrival)
+-- KEYS[4] line "<prefix>{<key>}:l" (scored by arrival), KEYS[5] the caller a release here last handed
+-- the lock to "<prefix>{<key>}:h" (quorum-release.lua)
 -- ARGV[1] token, ARGV[2] ttl ms, ARGV[3] how long a waiter stays in line (0: a try, not put in line), ms,
 -- ARGV[4] arrival: when the caller started waiting (its clock, ms; only compared with other callers')
 -- Returns {1, floor, now}   voted: the caller holds the lock on this node for ttl; floor = max(last
@@ -36,6 +38,8 @@ if current and current ~= ARGV[1] then
   end
   return {0, redis.call('PTTL', KEYS[1]), current, first, now_us}
 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if current ~= ARGV[1] or redis.call('GET', KEYS[5]) ~= ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+end
 local last = tonumber(redis.call('GET', KEYS[2]) or '0')
 return {1, math.max(last + 1, now_us), now_us}
