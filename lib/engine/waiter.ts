@@ -19,14 +19,15 @@ import { LockShedError } from '../errors/lock-shed.error';
 import type { LockTimeoutError } from '../errors/lock-timeout.error';
 import { RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { MAX_MS } from '../options/option-checks';
-import type {
-  AcquireMode,
-  AcquireReply,
-  HandedOn,
-  JoinDoor,
-  LockStore,
-  LockTicket,
-  Successor,
+import {
+  type AcquireMode,
+  type AcquireReply,
+  CLOCK_RATE_DRIFT,
+  type HandedOn,
+  type JoinDoor,
+  type LockStore,
+  type LockTicket,
+  type Successor,
 } from '../store/lock-store';
 import type { EngineCall } from './call';
 import { now, safetyMargin, validFor } from './clock';
@@ -228,8 +229,9 @@ export class Waiter<T> {
     }
     const window = this.ticket.claimWindow;
     // The end of the grant's reservation, at the earliest, on the local clock: its server time less the
-    // bound on (server - local) from this waiter's round trips, less 0.1 % of the wait for drift and 1 ms.
-    const validUntil = serverMs - this.offsetBound - (received - this.started) / 1000 - 1 + window;
+    // bound on (server - local) from this waiter's round trips, less the drift the wait allows and 1 ms.
+    const drift = (received - this.started) * CLOCK_RATE_DRIFT;
+    const validUntil = serverMs - this.offsetBound - drift - 1 + window;
     if (!this.host.startsOnPush || received >= validUntil - safetyMargin(window)) {
       this.askLate();
       return;

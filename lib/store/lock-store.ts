@@ -30,6 +30,14 @@ export function safetyMargin(ttl: number): number {
   return Math.min(Math.ceil(ttl / 10), 250);
 }
 
+/**
+ * How far the rate of a Redis server's clock may stray from this process' monotonic clock: 1 %. A bound
+ * relating the two loosens by this share of the time since it was taken, and a quorum's validity
+ * allows as much of the ttl for the nodes' expiry clocks. A clock slewed faster (as a time daemon may
+ * while it corrects a large offset) is outside what the lock assumes.
+ */
+export const CLOCK_RATE_DRIFT = 0.01;
+
 /** One caller's claim on one lock: issued by the store, passed back with each call about it. */
 export interface LockTicket {
   /** The lock key, as the caller gave it. */

@@ -12,7 +12,7 @@
  * tens of ms, and each premature try costs a command on every node that handed the lock.
  */
 import { performance } from 'node:perf_hooks';
-import type { WakeMessage } from './lock-store';
+import { CLOCK_RATE_DRIFT, type WakeMessage } from './lock-store';
 import { claimWindowOf } from './token';
 
 /** How long a hand-off no waiter asked about is remembered, ms (late messages of one already served). */
@@ -104,12 +104,12 @@ export class QuorumHandoffs {
   }
 
   /**
-   * An upper bound of (node clock − this clock) at `at`, ms: the least seen, loosened by 0.1 % of the
-   * time since it was seen, for clocks that run at slightly different rates.
+   * An upper bound of (node clock − this clock) at `at`, ms: the least seen, loosened by CLOCK_RATE_DRIFT
+   * of the time since it was seen.
    */
   private offsetBound(index: number, at: number): number {
     const best = this.offsets[index];
-    return best ? best.value + Math.max(0, at - best.at) / 1000 : Number.POSITIVE_INFINITY;
+    return best ? best.value + Math.max(0, at - best.at) * CLOCK_RATE_DRIFT : Number.POSITIVE_INFINITY;
   }
 
   private open(token: string): Entry {

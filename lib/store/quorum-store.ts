@@ -35,6 +35,7 @@ import { CONNECTING } from '../protocol/script-runner';
 import {
   type AcquireMode,
   type AcquireReply,
+  CLOCK_RATE_DRIFT,
   type ExtendOutcome,
   type KeyList,
   type LockSnapshot,
@@ -124,7 +125,7 @@ export class QuorumLockStore implements LockStore {
 
   /** Clock drift allowed between the nodes and this process while a lease is held: 1 % of ttl + 2 ms. */
   validityDrift(ttl: number): number {
-    return Math.floor(ttl / 100) + 2;
+    return Math.ceil(ttl * CLOCK_RATE_DRIFT) + 2;
   }
 
   async acquire(ticket: LockTicket, asked: AcquireMode, queueTtl: number): Promise<AcquireReply> {

@@ -67,6 +67,31 @@ describe('quorum hand-offs', () => {
     h.clear();
   });
 
+  it('nodes whose clocks ran up to 1 % fast since their bounds were taken: the grant ends by the holds', () => {
+    const wakes: WakeMessage[] = [];
+    const h = new QuorumHandoffs(
+      NODES,
+      MAJORITY,
+      () => 2,
+      (m) => wakes.push(m),
+      HANDED_WAIT,
+    );
+    // Each node's clock bounded 10 s ago (as the same as this one's); since then it ran 0.9 % fast, so
+    // it reads 90 ms ahead now. Each hands the lock over now: its hold ends a claim window from now.
+    const at = performance.now();
+    const ELAPSED = 10_000;
+    for (let node = 0; node < NODES; node += 1) h.observeClock(node, (at - ELAPSED) * 1000, at - ELAPSED);
+    const token = lockToken('svc', 4, CLAIM);
+    const nodeClock = at + 0.009 * ELAPSED;
+    for (let node = 0; node < MAJORITY; node += 1)
+      h.onMessage(node, `${token} 8 ${Math.round(nodeClock * 1000)}`);
+    const grant = wakes.find((wake) => wake.kind === 'grant');
+    if (grant?.kind !== 'grant') throw new Error('a majority handed over: a grant');
+    // The wake says when the holds began, on this clock (the waiter adds the claim window).
+    expect(grant.serverMs + CLAIM).toBeLessThanOrEqual(at + CLAIM);
+    h.clear();
+  });
+
   it('nodes that disagree on the fence are no grant', async () => {
     const { h, wakes } = handoffs();
     const token = lockToken('svc', 3, CLAIM);

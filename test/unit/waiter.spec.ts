@@ -12,8 +12,10 @@ import { LockTimeoutError } from '../../lib/errors/lock-timeout.error';
 import { RedisUnavailableError } from '../../lib/errors/redis-unavailable.error';
 import type { AcquireOptions } from '../../lib/options/call-options';
 import { resolveServiceOptions } from '../../lib/options/service-options';
+import type { LockBackend, LockStore, WakeMessage } from '../../lib/store/lock-store';
 import { MemoryLockBackend } from '../../lib/store/memory-store';
 import { deferred } from '../support/deferred';
+import { sleep } from '../support/event-loop';
 import { call, engine, wrappedBackend } from './engine-fixtures';
 
 function waiter(locks: LockEngine, key: string, options?: AcquireOptions): Waiter<HeldLease> {
@@ -99,6 +101,41 @@ async function wonWithRecheckHeldBack() {
   await holder?.release();
   return { locks, observer, gate, lease: await waiting };
 }
+
+describe('a pushed grant, when the server clock runs fast', () => {
+  it('is started on with no more validity than its reservation has, the clock 0.9 % fast through the wait', async () => {
+    const memory = new MemoryLockBackend();
+    const since = now();
+    // The server's clock as this process would read it: 0.9 % fast since `since` (the lock allows 1 %).
+    const fast = (ms: number): number => ms + (ms - since) * 0.009;
+    const pushed: number[] = [];
+    const backend: LockBackend = {
+      openStore: (handlers, name) => {
+        const onWake = (message: WakeMessage): void => {
+          if (message.kind !== 'grant') return handlers.onWake(message);
+          pushed.push(message.serverMs);
+          handlers.onWake({ ...message, serverMs: fast(message.serverMs) });
+        };
+        const store = memory.openStore({ ...handlers, onWake }, name);
+        const acquire: LockStore['acquire'] = async (...args) => {
+          const reply = await store.acquire(...args);
+          return { ...reply, serverMs: fast(reply.serverMs) };
+        };
+        return Object.assign(Object.create(store) as LockStore, { acquire });
+      },
+    };
+    const locks = engine({ claimWindow: 1_000 }, backend);
+    const held = await engine({}, memory).takeOne('k', call());
+    const waiting = locks.takeOne('k', call({ waitTimeout: 10_000 }));
+    expect((await locks.store.inspect('k')).queueLength).toBe(1);
+    await sleep(2_000); // the hold: the time over which the clocks drift apart
+    await held?.release();
+    const lease = (await waiting) as unknown as { validUntil: number; confirmed: boolean };
+    expect(lease.confirmed).toBe(false);
+    // Its reservation ends a claim window after the grant, on the server's true clock (this one's).
+    expect(lease.validUntil).toBeLessThanOrEqual(pushed[0] + 1_000);
+  });
+});
 
 describe('a grant that reaches a waiter after it gave up', () => {
   it('is released, when the waiter could not leave the line (its cancel failed)', async () => {
