@@ -16,7 +16,8 @@ const MAJORITY = 3;
 const HANDED_WAIT = 1_000;
 const CLAIM = 2_000;
 
-const handoffs = () => {
+/** Hand-offs whose nodes' clocks were bounded `ago` ms before `at` (now), as the same as this one's. */
+const handoffs = (ago = 0, at = performance.now()) => {
   const wakes: WakeMessage[] = [];
   const h = new QuorumHandoffs(
     NODES,
@@ -25,9 +26,7 @@ const handoffs = () => {
     (m) => wakes.push(m),
     HANDED_WAIT,
   );
-  // Each node's clock, bounded from a reply: the same as this one's here.
-  for (let node = 0; node < NODES; node += 1)
-    h.observeClock(node, performance.now() * 1000, performance.now());
+  for (let node = 0; node < NODES; node += 1) h.observeClock(node, (at - ago) * 1000, at - ago);
   return { h, wakes };
 };
 
@@ -68,19 +67,11 @@ describe('quorum hand-offs', () => {
   });
 
   it('nodes whose clocks ran up to 1 % fast since their bounds were taken: the grant ends by the holds', () => {
-    const wakes: WakeMessage[] = [];
-    const h = new QuorumHandoffs(
-      NODES,
-      MAJORITY,
-      () => 2,
-      (m) => wakes.push(m),
-      HANDED_WAIT,
-    );
-    // Each node's clock bounded 10 s ago (as the same as this one's); since then it ran 0.9 % fast, so
-    // it reads 90 ms ahead now. Each hands the lock over now: its hold ends a claim window from now.
+    // Each node's clock bounded 10 s ago; since then it ran 0.9 % fast, so it reads 90 ms ahead now.
+    // Each hands the lock over now: its hold ends a claim window from now.
     const at = performance.now();
     const ELAPSED = 10_000;
-    for (let node = 0; node < NODES; node += 1) h.observeClock(node, (at - ELAPSED) * 1000, at - ELAPSED);
+    const { h, wakes } = handoffs(ELAPSED, at);
     const token = lockToken('svc', 4, CLAIM);
     const nodeClock = at + 0.009 * ELAPSED;
     for (let node = 0; node < MAJORITY; node += 1)
