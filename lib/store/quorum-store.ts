@@ -46,6 +46,7 @@ import {
   type WakeHandlers,
 } from './lock-store';
 import { QuorumHandoffs } from './quorum-handoffs';
+import { type Owed, QuorumTakeBacks } from './quorum-take-backs';
 import { storeInstanceId, ticketFields } from './token';
 
 export interface QuorumStoreOptions {
@@ -84,6 +85,8 @@ export class QuorumLockStore implements LockStore {
   private readonly arrivals = new WeakMap<LockTicket, number>();
   /** What the nodes announce about hand-offs to this service's waiters. */
   private readonly handoffs: QuorumHandoffs;
+  /** Releases and cancels a node has not answered yet, sent to it again until it does. */
+  readonly takeBacks: QuorumTakeBacks;
   private subscribers: Subscriber[] = [];
   private subscribing: Promise<void> | undefined;
   private subscribed = false;
@@ -109,6 +112,11 @@ export class QuorumLockStore implements LockStore {
     );
     this.channelPrefix = wakeChannelPrefix(options.prefix);
     this.channel = this.channelPrefix + this.instanceId;
+    this.takeBacks = new QuorumTakeBacks(
+      this.nodes.length,
+      (i, owed) => this.releaseOn(this.nodes[i], owed.ticket, true, owed.fence),
+      now,
+    );
   }
 
   /** A quorum has no semaphores (yet): a lock held on a majority is one owner's. */
@@ -345,6 +353,7 @@ export class QuorumLockStore implements LockStore {
     this.subscribers = [];
     // Dropped, not quit: a node that does not answer must not hold the shutdown.
     for (const sub of subscribers) sub.drop();
+    await this.takeBacks.close();
   }
 
   /**
@@ -415,16 +424,27 @@ export class QuorumLockStore implements LockStore {
     only: readonly QuorumNode[] = this.nodes,
     fence = 0,
   ): Promise<number> {
-    const keys = redisKeys(this.options.prefix, ticket.key);
-    const retention = Math.max(FENCE_RETENTION_MS, ticket.ttl);
     const results = await this.gather(
-      (node) => node.release(keys, ticket.token, this.channelPrefix, leaving, fence, retention),
+      (node) => this.releaseOn(node, ticket, leaving, fence),
       undefined,
       only,
     );
+    if (leaving) {
+      // A node that did not answer may still hold the lock or the place for the caller, until its ttl.
+      const owed: Owed = { ticket, fence, until: now() + ticket.ttl + ticket.claimWindow };
+      for (const node of only) {
+        const i = this.nodes.indexOf(node);
+        if (!results[i]?.ok) this.takeBacks.add(i, owed);
+      }
+    }
     const released = results.filter((r) => r?.ok && r.value).length;
     if (released === 0) this.assertAnswered(results, ticket.key);
     return released;
+  }
+  private releaseOn(node: QuorumNode, ticket: LockTicket, leaving: boolean, fence: number): Promise<boolean> {
+    const keys = redisKeys(this.options.prefix, ticket.key);
+    const retention = Math.max(FENCE_RETENTION_MS, ticket.ttl);
+    return node.release(keys, ticket.token, this.channelPrefix, leaving, fence, retention);
   }
 
   /**
