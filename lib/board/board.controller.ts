@@ -23,6 +23,7 @@ import {
   UseGuards,
 } from '@nestjs/common';
 import { LockUsageError } from '../errors/lock-usage.error';
+import { quote } from '../errors/log-text';
 import { BoardData, type BoardLock, type BoardView } from './board-data';
 import { BOARD_OPTIONS, BoardGuard } from './board-guard';
 import type { ResolvedBoardOptions } from './board-options';
@@ -105,7 +106,7 @@ export function boardController(path: string): Type<unknown> {
     @Header('Cache-Control', 'no-store')
     async one(@Param('key') key: string): Promise<BoardLock> {
       const lock = await clientErrors(() => this.board.lock(key));
-      if (!lock) throw new NotFoundException(`No live lock "${key}": nobody holds it or waits for it.`);
+      if (!lock) throw new NotFoundException(`No live lock ${quote(key)}: nobody holds it or waits for it.`);
       return lock;
     }
 
@@ -131,7 +132,7 @@ export function boardController(path: string): Type<unknown> {
       }
       const released = await clientErrors(() => this.board.forceRelease(key, token));
       this.logger.warn(
-        `Forced release of lock ${JSON.stringify(key)} held by ${token}: ${released ? 'released' : 'it did not hold it'}`,
+        `Forced release of lock ${quote(key)} held by ${quote(token)}: ${released ? 'released' : 'it did not hold it'}`,
       );
       return { released };
     }

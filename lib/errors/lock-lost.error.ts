@@ -1,4 +1,5 @@
 import { LockError } from './lock.error';
+import { quote } from './log-text';
 
 /**
  * Why a held lease was lost, for code that reacts differently (alert on `key-missing`, which under
@@ -39,7 +40,7 @@ export class LockLostError extends LockError {
     // At maxHold the lock is still held, for a while: the work is told to stop, not that it overlapped.
     const consequence =
       reason === 'max-hold' ? 'Stop the work now' : 'Work done under it is no longer exclusive';
-    super('LOCK_LOST', `Lock "${key}" was lost: ${detail}. ${consequence}.`, {
+    super('LOCK_LOST', `Lock ${quote(key)} was lost: ${detail}. ${consequence}.`, {
       key,
       cause,
     });

@@ -1,3 +1,4 @@
+import { quote } from './log-text';
 import { RedisUnavailableError } from './redis-unavailable.error';
 
 /** What a `replicas` acknowledgement was asked for: a grant (or confirmed hand-off), or a renewal. */
@@ -33,7 +34,7 @@ export class LockNotReplicatedError extends RedisUnavailableError {
     super(
       detail ??
         `${acknowledged} of the ${required} replicas asked for (replicas.count) acknowledged ${what} of ` +
-          `"${key}" within ${timeout} ms${after}. Check the replicas' links to the master ` +
+          `${quote(key)} within ${timeout} ms${after}. Check the replicas' links to the master ` +
           '(INFO replication), or lower replicas.count',
       key,
     );

@@ -1,4 +1,5 @@
 import { LockTimeoutError } from './lock-timeout.error';
+import { quote } from './log-text';
 
 /**
  * The call was turned away at the door, unqueued: more callers were in line than it could wait through,
@@ -21,7 +22,7 @@ export class LockShedError extends LockTimeoutError {
       key,
       0,
       { retryAfterMs: retryAfter },
-      `Lock "${key}" was not waited for: ${inLine} callers were in line, about ${perPlace} ms each here, ` +
+      `Lock ${quote(key)} was not waited for: ${inLine} callers were in line, about ${perPlace} ms each here, ` +
         `more than this call could wait through (${waitMs} ms). It was turned away at once, without ` +
         `queueing; the line should clear in about ${retryAfter} ms. Retry then, give the call a longer ` +
         'wait, or take load off this key.',

@@ -1,4 +1,5 @@
 import { LockError } from './lock.error';
+import { quote } from './log-text';
 
 /** Why a call with a `deadline` stopped waiting before its waitTimeout. */
 export interface DeadlineShortfall {
@@ -45,7 +46,7 @@ export class LockTimeoutError extends LockError {
 function message(key: string, waitedMs: number, overload: OverloadRefusal | undefined): string {
   if (!overload) {
     return (
-      `Lock "${key}" was not granted within ${waitedMs} ms: another holder kept it. ` +
+      `Lock ${quote(key)} was not granted within ${waitedMs} ms: another holder kept it. ` +
       'Raise waitTimeout, shorten the critical section, or use tryAcquire to skip instead of waiting.'
     );
   }
@@ -53,7 +54,7 @@ function message(key: string, waitedMs: number, overload: OverloadRefusal | unde
   const retry = `Its line should clear in about ${retryAfterMs} ms: retry then`;
   if (!deadline) {
     return (
-      `Lock "${key}" was not granted within ${waitedMs} ms: its line is standing (the key gets more calls ` +
+      `Lock ${quote(key)} was not granted within ${waitedMs} ms: its line is standing (the key gets more calls ` +
       `than it can serve), so this call's wait was cut from its waitTimeout of ${waitTimeout} ms and it was ` +
       `turned away for overload, not kept out by one holder. ${retry}, or take load off this key.`
     );
@@ -61,12 +62,12 @@ function message(key: string, waitedMs: number, overload: OverloadRefusal | unde
   const { leftMs, holdMs } = deadline;
   if (leftMs <= 0) {
     return (
-      `Lock "${key}" was not asked for: the call's deadline had passed ${-leftMs} ms before it, so it was ` +
+      `Lock ${quote(key)} was not asked for: the call's deadline had passed ${-leftMs} ms before it, so it was ` +
       `turned away for overload. Nothing was sent to Redis; answer the caller now. ${retry} with a later deadline.`
     );
   }
   return (
-    `Lock "${key}" was not granted in time for the call's deadline: ${leftMs} ms were left, and a hold ` +
+    `Lock ${quote(key)} was not granted in time for the call's deadline: ${leftMs} ms were left, and a hold ` +
     `of this key takes about ${holdMs} ms here, so it stopped waiting after ${waitedMs} ms and was turned ` +
     `away for overload (the result would have come too late). Answer the caller now. ${retry}, or give ` +
     'it a later deadline.'

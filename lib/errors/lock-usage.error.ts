@@ -1,4 +1,5 @@
 import { LockError } from './lock.error';
+import { quote, quoteList } from './log-text';
 
 /** What a usage error is about. */
 export type LockUsageCode =
@@ -67,9 +68,8 @@ export class LockUsageError extends LockError {
  * keeps multi-key locks free of deadlock; this request could wait for a caller that waits for it.
  */
 export function orderError(key: string, held: readonly string[]): LockUsageError {
-  const shown = held.length > 5 ? `${held.slice(0, 5).join('", "')}", …` : `${held.join('", "')}"`;
   return new LockUsageError(
-    `Lock "${key}" sorts before "${shown} already held by this call chain: taking it now could deadlock ` +
+    `Lock ${quote(key)} sorts before ${quoteList(held)} already held by this call chain: taking it now could deadlock ` +
       'with a caller that takes them in order. Take every key in one call (acquire([...]), using([...]) or ' +
       '@Locked([...])), or take this key first.',
     { code: 'LOCK_ORDER', key, held },
@@ -92,7 +92,7 @@ export function kindError(key: string, found: LockKindName, asked: LockKindName)
       ? "Give every caller of a read-write lock a mode (its writers mode: 'write')"
       : 'Use the same permits everywhere';
   return new LockUsageError(
-    `"${key}" is ${kindText(found)} where it is held or waited for, and this call asks for ` +
+    `${quote(key)} is ${kindText(found)} where it is held or waited for, and this call asks for ` +
       `${kindText(asked)}: every caller of one key must use the same kind of lock. ${advice}, or give the ` +
       'two kinds of lock different keys.',
     { code: 'LOCK_KIND', key, found, asked },
@@ -102,7 +102,7 @@ export function kindError(key: string, found: LockKindName, asked: LockKindName)
 /** A call chain that holds a key for reading asks to write it: it would wait for its own read. */
 export function upgradeError(key: string): LockUsageError {
   return new LockUsageError(
-    `"${key}" is held for reading by this call chain, which now asks to write it: an upgrade would wait ` +
+    `${quote(key)} is held for reading by this call chain, which now asks to write it: an upgrade would wait ` +
       "for its own read to end. Take it with mode: 'write' from the start (a writer may also read), or " +
       'release the read first.',
     { code: 'LOCK_KIND', key, found: 'read', asked: 'write' },

@@ -4,6 +4,7 @@
  * connection attempt). This class is the whole single-server Redis protocol seen from Node.
  */
 import { LockNotReplicatedError, type ReplicatedWrite } from '../errors/lock-not-replicated.error';
+import { quote } from '../errors/log-text';
 import type { RedisConnection } from './connection';
 import type { RedisKeys } from './keys';
 import {
@@ -316,7 +317,7 @@ export class LockScripts {
 
   private refusal(key: string, write: ReplicatedWrite, acked: Acknowledged): LockNotReplicatedError {
     const { count, timeout } = this.ack as ReplicaAck;
-    const what = `${write === 'grant' ? 'the grant' : 'the renewal'} of "${key}"`;
+    const what = `${write === 'grant' ? 'the grant' : 'the renewal'} of ${quote(key)}`;
     const released = write === 'grant' ? ', so it was released' : '';
     const detail = acked.reconnected
       ? `the connection to Redis dropped before the replicas acknowledged ${what} (a failover, or a ` +

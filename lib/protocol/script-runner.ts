@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { kindRefusal } from '../errors/lock-usage.error';
+import { quote } from '../errors/log-text';
 import { neverSent, RedisUnavailableError } from '../errors/redis-unavailable.error';
 import { CallDeadlines } from './call-deadlines';
 import type { ConnectionState, Delivered, RedisConnection, Script, ScriptCall } from './connection';
@@ -264,7 +265,7 @@ function scriptRefusal(error: unknown, key: string): Error {
 const lockRejection =
   (key: string) =>
   (message: string): string =>
-    `Redis rejected a lock command for "${key}": ${message}` +
+    `Redis rejected a lock command for ${quote(key)}: ${message}` +
     (message.startsWith('WRONGTYPE')
       ? '. A key of the lock is used by something else: delete it, or give the locks their own prefix'
       : '');

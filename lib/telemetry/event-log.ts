@@ -11,6 +11,7 @@
  */
 import { LockShedError } from '../errors/lock-shed.error';
 import { LockTimeoutError } from '../errors/lock-timeout.error';
+import { quote, quoteList } from '../errors/log-text';
 import type { LockEvent } from './lock-events';
 import type { LockLogger } from './telemetry-options';
 
@@ -72,7 +73,7 @@ export function loggedEvents(logger: LockLogger, own?: (event: LockEvent) => voi
     timer = undefined;
     for (const [name, entry] of pending) {
       const line = summary(entry);
-      if (line) write('warn', `Lock "${name}" (${listKeys(entry)}): ${line}`);
+      if (line) write('warn', `Lock ${quote(name)} (${listKeys(entry)}): ${line}`);
     }
     if (others > 0) {
       write(
@@ -101,11 +102,11 @@ export function loggedEvents(logger: LockLogger, own?: (event: LockEvent) => voi
         // A summary still to come must not keep the process alive.
         timer.unref();
       }
-      write('warn', `Lock "${event.name}" (${event.keys.join(', ')}): ${warningText(refusal, event)}`);
+      write('warn', `Lock ${quote(event.name)} (${quoteList(event.keys)}): ${warningText(refusal, event)}`);
       return;
     }
     entry.counts[refusal] += 1;
-    const keys = event.keys.join(', ');
+    const keys = quoteList(event.keys);
     if (entry.keys.has(keys)) return;
     if (entry.keys.size < LISTED_KEYS) entry.keys.add(keys);
     else entry.moreKeys = true;
@@ -116,7 +117,7 @@ export function loggedEvents(logger: LockLogger, own?: (event: LockEvent) => voi
     else if (event.kind === 'lost') {
       write(
         'error',
-        `Lock "${event.name}" (${event.keys.join(', ')}) lost after ${Math.round(event.heldMs ?? 0)} ms: ${(event.error as Error | undefined)?.message ?? event.reason}`,
+        `Lock ${quote(event.name)} (${quoteList(event.keys)}) lost after ${Math.round(event.heldMs ?? 0)} ms: ${(event.error as Error | undefined)?.message ?? event.reason}`,
       );
     }
     own?.(event);

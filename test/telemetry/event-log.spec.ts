@@ -50,7 +50,7 @@ describe('a warning says why the call was not granted', () => {
     const { lines, logger } = capture();
     loggedEvents(logger)(timeout('order:<0>', 'order:1', shed('order:1')));
     expect(lines).toEqual([
-      'warn Lock "order:<0>" (order:1): turned away at the door, unqueued: 12 callers were in line, ' +
+      'warn Lock "order:<0>" ("order:1"): turned away at the door, unqueued: 12 callers were in line, ' +
         'more than it could wait through; the line should clear in about 240 ms',
     ]);
     expect(lines[0]).not.toContain('not granted within');
@@ -63,10 +63,10 @@ describe('a warning says why the call was not granted', () => {
     log(timeout('b', 'b:1', timedOut('b:1', 0, { deadline: { leftMs: -5, holdMs: 30 } })));
     log(timeout('c', 'c:1', timedOut('c:1', 0, { deadline: { leftMs: -5, holdMs: 30 }, retryAfterMs: 60 })));
     expect(lines).toEqual([
-      'warn Lock "a" (a:1): stopped waiting after 80 ms, cut by the call\'s deadline: 100 ms were left ' +
+      'warn Lock "a" ("a:1"): stopped waiting after 80 ms, cut by the call\'s deadline: 100 ms were left ' +
         'and a hold takes about 30 ms',
-      'warn Lock "b" (b:1): not asked for: the call\'s deadline had passed 5 ms before',
-      'warn Lock "c" (c:1): not asked for: the call\'s deadline had passed 5 ms before; retry in about 60 ms',
+      'warn Lock "b" ("b:1"): not asked for: the call\'s deadline had passed 5 ms before',
+      'warn Lock "c" ("c:1"): not asked for: the call\'s deadline had passed 5 ms before; retry in about 60 ms',
     ]);
   });
 
@@ -74,14 +74,14 @@ describe('a warning says why the call was not granted', () => {
     const { lines, logger } = capture();
     loggedEvents(logger)(timeout('o', 'o:1', timedOut('o:1', 150, { retryAfterMs: 400 }), 150));
     expect(lines).toEqual([
-      'warn Lock "o" (o:1): stopped waiting after 150 ms, cut for overload; retry in about 400 ms',
+      'warn Lock "o" ("o:1"): stopped waiting after 150 ms, cut for overload; retry in about 400 ms',
     ]);
   });
 
   it('a wait that ran out its waitTimeout', () => {
     const { lines, logger } = capture();
     loggedEvents(logger)(timeout('w', 'w:1', waitedOut('w:1'), 100.4));
-    expect(lines).toEqual(['warn Lock "w" (w:1): not granted within 100 ms']);
+    expect(lines).toEqual(['warn Lock "w" ("w:1"): not granted within 100 ms']);
   });
 });
 
@@ -95,7 +95,7 @@ describe('warnings of one lock are summarised', () => {
     jest.advanceTimersByTime(WARNING_SUMMARY_MS);
     expect(lines).toHaveLength(2);
     expect(lines[1]).toBe(
-      'warn Lock "order:<0>" (order:1): 99 more calls not granted in the last 10 s: 99 turned away at the door',
+      'warn Lock "order:<0>" ("order:1"): 99 more calls not granted in the last 10 s: 99 turned away at the door',
     );
     expect(jest.getTimerCount()).toBe(0);
   });
@@ -110,7 +110,7 @@ describe('warnings of one lock are summarised', () => {
     for (let i = 0; i < 3; i++) log(timeout('order:<0>', `order:${3 + i}`, waitedOut('order:3'), 100));
     jest.advanceTimersByTime(WARNING_SUMMARY_MS);
     expect(lines[1]).toBe(
-      'warn Lock "order:<0>" (order:1, order:2, order:3, …): 52 more calls not granted in the last 10 s: ' +
+      'warn Lock "order:<0>" ("order:1", "order:2", "order:3", …): 52 more calls not granted in the last 10 s: ' +
         '37 turned away at the door, 12 cut by their deadline, 3 ran out their waitTimeout',
     );
   });
@@ -124,13 +124,13 @@ describe('warnings of one lock are summarised', () => {
       log(timeout('b', 'b:1', waitedOut('b:1'), 100));
     }
     expect(lines).toEqual([
-      expect.stringMatching(/^warn Lock "a" \(a:1\): turned away at the door/),
-      'warn Lock "b" (b:1): not granted within 100 ms',
+      expect.stringMatching(/^warn Lock "a" \("a:1"\): turned away at the door/),
+      'warn Lock "b" ("b:1"): not granted within 100 ms',
     ]);
     jest.advanceTimersByTime(WARNING_SUMMARY_MS);
     expect(lines.slice(2)).toEqual([
-      'warn Lock "a" (a:1): 4 more calls not granted in the last 10 s: 4 turned away at the door',
-      'warn Lock "b" (b:1): 4 more calls not granted in the last 10 s: 4 ran out their waitTimeout',
+      'warn Lock "a" ("a:1"): 4 more calls not granted in the last 10 s: 4 turned away at the door',
+      'warn Lock "b" ("b:1"): 4 more calls not granted in the last 10 s: 4 ran out their waitTimeout',
     ]);
   });
 
@@ -162,7 +162,7 @@ describe('warnings of one lock are summarised', () => {
     log(lost);
     log(lost);
     expect(
-      lines.filter((line) => line.startsWith('error Lock "job" (job:1) lost after 1200 ms')),
+      lines.filter((line) => line.startsWith('error Lock "job" ("job:1") lost after 1200 ms')),
     ).toHaveLength(2);
   });
 
@@ -173,7 +173,7 @@ describe('warnings of one lock are summarised', () => {
     log(timeout('a', 'a:1', shed('a:1')));
     log(timeout('a', 'a:1', shed('a:1')));
     log.flush();
-    expect(lines[1]).toMatch(/^warn Lock "a" \(a:1\): 1 more call not granted/);
+    expect(lines[1]).toMatch(/^warn Lock "a" \("a:1"\): 1 more call not granted/);
     expect(jest.getTimerCount()).toBe(0);
   });
 
@@ -236,16 +236,16 @@ describe('through a LockService on Redis', () => {
     ).rejects.toBeInstanceOf(LockTimeoutError);
     await holder.release();
     expect(lines).toEqual([
-      expect.stringMatching(/^warn Lock "wait" \(log:1\): not granted within \d+ ms$/),
+      expect.stringMatching(/^warn Lock "wait" \("log:1"\): not granted within \d+ ms$/),
       expect.stringMatching(
-        /^warn Lock "late" \(log:1\): not asked for: the call's deadline had passed \d+ ms before(; retry in about \d+ ms)?$/,
+        /^warn Lock "late" \("log:1"\): not asked for: the call's deadline had passed \d+ ms before(; retry in about \d+ ms)?$/,
       ),
     ]);
     // Closing the service writes the summary still counted, before the process may exit.
     await locks.close();
     expect(lines.slice(2)).toEqual([
       expect.stringMatching(
-        /^warn Lock "wait" \(log:1\): 1 more call not granted in the last 10 s: 1 ran out their waitTimeout$/,
+        /^warn Lock "wait" \("log:1"\): 1 more call not granted in the last 10 s: 1 ran out their waitTimeout$/,
       ),
     ]);
   });

@@ -209,8 +209,8 @@ describe('telemetry.logger in the Nest module', () => {
       await expect(holder.extend()).rejects.toThrow();
       const lockLines = logger.lines.filter((line) => line.includes('Lock "'));
       expect(lockLines).toHaveLength(2);
-      expect(lockLines[0]).toMatch(/^warn Lock "job:<0>" \(job:1\): not granted within \d+ ms$/);
-      expect(lockLines[1]).toMatch(/^error Lock "unnamed" \(job:1\) lost after \d+ ms: .*key/);
+      expect(lockLines[0]).toMatch(/^warn Lock "job:<0>" \("job:1"\): not granted within \d+ ms$/);
+      expect(lockLines[1]).toMatch(/^error Lock "unnamed" \("job:1"\) lost after \d+ ms: .*key/);
     } finally {
       await app.close();
     }

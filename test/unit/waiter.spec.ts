@@ -112,9 +112,10 @@ describe('a pushed grant, when the server clock runs fast', () => {
     const backend: LockBackend = {
       openStore: (handlers, name) => {
         const onWake = (message: WakeMessage): void => {
-          if (message.kind !== 'grant') return handlers.onWake(message);
-          pushed.push(message.serverMs);
-          handlers.onWake({ ...message, serverMs: fast(message.serverMs) });
+          if (message.kind === 'grant') pushed.push(message.serverMs);
+          handlers.onWake(
+            message.kind === 'grant' ? { ...message, serverMs: fast(message.serverMs) } : message,
+          );
         };
         const store = memory.openStore({ ...handlers, onWake }, name);
         const acquire: LockStore['acquire'] = async (...args) => {
