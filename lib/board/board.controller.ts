@@ -69,7 +69,6 @@ export function boardController(path: string): Type<unknown> {
     @Get()
     @Header('Content-Type', 'text/html; charset=utf-8')
     @Header('Content-Security-Policy', BOARD_CSP)
-    @Header('X-Content-Type-Options', 'nosniff')
     @Header('X-Frame-Options', 'DENY')
     @Header('Referrer-Policy', 'no-referrer')
     @Header('Cache-Control', 'no-store')
@@ -79,7 +78,6 @@ export function boardController(path: string): Type<unknown> {
 
     @Get('board.js')
     @Header('Content-Type', 'application/javascript; charset=utf-8')
-    @Header('X-Content-Type-Options', 'nosniff')
     @Header('Cache-Control', 'no-cache')
     script(): string {
       return BOARD_SCRIPT;
@@ -87,7 +85,6 @@ export function boardController(path: string): Type<unknown> {
 
     @Get('board.css')
     @Header('Content-Type', 'text/css; charset=utf-8')
-    @Header('X-Content-Type-Options', 'nosniff')
     @Header('Cache-Control', 'no-cache')
     style(): string {
       return BOARD_STYLE;

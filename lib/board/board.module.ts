@@ -6,11 +6,15 @@
 import {
   type DynamicModule,
   type FactoryProvider,
+  Inject,
   type InjectionToken,
+  type MiddlewareConsumer,
   Module,
   type ModuleMetadata,
+  type NestModule,
   type OptionalFactoryDependency,
   type Provider,
+  type Type,
 } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { LockUsageError } from '../errors/lock-usage.error';
@@ -18,6 +22,7 @@ import { LockService } from '../lock.service';
 import { boardController } from './board.controller';
 import { BoardData } from './board-data';
 import { BOARD_OPTIONS, BoardGuard } from './board-guard';
+import { boardHeaders } from './board-headers';
 import {
   type RedisLockBoardModuleOptions,
   type RedisLockBoardOptions,
@@ -60,8 +65,17 @@ function moduleLockService(moduleRef: ModuleRef): LockService {
   return found;
 }
 
+/** The controller class this mount declared (one per path), which the headers' middleware covers. */
+const BOARD_CONTROLLER = Symbol('BOARD_CONTROLLER');
+
 @Module({})
-export class RedisLockBoardModule {
+export class RedisLockBoardModule implements NestModule {
+  constructor(@Inject(BOARD_CONTROLLER) private readonly controller: Type<unknown>) {}
+
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(boardHeaders).forRoutes(this.controller);
+  }
+
   static forRoot(options: RedisLockBoardModuleOptions = {}): DynamicModule {
     const { path, ...rest } = options ?? {};
     const resolved = resolveBoardOptions(rest);
@@ -95,11 +109,12 @@ export class RedisLockBoardModule {
     imports: NonNullable<ModuleMetadata['imports']>,
     options: Provider,
   ): DynamicModule {
+    const controller = boardController(resolveBoardPath(path));
     return {
       module: RedisLockBoardModule,
       imports,
-      controllers: [boardController(resolveBoardPath(path))],
-      providers: [options, boardData, BoardGuard],
+      controllers: [controller],
+      providers: [options, boardData, BoardGuard, { provide: BOARD_CONTROLLER, useValue: controller }],
     };
   }
 }

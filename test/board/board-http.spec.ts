@@ -117,6 +117,32 @@ describe.each<Platform>(['express', 'fastify'])('the lock board on %s', (platfor
     await lease.release();
   });
 
+  it('every response of the API, an error or a refusal too, is nosniff under a policy allowing nothing', async () => {
+    const a = await boardApp(server().url, platform, { readOnly: false, guard: TokenGuard });
+    const lease = await a.locks.acquire('<b>board:headers</b>');
+    const auth = { authorization: 'Bearer s3cret' };
+    const responses = [
+      await request(a.server).get('/locks/api/locks').set(auth).expect(200),
+      await request(a.server).get('/locks/api/locks/%3Cb%3Eboard%3Aheaders%3C%2Fb%3E').set(auth).expect(200),
+      await request(a.server).get('/locks/api/locks/%3Cscript%3Enobody').set(auth).expect(404),
+      await request(a.server)
+        .get(`/locks/api/locks?filter=${'k'.repeat(201)}`)
+        .set(auth)
+        .expect(400),
+      await request(a.server).post('/locks/api/locks/x/release').set(auth).send({}).expect(400),
+      await request(a.server).get('/locks/api/locks').expect(403),
+      await request(a.server).get('/locks/board.js').set(auth).expect(200),
+    ];
+    for (const response of responses) {
+      expect(response.headers['x-content-type-options']).toBe('nosniff');
+      expect(response.headers['content-security-policy']).toMatch(/^default-src 'none'/);
+    }
+    // The page keeps its own policy, which lets it load its script and style.
+    const page = await request(a.server).get('/locks').set(auth).expect(200);
+    expect(page.headers['content-security-policy']).toContain("script-src 'self'");
+    await lease.release();
+  });
+
   it('the guard protects the page, its assets and the API', async () => {
     for (const guard of [TokenGuard, new TokenGuard()]) {
       const a = await boardApp(server().url, platform, { guard });
