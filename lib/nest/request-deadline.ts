@@ -74,12 +74,26 @@ function wholeMs(value: unknown): number | undefined {
 }
 
 /**
- * ms since the epoch (digits, a fraction allowed: `Date.now() + performance.now()` arithmetic gives one),
- * or a date Date.parse reads (RFC 3339, an HTTP date).
+ * ms since the epoch as `Date.now()` gives it, 13 digits (any time from 2001 to 2286), a fraction allowed
+ * (`Date.now() + performance.now()` arithmetic gives one): a shorter number is a mistake, not a deadline.
+ */
+const EPOCH_MS = /^\d{13}(\.\d{1,6})?$/;
+/** RFC 3339: a full date and time with its offset. */
+const RFC_3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
+/** An HTTP date in its one current form (IMF-fixdate, RFC 9110): `Thu, 03 Dec 2026 10:00:00 GMT`. */
+const HTTP_DATE =
+  /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+
+/**
+ * One of the three forms above, or nothing: Date.parse alone reads far more (`-1`, `2026`, `1 2`), each
+ * a deadline nobody meant, often one long past.
  */
 function absoluteTime(value: unknown): number | undefined {
-  if (typeof value !== 'string' || value.length > 64) return undefined;
-  const at = /^\d+(\.\d+)?$/.test(value) ? Number(value) : Date.parse(value);
+  if (typeof value !== 'string') return undefined;
+  let at = Number.NaN;
+  if (EPOCH_MS.test(value)) at = Number(value);
+  else if (RFC_3339.test(value)) at = Date.parse(value.toUpperCase().replace(' ', 'T'));
+  else if (HTTP_DATE.test(value)) at = Date.parse(value);
   return Number.isFinite(at) ? at : undefined;
 }
 

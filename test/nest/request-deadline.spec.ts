@@ -306,4 +306,40 @@ describe('a request’s deadline', () => {
     expect(deadlineOf(request({ 'x-request-deadline': 'tomorrow' }), settings)).toBeUndefined();
     expect(deadlineOf(request({ 'x-request-deadline': '1764000000000.' }), settings)).toBeUndefined();
   });
+
+  it('x-request-deadline: ms since the epoch, an RFC 3339 date or an HTTP date; anything else is none', () => {
+    const at = Date.UTC(2026, 11, 3, 10, 0, 0);
+    const read = (value: string) => deadlineOf(request({ 'x-request-deadline': value }), settings);
+    const table: Array<[string, number | undefined]> = [
+      [String(at), at],
+      [`${at}.25`, at + 0.25],
+      ['0', undefined],
+      ['1764756000', undefined],
+      ['2026-12-03T10:00:00Z', at],
+      ['2026-12-03T10:00:00.500Z', at + 500],
+      ['2026-12-03t10:00:00z', at],
+      ['2026-12-03 10:00:00Z', at],
+      ['2026-12-03T11:00:00+01:00', at],
+      ['Thu, 03 Dec 2026 10:00:00 GMT', at],
+      // Date.parse reads each of these as some date, most of them long past: none is a deadline.
+      ['-1', undefined],
+      ['-123456', undefined],
+      ['-12345', undefined],
+      ['1 2', undefined],
+      ['2026', undefined],
+      ['2026-12-03', undefined],
+      ['2026-12-03T10:00:00', undefined],
+      ['1e3', undefined],
+      ['Dec', undefined],
+      ['Dec 3 2026', undefined],
+      ['Thursday, 03-Dec-26 10:00:00 GMT', undefined],
+      ['Thu Dec  3 10:00:00 2026', undefined],
+      [' 1764756000000', undefined],
+      ['0x10', undefined],
+      ['Infinity', undefined],
+      ['1'.repeat(17), undefined],
+      ['2026-13-03T10:00:00Z', undefined],
+    ];
+    for (const [value, expected] of table) expect([value, read(value)]).toEqual([value, expected]);
+  });
 });
