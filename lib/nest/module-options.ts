@@ -41,6 +41,20 @@ const MODULE_OPTION_NAMES = [
 /** Extras shape the module itself: they go beside the options, never inside what a factory returns. */
 export const EXTRAS = ['name', 'httpErrors'];
 
+/**
+ * forRoot's options read once, before Nest's builder copies them: a throwing getter or Proxy would escape
+ * it as a plain Error, and its copy by assignment drops an own "__proto__" key, which is refused here as
+ * any unknown key is when the module starts (where the rest are checked).
+ */
+export function snapshotRootOptions(raw: object, label: string): Record<string, unknown> {
+  const options = snapshotOptions(raw, `the ${label} options`);
+  if (Object.hasOwn(options, '__proto__')) {
+    const own = Object.defineProperty({}, '__proto__', { value: undefined, enumerable: true });
+    checkOptionNames(own, [...MODULE_OPTION_NAMES, ...EXTRAS], `the ${label} options`);
+  }
+  return options;
+}
+
 /** Where the locks live: a store given as is (never closed), or connections the module opens (and closes). */
 export type ModuleConnection =
   | { readonly given: RedisClient | readonly RedisClient[] | LockBackend }
@@ -140,6 +154,12 @@ function connection(client: unknown, url: unknown, redis: unknown, label: string
     );
   }
   const options = redis as Record<string, unknown> | undefined;
+  // No ioredis option is called that, and copied into the client's settings it would set their prototype.
+  if (options && Object.hasOwn(options, '__proto__')) {
+    throw new LockUsageError(
+      `${label}: redis has an own "__proto__" key, which is no ioredis option; remove it.`,
+    );
+  }
   if (!Array.isArray(url)) {
     if (url !== undefined) checkUrl(url, label);
     return { urls: [url as string | undefined], quorum: false, redis: options };

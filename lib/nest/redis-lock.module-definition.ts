@@ -22,7 +22,7 @@ import { canConvertWithoutInterceptor, LockHttpErrorsHook } from './lock-http.co
 import { LockHttpErrorsInterceptor } from './lock-http.errors';
 import { LockHttpExceptionFilter } from './lock-http.filter';
 import { LockedMethodsChecker } from './locked-methods.checker';
-import { EXTRAS } from './module-options';
+import { EXTRAS, snapshotRootOptions } from './module-options';
 import { type ContextKind, RedisLockContext } from './redis-lock.context';
 import { RedisLockHealthIndicator } from './redis-lock.health';
 import {
@@ -86,7 +86,7 @@ export function defineLockModule<O extends object>(kind: ModuleKind) {
         );
       }
       // biome-ignore lint/complexity/noThisInStatic: super keeps `this` (the subclass), which Nest uses as the module.
-      return super.forRoot(options);
+      return super.forRoot(snapshotRootOptions(options, label) as Options);
     }
 
     static override forRootAsync(options: AsyncOptions): DynamicModule {
