@@ -132,7 +132,18 @@ function resolve(parts: readonly Part[], args: readonly unknown[], template: str
       }
       at += `.${segment}`;
     }
-    key += scalar(value, fail);
+    const text = scalar(value, fail);
+    // Checked here, not only on the whole key below: the client learns which of its values broke it.
+    if (/[{}]/.test(text)) fail('holds a brace ({ or }), which a lock key may not contain.');
+    if (hasLoneSurrogate(text)) fail('holds half of a UTF-16 surrogate pair alone, which is not valid Unicode.');
+    key += text;
+  }
+  if (key.length > MAX_KEY_LENGTH) {
+    const from = parts.filter((part) => typeof part !== 'string').map((part) => `<${part.source}>`);
+    const detail =
+      `the key built from ${from.join(', ')} is ${key.length} characters, over the ${MAX_KEY_LENGTH}-character ` +
+      'limit of a lock key.';
+    throw keyError(`@Locked('${template}') on ${where}: ${detail}`, { detail });
   }
   return checked(key, where, template);
 }
@@ -211,8 +222,18 @@ function checked(key: string, where: string, template: string): string {
     return validateKey(key);
   } catch (error) {
     const why = error instanceof Error ? error.message : String(error);
-    throw keyError(`@Locked('${template}') on ${where}: ${why}`, { cause: error });
+    // What the client may learn: what is wrong with the key its request led to, never the key itself.
+    const detail = `the key ${template === 'fn' ? 'the key function returned' : 'built'} ${keyProblem(key)}`;
+    throw keyError(`@Locked('${template}') on ${where}: ${why}`, { cause: error, detail });
   }
+}
+
+function keyProblem(key: string): string {
+  if (key.length === 0) return 'is empty.';
+  if (key.length > MAX_KEY_LENGTH) return `is ${key.length} characters, over the ${MAX_KEY_LENGTH}-character limit.`;
+  if (/[{}]/.test(key)) return 'holds a brace ({ or }), which a lock key may not contain.';
+  if (hasLoneSurrogate(key)) return 'holds half of a UTF-16 surrogate pair alone, which is not valid Unicode.';
+  return 'is not a valid lock key.';
 }
 
 /**

@@ -153,6 +153,32 @@ describe.each(['express', 'fastify'] as const)('on %s', (platform) => {
     expect(logs.errors).toEqual([]);
   });
 
+  it('a value that breaks the key is a 400 that names its placeholder and what is wrong with it', async () => {
+    const { app, logs } = await shop(platform);
+    const post = (body: string) =>
+      request(app.getHttpServer()).post('/carts/ship').set('content-type', 'application/json').send(body);
+    const answers: Array<[string, string]> = [
+      ['{"orderId":"a{b"}', '<0.orderId> holds a brace ({ or }), which a lock key may not contain.'],
+      [
+        '{"orderId":"a\\ud800"}',
+        '<0.orderId> holds half of a UTF-16 surrogate pair alone, which is not valid Unicode.',
+      ],
+      [
+        JSON.stringify({ orderId: 'x'.repeat(2_000) }),
+        'the key built from <0.orderId> is 2006 characters, over the 1024-character limit of a lock key.',
+      ],
+    ];
+    for (const [body, why] of answers) {
+      const response = await post(body);
+      expect(response.status).toBe(400);
+      expect(response.body).toMatchObject({
+        code: 'LOCK_INVALID_KEY',
+        message: `The lock key could not be built from this request: ${why}`,
+      });
+    }
+    expect(logs.errors).toEqual([]);
+  });
+
   it("a key function's own HttpException answers as it says", async () => {
     const { app } = await shop(platform);
     const response = await request(app.getHttpServer()).post('/carts/refund').send({});
