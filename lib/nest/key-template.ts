@@ -134,8 +134,8 @@ function resolve(parts: readonly Part[], args: readonly unknown[], template: str
     }
     const text = scalar(value, fail);
     // Checked here, not only on the whole key below: the client learns which of its values broke it.
-    if (/[{}]/.test(text)) fail('holds a brace ({ or }), which a lock key may not contain.');
-    if (hasLoneSurrogate(text)) fail('holds half of a UTF-16 surrogate pair alone, which is not valid Unicode.');
+    if (/[{}]/.test(text)) fail(HOLDS_BRACE);
+    if (hasLoneSurrogate(text)) fail(HOLDS_LONE_SURROGATE);
     key += text;
   }
   if (key.length > MAX_KEY_LENGTH) {
@@ -228,11 +228,15 @@ function checked(key: string, where: string, template: string): string {
   }
 }
 
+const HOLDS_BRACE = 'holds a brace ({ or }), which a lock key may not contain.';
+const HOLDS_LONE_SURROGATE = 'holds half of a UTF-16 surrogate pair alone, which is not valid Unicode.';
+
 function keyProblem(key: string): string {
   if (key.length === 0) return 'is empty.';
-  if (key.length > MAX_KEY_LENGTH) return `is ${key.length} characters, over the ${MAX_KEY_LENGTH}-character limit.`;
-  if (/[{}]/.test(key)) return 'holds a brace ({ or }), which a lock key may not contain.';
-  if (hasLoneSurrogate(key)) return 'holds half of a UTF-16 surrogate pair alone, which is not valid Unicode.';
+  if (key.length > MAX_KEY_LENGTH)
+    return `is ${key.length} characters, over the ${MAX_KEY_LENGTH}-character limit.`;
+  if (/[{}]/.test(key)) return HOLDS_BRACE;
+  if (hasLoneSurrogate(key)) return HOLDS_LONE_SURROGATE;
   return 'is not a valid lock key.';
 }
 
