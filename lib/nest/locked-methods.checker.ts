@@ -25,9 +25,20 @@ export class LockedMethodsChecker implements OnModuleInit {
     private readonly warn: (warning: LockedKeyWarning) => void,
     /** The module's `scope`, which prefixes keys (the shared-key check compares keys as prefixed). */
     private readonly scope: KeyScope = false,
+    /** Lets go of what the configuration opened when a declaration stops the application. */
+    private readonly refused: () => void = () => {},
   ) {}
 
   onModuleInit(): void {
+    try {
+      this.check();
+    } catch (error) {
+      this.refused();
+      throw error;
+    }
+  }
+
+  private check(): void {
     const scanner = new MetadataScanner();
     /** Each class, and whether it is a controller. */
     const classes = new Map<object, boolean>();

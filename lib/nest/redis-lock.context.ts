@@ -106,6 +106,16 @@ export class RedisLockContext implements OnModuleInit, OnApplicationShutdown {
     for (const connection of this.owned) connection.connect();
   }
 
+  /**
+   * The application will not start (a start-up check of this configuration refused it): what this
+   * configuration opened is let go now, as no shutdown hook will run, so that a process that catches
+   * its bootstrap error can end.
+   */
+  abandon(): void {
+    this.service.close().catch(() => {});
+    for (const connection of this.owned) connection.drop();
+  }
+
   async onApplicationShutdown(): Promise<void> {
     await this.service.close({ gracePeriod: this.gracePeriod });
     await Promise.all(this.owned.map((connection) => connection.close()));

@@ -201,7 +201,7 @@ function addProviders(
       provide: LockedMethodsChecker,
       inject: [DiscoveryService, RedisLockContext],
       useFactory: (discovery: DiscoveryService, c: RedisLockContext) =>
-        new LockedMethodsChecker(discovery, c.service, name, c.warn, c.scope),
+        new LockedMethodsChecker(discovery, c.service, name, c.warn, c.scope, () => c.abandon()),
     },
   ];
   // Every HTTP request carried to the locked calls made while serving it, whichever method takes the

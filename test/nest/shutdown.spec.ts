@@ -17,10 +17,11 @@ import { bootApp } from '../support/nest-apps';
 import { spawnWorker, type Worker, workerPath } from '../support/processes';
 import { type RedisServer, startRedis, useRedis } from '../support/redis-server';
 import type { Report } from '../workers/nest-shutdown.worker';
+import type { Report as RefusedReport } from '../workers/refused-start.worker';
 
 const server = useRedis();
 const ownServers: RedisServer[] = [];
-const workers: Worker<Report>[] = [];
+const workers: Worker<Report | RefusedReport>[] = [];
 
 afterEach(async () => {
   await Promise.all(workers.splice(0).map((worker) => worker.kill()));
@@ -283,6 +284,18 @@ describe('shutdown: locked calls', () => {
     running.finish.resolve('done');
     await call;
     await closing;
+  });
+});
+
+describe('a refused start: the process', () => {
+  it('ends by itself after catching the error, the connection the module opened let go', async () => {
+    const worker = spawnWorker<RefusedReport>(workerPath('refused-start'), { url: server().url });
+    workers.push(worker);
+    const refused = await worker.next((m) => m.type === 'refused', 20_000);
+    expect(refused).toMatchObject({ usage: true, code: 'LOCK_INVALID_KEY' });
+    expect(refused.message).toMatch(/<1> reads argument 2, but the method declares 1 parameter/);
+    // Never killed here: it has to end by itself (afterEach kills it if it did not).
+    expect(await within(worker.exit, 3_000, 'the worker process exit')).toEqual({ code: 0, signal: null });
   });
 });
 
