@@ -45,9 +45,12 @@ export function extendOutcome(reply: unknown): ExtendOutcome {
 
 /**
  * How long a lock's fencing counter outlives its last grant, ms. Fences stay increasing without it (a
- * fence is never below the server clock in µs); the counter only carries them across a clock step back.
+ * fence is never below the server clock in µs); the counter only carries them across a clock step back
+ * (of up to this much, plus the time the lock sat unused) and across grants within one µs. A minute:
+ * keys built from requests are as many as the requests, and each costs its counter for this long after
+ * its last grant (docs/guarantees.md, "Bounded footprint").
  */
-export const FENCE_RETENTION_MS = 3_600_000;
+export const FENCE_RETENTION_MS = 60_000;
 
 /** Parameters every owner-changing script takes (ARGV[1..6] in prelude.lua). */
 export interface ScriptContext {

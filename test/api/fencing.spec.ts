@@ -53,6 +53,20 @@ describe('fencing tokens', () => {
     expect(await server().ttlOf('lock:{restart-fence}:fence')).toBeGreaterThan(0);
   });
 
+  it("a lock's counter is all it leaves behind, for a minute after its last grant", async () => {
+    // Keys built from requests are as many as their distinct values: each may cost only this.
+    const locks = lockService(server());
+    const keys = Array.from({ length: 20 }, (_, i) => `request-chosen:${i}`);
+    for (const key of keys) await (await locks.acquire(key)).release();
+    for (const key of keys) {
+      const left = await server().admin((redis) => redis.keys(`lock:{${key}}*`));
+      expect(left).toEqual([`lock:{${key}}:fence`]);
+      const ttl = await server().ttlOf(`lock:{${key}}:fence`);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(60_000);
+    }
+  });
+
   it('keep increasing when the server clock is behind the last token (a clock stepped back)', async () => {
     // Tokens are at least the server clock in µs; a counter ahead of the clock, as after the clock
     // stepped back (or a failover to a server whose clock is behind), must still be counted on from.

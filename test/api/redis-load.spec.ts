@@ -26,7 +26,7 @@ describe('Redis load of a contended lock', () => {
       claimWindow: 2_000,
       channelPrefix: 'lock:wake:',
       trustReceivers: false,
-      fenceRetention: 3_600_000,
+      fenceRetention: 60_000,
     });
     const step = async <T>(call: () => Promise<T>): Promise<{ reply: T; stats: Map<string, number> }> => {
       await server().resetStats();
