@@ -54,7 +54,7 @@ async function measure(count: number, idLength: number): Promise<Record<string, 
       keysLeft: keys,
       fenceTtlMs: ttl,
       bytesPerKey: Math.round((after - before) / count),
-      keysAfterExpiry: (await probe.dbsize()) - 1,
+      keysAfterExpiry: await probe.dbsize(),
       bytesPerKeyAfterExpiry: Math.round((later - before) / count),
     };
   } finally {
