@@ -654,10 +654,10 @@ const callRows: Row<Calls>[] = [
       [
         'a 10 MB string',
         HUGE,
-        /A lock key must be at most 1024 characters, got 10485766\. Hash long inputs first/,
+        /the key built from <0> is 10485766 characters, over the 1024-character limit/,
       ],
-      ['a lone surrogate', 'id\uD800', /lone surrogate/],
-      ['a string with braces', 'a{b}', /contains a brace/],
+      ['a lone surrogate', 'id\uD800', /<0> holds half of a UTF-16 surrogate pair alone/],
+      ['a string with braces', 'a{b}', /<0> holds a brace/],
     ] as const
   ).map(
     ([what, arg, message]): Row<Calls> => ({
