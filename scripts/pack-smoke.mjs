@@ -79,7 +79,13 @@ const nest11Fastify = [
 const ESM = { esm: true, tsconfig: { module: 'nodenext', moduleResolution: 'nodenext' } };
 const CJS = { esm: false, tsconfig: { module: 'commonjs', moduleResolution: 'node10' } };
 const LEGS = [
-  { name: 'nest12-esm', ...ESM, client: 'ioredis', deps: [...nest12, 'ioredis@^6', ...TYPES] },
+  {
+    name: 'nest12-esm',
+    ...ESM,
+    client: 'ioredis',
+    // ioredis 6.1's own typings import redis-errors, which ships none: its consumers install them.
+    deps: [...nest12, 'ioredis@^6', ...TYPES, '@types/redis-errors'],
+  },
   { name: 'nest11-cjs', ...CJS, client: 'ioredis', deps: [...nest11, 'ioredis@^5', ...TYPES] },
   { name: 'nest12-esm-redis6', ...ESM, client: 'redis', deps: [...nest12, 'redis@^6', ...TYPES] },
   {
