@@ -86,7 +86,7 @@ export class QuorumLockStore implements LockStore {
   /** What the nodes announce about hand-offs to this service's waiters. */
   private readonly handoffs: QuorumHandoffs;
   /** Releases and cancels a node has not answered yet, sent to it again until it does. */
-  readonly takeBacks: QuorumTakeBacks;
+  private readonly takeBacks: QuorumTakeBacks;
   private subscribers: Subscriber[] = [];
   private subscribing: Promise<void> | undefined;
   private subscribed = false;
@@ -424,8 +424,9 @@ export class QuorumLockStore implements LockStore {
     only: readonly QuorumNode[] = this.nodes,
     fence = 0,
   ): Promise<number> {
+    const keys = redisKeys(this.options.prefix, ticket.key);
     const results = await this.gather(
-      (node) => this.releaseOn(node, ticket, leaving, fence),
+      (node) => this.releaseOn(node, ticket, leaving, fence, keys),
       undefined,
       only,
     );
@@ -441,8 +442,15 @@ export class QuorumLockStore implements LockStore {
     if (released === 0) this.assertAnswered(results, ticket.key);
     return released;
   }
-  private releaseOn(node: QuorumNode, ticket: LockTicket, leaving: boolean, fence: number): Promise<boolean> {
-    const keys = redisKeys(this.options.prefix, ticket.key);
+
+  /** The release (or give-back) of `ticket` on one node; `keys` are its lock's, named once per call. */
+  private releaseOn(
+    node: QuorumNode,
+    ticket: LockTicket,
+    leaving: boolean,
+    fence: number,
+    keys = redisKeys(this.options.prefix, ticket.key),
+  ): Promise<boolean> {
     const retention = Math.max(FENCE_RETENTION_MS, ticket.ttl);
     return node.release(keys, ticket.token, this.channelPrefix, leaving, fence, retention);
   }

@@ -59,11 +59,6 @@ export class QuorumTakeBacks {
     if (!debt.sending && !debt.timer) this.schedule(node, debt.delay);
   }
 
-  /** How many tickets each node still owes an answer for. */
-  get pending(): number {
-    return this.debts.reduce((sum, debt) => sum + debt.owed.size, 0);
-  }
-
   /** One last attempt for each ticket still owed, then no more retries. */
   async close(): Promise<void> {
     this.closed = true;
