@@ -36,7 +36,11 @@ describe('quorum: the node timeout follows the replies', () => {
       const { value: lease, error } = await outcome(locks.tryAcquire(`q:slow:${i}`));
       // Until a node's first reply has come, its timeout is the configured 100 ms.
       if (error !== undefined) expect(error).toBeInstanceOf(LockQuorumError);
-      await lease?.release();
+      // A release whose replies all come later than the nodes' timeouts (a busy machine adds to the
+      // 150 ms) rejects, as documented, and is sent again per node: not what this test is about.
+      await lease?.release().catch((releaseError: unknown) => {
+        if (!(releaseError instanceof LockQuorumError)) throw releaseError;
+      });
       outcomes.push(lease ? 'granted' : 'refused');
     }
     expect(outcomes.slice(2)).toEqual(['granted', 'granted', 'granted', 'granted']);
