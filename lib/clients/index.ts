@@ -36,13 +36,22 @@ function libraryOf(value: unknown): Library | undefined {
   return LIBRARIES.find((library) => library.isClient(value));
 }
 
-/** Whether `value` is a client the Redis store can use: ioredis, or node-redis (client, cluster, sentinel). */
-export function isRedisClient(value: unknown): value is RedisClient {
-  return libraryOf(value) !== undefined;
-}
-
 /** Connections already made, by client: one set of script definitions and listeners per client. */
 const connections = new WeakMap<object, RedisConnection>();
+
+/** Whether `value` is a client the Redis store can use: ioredis, or node-redis (client, cluster, sentinel). */
+export function isRedisClient(value: unknown): value is RedisClient {
+  return libraryOf(value) !== undefined || (typeof value === 'object' && value !== null && connections.has(value));
+}
+
+/**
+ * Makes `client` a client the store runs on through `connection`, a RedisConnection of no listed
+ * library: how the deterministic simulation puts the lock's own code over a simulated Redis. Not part
+ * of the package's API.
+ */
+export function attachConnection(client: object, connection: RedisConnection): void {
+  connections.set(client, connection);
+}
 
 /** The connection for `client` (which must pass isRedisClient), the same each time for one client. */
 export function connectionOf(client: object): RedisConnection {

@@ -1,0 +1,192 @@
+/**
+ * What must hold after every step of a run, checked then: never more valid holders of a key than its
+ * permits (a writer alone), fences that only grow, every call settled within what the library
+ * promises, no work started past its call's deadline, every key the lock writes expiring, each waiter
+ * in a line once; at the end, no call left unsettled.
+ */
+import type { Lease } from '../lib/lease';
+import type { OpPlan, Plan } from './plan';
+import type { Actor, Rng, Scheduler } from './scheduler';
+import type { SimServer } from './sim-server';
+
+export interface LeaseRecord {
+  op: OpPlan;
+  actor: Actor;
+  lease: Lease;
+  fence: number;
+  released: boolean;
+  /** When its acquire was called, virtual µs. */
+  calledAt: number;
+}
+
+export interface CallRecord {
+  what: string;
+  actor: Actor;
+  started: number;
+  pausedBefore: number;
+  boundUs: number;
+  settled: boolean;
+}
+
+/** The engine's own view of a lease: its end of validity on its service's clock, and its loss. */
+interface LeaseInternals {
+  validUntil?: number;
+  lossReason?: unknown;
+}
+
+export class Invariants {
+  violation: string | undefined;
+  private readonly leases: LeaseRecord[] = [];
+  private readonly calls = new Set<CallRecord>();
+  private readonly lastFence = new Map<string, number>();
+  /**
+   * When a key's holder state (owner key, grant hash, holder set) was last evicted, by lock key: on one
+   * server, the server's clock then, µs, which a fence is never below when it is granted; on a quorum,
+   * virtual time.
+   */
+  private readonly evictedAt = new Map<string, number>();
+
+  constructor(
+    private readonly plan: Plan,
+    private readonly scheduler: Scheduler,
+    private readonly servers: readonly SimServer[],
+    private readonly log: (who: string, text: string) => void,
+  ) {}
+
+  fail(violation: string): void {
+    this.violation ??= violation;
+  }
+
+  /**
+   * What the library promises for a call's settling: an acquire within its waitTimeout plus one
+   * command's timeout and a claim window (a grant in flight at the deadline), a quorum's rounds on top;
+   * a release within two commands' timeouts. A paused service's calls settle later by its pause.
+   */
+  callStarted(op: OpPlan, actor: Actor, what: 'acquire' | 'release' = 'acquire'): CallRecord {
+    const { commandTimeout, claimWindow, topology } = this.plan;
+    const rounds = topology === 'quorum' ? 4 * commandTimeout : 0;
+    const wait = what === 'release' || op.how === 'try' ? 0 : op.waitTimeout;
+    const boundMs = wait + 2 * commandTimeout + claimWindow + rounds;
+    const call = {
+      what: `op${op.id} ${what}`,
+      actor,
+      started: this.scheduler.now,
+      pausedBefore: actor.pausedFor,
+      boundUs: boundMs * 1000,
+      settled: false,
+    };
+    this.calls.add(call);
+    return call;
+  }
+
+  callSettled(call: CallRecord): void {
+    call.settled = true;
+    this.calls.delete(call);
+  }
+
+  obtained(op: OpPlan, actor: Actor, lease: Lease, call: CallRecord): LeaseRecord {
+    const record = { op, actor, lease, fence: lease.fence, released: false, calledAt: call.started };
+    const internals = lease as unknown as LeaseInternals;
+    if (typeof internals.validUntil !== 'number') this.fail(`op${op.id}: a lease without validUntil`);
+    // One owner at a time: each one's fence above every earlier one's.
+    if (this.plan.kind === 'mutex') {
+      const last = this.lastFence.get(op.key) ?? -1;
+      if (!(lease.fence > last)) this.fail(`op${op.id} fence ${lease.fence} not above ${last} on ${op.key}`);
+      this.lastFence.set(op.key, lease.fence);
+    } else if (this.leases.some((l) => l.op.key === op.key && l.fence === lease.fence)) {
+      this.fail(`op${op.id} fence ${lease.fence} given twice on ${op.key}`);
+    }
+    this.leases.push(record);
+    this.check();
+    return record;
+  }
+
+  crashed(actor: Actor): void {
+    for (const call of this.calls) if (call.actor === actor) this.calls.delete(call);
+  }
+
+  check(): void {
+    if (this.violation) return;
+    const now = this.scheduler.now;
+    this.checkHolders(now);
+    for (const call of this.calls) {
+      const paused = call.actor.pausedFor - call.pausedBefore;
+      if (now - call.started > call.boundUs + paused) {
+        this.fail(`${call.what} of ${call.actor.name} unsettled after ${(now - call.started) / 1000} ms`);
+      }
+    }
+    for (const server of this.servers) {
+      for (const entry of server.redis.snapshot()) {
+        if (entry.pexpireAt === undefined) this.fail(`${entry.key} on ${server.name} has no TTL`);
+        // One place in line per waiter: a call sent twice (a resend after a reconnect) joins once.
+        if (entry.type === 'list') {
+          const line = entry.value as string[];
+          if (new Set(line).size !== line.length)
+            this.fail(`${entry.key} on ${server.name} lists a waiter twice`);
+        }
+      }
+    }
+  }
+
+  private checkHolders(now: number): void {
+    const byKey = new Map<string, LeaseRecord[]>();
+    for (const record of this.leases) {
+      if (record.released || record.actor.crashed) continue;
+      // Granted before its holder state was evicted (on one server its fence says when, even for a
+      // grant read later or handed on locally; on a quorum, its call began before): the docs say its
+      // work is no longer exclusive.
+      const evicted = this.evictedAt.get(record.op.key);
+      const single = this.plan.topology === 'single';
+      if (evicted !== undefined && (single ? record.fence : record.calledAt) <= evicted) continue;
+      const internals = record.lease as unknown as LeaseInternals;
+      if (internals.lossReason !== undefined) continue;
+      const validUntil = internals.validUntil as number;
+      if (record.actor.clockAt(now) / 1000 >= validUntil) continue;
+      byKey.set(record.op.key, [...(byKey.get(record.op.key) ?? []), record]);
+    }
+    for (const [key, valid] of byKey) {
+      const names = () => valid.map((r) => `op${r.op.id}${r.op.mode ? `(${r.op.mode})` : ''}`).join(', ');
+      if (this.plan.kind === 'rw') {
+        if (valid.length > 1 && valid.some((r) => r.op.mode === 'write')) {
+          this.fail(`a writer not alone on ${key}: ${names()}`);
+        }
+      } else if (valid.length > this.plan.permits) {
+        this.fail(`${valid.length} valid holders of ${key} with ${this.plan.permits} permit(s): ${names()}`);
+      }
+    }
+  }
+
+  /**
+   * Evicts one of the lock's keys (docs/guarantees.md, "What an eviction does"). The queue and a single
+   * server's fence counter are lost without a broken promise. The holder state (a mutex's owner key, a
+   * semaphore's grant hash or holder set) is lost with its holders' exclusion, as documented: their
+   * leases no longer count, but every grant made after it must keep the bound. On a quorum, one node's
+   * is a node's lost state, which Redlock survives only when the node stays away a ttl (docs/guarantees.md,
+   * "Several masters"): the same holds. On a quorum a node's
+   * fence counter is a node's state: its loss is a restart's, which point 3 of the quorum's guarantees
+   * covers only with a majority's clocks ahead of the last fence, so it is not evicted there.
+   */
+  evictOne(server: SimServer, rng: Rng): string | undefined {
+    const fences = this.plan.topology === 'single';
+    const candidates = server.redis
+      .snapshot()
+      .map((e) => e.key)
+      .filter((key) => /\{k\d+\}/.test(key) && (fences || !key.endsWith(':fence')));
+    if (candidates.length === 0) return undefined;
+    const key = rng.pick(candidates);
+    server.redis.evict(key);
+    const lock = /\{(k\d+)\}/.exec(key)?.[1] as string;
+    if (!key.endsWith(':q') && !key.endsWith(':fence')) {
+      this.evictedAt.set(lock, fences ? server.actor.clockAt(this.scheduler.now) : this.scheduler.now);
+    }
+    return key;
+  }
+
+  /** Once every service closed: no call left unsettled, and nothing but expiring keys left. */
+  atEnd(): void {
+    for (const call of this.calls) {
+      if (!call.actor.crashed) this.fail(`${call.what} of ${call.actor.name} never settled`);
+    }
+    this.log('=', `end: ${this.leases.length} grants`);
+  }
+}
