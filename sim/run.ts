@@ -98,7 +98,13 @@ function parse(argv: string[]): Args {
 }
 
 /** The lock's code is loaded only once the clock is virtual, so nothing it sets up reads the real one. */
-async function load() {
+let loading: ReturnType<typeof loadOnce> | undefined;
+function load() {
+  loading ??= loadOnce();
+  return loading;
+}
+
+async function loadOnce() {
   const time = new VirtualTime();
   time.install();
   const { runWorld } = await import('./world');

@@ -74,9 +74,17 @@ export async function runWorld(plan: Plan, time: VirtualTime, verbose = false): 
   const servers = plan.servers.map(
     (clock, i) => new SimServer(`sim-${i}`, new Actor(`r${i}`, clock.rate, clock.offsetMs * 1000), scheduler),
   );
-  if (verbose)
-    for (const server of servers)
-      server.onCommand = (args, outcome) => log(server.actor.name, describe(args, outcome));
+  if (verbose) {
+    for (const server of servers) {
+      server.onCommand = (args, outcome) => {
+        const lines = server.redis
+          .snapshot()
+          .filter((e) => e.type === 'list')
+          .map((e) => `${e.key}=[${(e.value as string[]).join(' ')}]`);
+        log(server.actor.name, `${describe(args, outcome)}${lines.length ? `  ${lines.join(' ')}` : ''}`);
+      };
+    }
+  }
   const reconnect = rng.fork();
   const settings = { onDrop: plan.onDrop, reconnectUs: () => reconnect.int(1_000, 80_000) };
   const services: Service[] = plan.services.map((clock, index) => {

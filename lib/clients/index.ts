@@ -41,7 +41,9 @@ const connections = new WeakMap<object, RedisConnection>();
 
 /** Whether `value` is a client the Redis store can use: ioredis, or node-redis (client, cluster, sentinel). */
 export function isRedisClient(value: unknown): value is RedisClient {
-  return libraryOf(value) !== undefined || (typeof value === 'object' && value !== null && connections.has(value));
+  return (
+    libraryOf(value) !== undefined || (typeof value === 'object' && value !== null && connections.has(value))
+  );
 }
 
 /**

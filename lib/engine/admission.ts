@@ -98,7 +98,9 @@ export class Admission {
       }
       const wait = Math.max(0, left - holdMs);
       if (wait < call.options.waitTimeout) {
-        call = { ...withWaitLeft(call, wait), deadline: { leftMs: left, holdMs } };
+        call = { ...withWaitLeft(call, wait), deadline: { leftMs: left, holdMs }, startWithin: wait };
+      } else {
+        call = { ...call, startWithin: wait };
       }
     }
     if (this.rule && call.serving) {

@@ -20,6 +20,11 @@ export interface EngineCall {
   readonly busyIsTimeout: boolean;
   /** Set when the call's deadline cut its wait short: what its LockTimeoutError says. */
   readonly deadline?: DeadlineShortfall;
+  /**
+   * Set for a call with a deadline: how long after it began a grant may still be started on, ms (the
+   * deadline less the key's usual hold). A grant read later is passed on, whatever ended the wait.
+   */
+  readonly startWithin?: number;
   /** Set when its key's standing line cut its wait: its own waitTimeout, ms (admission.ts). */
   readonly cutFrom?: number;
   /** Its join's door, set as it joins (Admission.atDoor). */

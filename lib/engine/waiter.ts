@@ -139,6 +139,8 @@ const NO_REPLY: Promise<AcquireReply> = new Promise(() => {});
 
 export class Waiter<T> {
   private readonly deadline: number;
+  /** For a call with a deadline: the last moment a grant may be started on (EngineCall.startWithin). */
+  private readonly startBy: number | undefined;
   private readonly done: Promise<T>;
   private resolve!: (value: T) => void;
   private reject!: (error: unknown) => void;
@@ -163,6 +165,7 @@ export class Waiter<T> {
     readonly call: EngineCall,
   ) {
     this.deadline = started + call.options.waitTimeout;
+    if (call.startWithin !== undefined) this.startBy = started + call.startWithin;
     const { signal } = call.options;
     if (signal) this.onAbort = () => this.fail(new LockAbortedError(this.key, signal.reason));
     this.done = new Promise<T>((resolve, reject) => {
@@ -500,11 +503,17 @@ export class Waiter<T> {
    * A call whose deadline cut its wait (to the deadline less the key's usual hold, or shorter while its
    * line stands) reads a grant after that wait ran out: its work would end too late for a caller gone or
    * about to go, so the grant is passed on instead. On a busy event loop a grant's socket can be read in
-   * the same turn its waiter's time ran out, before the timer. A wait that no deadline cut takes its
-   * grant whenever it comes.
+   * the same turn its waiter's time ran out, before the timer. A call whose own waitTimeout ended its
+   * wait first may read its grant later still (a process stalled past its deadline): it too passes on a
+   * grant read once its deadline less that hold has come. A wait with no deadline takes its grant
+   * whenever it comes.
    */
   private pastDeadline(): boolean {
-    return this.call.deadline !== undefined && now() >= this.deadline;
+    const time = now();
+    return (
+      (this.call.deadline !== undefined && time >= this.deadline) ||
+      (this.startBy !== undefined && time >= this.startBy)
+    );
   }
 
   private expire(time: number): void {

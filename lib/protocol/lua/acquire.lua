@@ -165,8 +165,10 @@ end
 
 if mode ~= 'wait' then
   -- Free, but others queued first (their grant expired or their holder died): FIFO, so the first waiter
-  -- goes first. A joining caller queues before the hand-off, so it is served if everyone ahead is gone.
-  if mode == 'join' then join_queue(true) end
+  -- goes first. A joining caller queues before the hand-off, so it is served if everyone ahead is gone;
+  -- unless it is in line already: a join sent again after its reply was lost with its connection
+  -- (queue.lua), which would otherwise hold two places.
+  if mode == 'join' and not queued_before(token) then join_queue(true) end
   local fence, other = hand_off(token)
   if fence then return {1, fence, now_us} end
   if other then
