@@ -124,6 +124,7 @@ export class Invariants {
     if (this.violation) return;
     const now = this.scheduler.now;
     this.checkHolders(now);
+    if (this.plan.topology === 'single' && this.plan.kind === 'mutex') this.checkLines(this.servers[0]);
     for (const call of this.calls) {
       const paused = call.actor.pausedFor - call.pausedBefore;
       if (now - call.started > call.boundUs + paused) {
@@ -143,6 +144,56 @@ export class Invariants {
       }
     }
   }
+
+  /**
+   * FIFO, as the one server's state shows it, after each command: the lock goes to the first waiter in
+   * line (none left ahead of it), and a waiter leaves the line only by its own service's call or by a
+   * grant, or unheard (its service no longer subscribed), or with the whole line's expiry. A mutex on
+   * one server: the semaphore's and the quorum's lines are not checked this way.
+   */
+  private checkLines(server: SimServer): void {
+    const args = server.lastCommand;
+    server.lastCommand = undefined;
+    const before = this.lines;
+    const owners = this.owners;
+    this.lines = new Map();
+    this.owners = new Map();
+    const expiry = new Map<string, number | undefined>();
+    for (const entry of server.redis.snapshot()) {
+      if (entry.type === 'list') this.lines.set(entry.key, entry.value as string[]);
+      else if (entry.type === 'string' && !entry.key.includes('}:')) this.owners.set(entry.key, entry.value as string);
+      expiry.set(entry.key, entry.pexpireAt);
+    }
+    if (!args) return;
+    const caller = instanceOf(tokenOf(args));
+    const serverMs = server.actor.clockAt(this.scheduler.now) / 1000;
+    for (const [key, line] of before) {
+      // An evicted line loses its order (docs/guarantees.md, "What an eviction does"): no FIFO to check.
+      if (this.linesEvicted.has(key)) continue;
+      const owner = key.slice(0, -':q'.length);
+      const after = this.lines.get(key) ?? [];
+      if (!this.lines.has(key) && (this.expiries.get(key) ?? Number.POSITIVE_INFINITY) <= serverMs) continue;
+      const newOwner = this.owners.get(owner);
+      if (newOwner !== undefined && newOwner !== owners.get(owner) && line.includes(newOwner)) {
+        const ahead = line.slice(0, line.indexOf(newOwner)).filter((e) => !e.startsWith('^') && after.includes(e));
+        if (ahead.length > 0) this.fail(`${owner} granted to ${newOwner} ahead of ${ahead.join(', ')}`);
+      }
+      for (const entry of line) {
+        if (entry.startsWith('^') || after.includes(entry) || entry === newOwner) continue;
+        const instance = instanceOf(entry);
+        if (instance === caller) continue;
+        if (server.listeners(`lock:wake:${instance}`) > 0) {
+          this.fail(`${entry}, heard, left ${key} by another service's ${String(args[0])} ${describeScript(args)}`);
+        }
+      }
+    }
+    this.expiries = expiry;
+  }
+
+  private readonly linesEvicted = new Set<string>();
+  private lines = new Map<string, string[]>();
+  private owners = new Map<string, string>();
+  private expiries = new Map<string, number | undefined>();
 
   private checkHolders(now: number): void {
     const byKey = new Map<string, LeaseRecord[]>();
@@ -186,6 +237,7 @@ export class Invariants {
     if (candidates.length === 0) return undefined;
     const key = rng.pick(candidates);
     server.redis.evict(key);
+    if (key.endsWith(':q')) this.linesEvicted.add(key);
     const lock = /\{(k\d+)\}/.exec(key)?.[1] as string;
     if (!key.endsWith(':q') && !key.endsWith(':fence')) {
       this.evictedAt.set(lock, fences ? server.actor.clockAt(this.scheduler.now) : this.scheduler.now);
@@ -200,4 +252,21 @@ export class Invariants {
     }
     this.log('=', `end: ${this.leases.length} grants`);
   }
+}
+
+/** The token a command carries: a script's ARGV[1], or nothing. */
+function tokenOf(args: readonly (string | number)[]): string {
+  const name = String(args[0]).toUpperCase();
+  if (name !== 'EVALSHA' && name !== 'EVAL') return '';
+  return String(args[3 + Number(args[2])] ?? '');
+}
+
+/** The service part of a token ("<instance>:<n>~<window>"). */
+function instanceOf(token: string): string {
+  const at = token.indexOf(':');
+  return at < 0 ? token : token.slice(0, at);
+}
+
+function describeScript(args: readonly (string | number)[]): string {
+  return tokenOf(args);
 }

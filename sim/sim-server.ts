@@ -15,6 +15,8 @@ export class SimServer {
   private readonly subscriptions = new Map<string, Set<PushTarget>>();
   /** Every command run, for the run's statistics. */
   commands = 0;
+  /** The command the current step ran here, if it ran one (the invariants clear it after each step). */
+  lastCommand: readonly (string | number)[] | undefined;
   /** Called with each command run and its outcome (the run's history). */
   onCommand: ((args: readonly (string | number)[], outcome: unknown) => void) | undefined;
 
@@ -33,6 +35,7 @@ export class SimServer {
   /** Runs one command: its reply, or the error Redis answered with. */
   execute(args: readonly (string | number)[]): { ok: true; value: unknown } | { ok: false; error: Error } {
     this.commands++;
+    this.lastCommand = args;
     try {
       const value = this.redis.call(args);
       this.onCommand?.(args, value);
@@ -58,6 +61,11 @@ export class SimServer {
       set.delete(target);
       if (set.size === 0) this.subscriptions.delete(channel);
     }
+  }
+
+  /** How many connections the server counts on `channel`: what a script's PUBLISH would reach. */
+  listeners(channel: string): number {
+    return this.subscriptions.get(channel)?.size ?? 0;
   }
 
   private publish(channel: string, message: string): number {
