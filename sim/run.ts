@@ -2,10 +2,11 @@
  * The deterministic simulation's command line (docs/guarantees.md, "The deterministic simulation").
  *
  *   npm run sim -- --seed N            replays run N and prints its history (--verbose: every command)
- *   npm run sim -- --runs 100000       explores seeds 1..100000 (--from S to start elsewhere)
+ *   npm run sim -- --runs 100000       explores seeds 1..100000 (--from S to start elsewhere; --seeds a,b,c)
  *   npm run sim -- --runs 10000 --time-limit 60 --workers 2     the CI smoke
  *
- * Narrowing: --topology single|quorum, --kind mutex|semaphore|rw. A failed run prints its seed, the
+ * Narrowing: --topology single|quorum, --kind mutex|semaphore|rw. --strict-evictions excuses no eviction
+ * of a lock's holder state, which breaks exclusion as documented: a self-test that the checks fail. A failed run prints its seed, the
  * command that replays it, and its history shortened: the calls and faults it still fails without
  * taken out (--ops / --faults name the ones kept, to replay the shortened run).
  */
@@ -15,6 +16,8 @@ import { VirtualTime } from './virtual-time';
 
 interface Args {
   seed?: number;
+  /** Explores these seeds rather than a range. */
+  seeds?: number[];
   runs: number;
   from: number;
   timeLimit: number;
@@ -25,6 +28,7 @@ interface Args {
   faults?: number[];
   history: boolean;
   verbose: boolean;
+  strict: boolean;
   worker: boolean;
 }
 
@@ -39,6 +43,7 @@ function parse(argv: string[]): Args {
     workers: 1,
     history: false,
     verbose: false,
+    strict: false,
     worker: false,
   };
   for (let i = 0; i < argv.length; i++) {
@@ -55,6 +60,9 @@ function parse(argv: string[]): Args {
     switch (argv[i]) {
       case '--seed':
         args.seed = Number(value());
+        break;
+      case '--seeds':
+        args.seeds = list();
         break;
       case '--runs':
         args.runs = Number(value());
@@ -86,6 +94,9 @@ function parse(argv: string[]): Args {
       case '--verbose':
         args.verbose = true;
         args.history = true;
+        break;
+      case '--strict-evictions':
+        args.strict = true;
         break;
       case '--worker':
         args.worker = true;
@@ -127,6 +138,7 @@ function replayCommand(plan: Plan, args: Args, full: Plan): string {
   const only = [
     args.topology ? `--topology ${args.topology}` : '',
     args.kind ? `--kind ${args.kind}` : '',
+    args.strict ? '--strict-evictions' : '',
     plan.ops.length < full.ops.length ? `--ops ${plan.ops.map((o) => o.id).join(',')}` : '',
     plan.faults.length < full.faults.length
       ? `--faults ${plan.faults.map((f) => f.id).join(',') || ','}`
@@ -138,7 +150,7 @@ function replayCommand(plan: Plan, args: Args, full: Plan): string {
 async function replay(loaded: Loaded, args: Args): Promise<number> {
   const full = loaded.drawPlan(args.seed as number, args);
   const plan = narrowed(full, args.ops, args.faults);
-  const result = await loaded.runWorld(plan, loaded.time, args.verbose);
+  const result = await loaded.runWorld(plan, loaded.time, { verbose: args.verbose, strict: args.strict });
   if (args.history || result.violation) process.stdout.write(`${result.history.join('\n')}\n`);
   process.stdout.write(
     `seed ${plan.seed}: ${plan.topology} ${plan.kind}, ${plan.services.length} services, ${plan.ops.length} calls, ` +
@@ -173,7 +185,7 @@ async function explore(loaded: Loaded, args: Args, seeds: number[], deadline: nu
   for (const seed of seeds) {
     if (realSeconds() > deadline) break;
     const plan = loaded.drawPlan(seed, args);
-    const result = await loaded.runWorld(plan, loaded.time);
+    const result = await loaded.runWorld(plan, loaded.time, { strict: args.strict });
     totals.runs++;
     totals.steps += result.steps;
     totals.commands += result.commands;
@@ -231,7 +243,7 @@ async function main(): Promise<number> {
     return 0;
   }
   if (args.seed !== undefined) return replay(await load(), args);
-  const seeds = Array.from({ length: args.runs }, (_, i) => args.from + i);
+  const seeds = args.seeds ?? Array.from({ length: args.runs }, (_, i) => args.from + i);
   const totals: Totals = {
     runs: 0,
     steps: 0,
@@ -266,8 +278,10 @@ async function main(): Promise<number> {
   const loaded = await load();
   const first = totals.failures[0];
   const full = loaded.drawPlan(first.seed, args);
-  const small = await loaded.shrink(full, (plan) => loaded.runWorld(plan, loaded.time));
-  const result = await loaded.runWorld(small, loaded.time);
+  const small = await loaded.shrink(full, (plan) =>
+    loaded.runWorld(plan, loaded.time, { strict: args.strict }),
+  );
+  const result = await loaded.runWorld(small, loaded.time, { strict: args.strict });
   process.stdout.write(
     `\nseed ${first.seed}, shortened to ${small.ops.length} of ${full.ops.length} calls and ${small.faults.length} of ` +
       `${full.faults.length} faults (${result.violation}):\n${result.history.join('\n')}\n\n` +

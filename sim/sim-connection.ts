@@ -5,6 +5,7 @@
  * node-redis fails them) or are sent again on the new connection (as ioredis resends them: a script may
  * then run twice). The wake-up subscription is a connection of its own, subscribed again after a drop.
  */
+import { createHash } from 'node:crypto';
 import type {
   ConnectionEvent,
   ConnectionState,
@@ -34,8 +35,16 @@ export interface LinkSettings {
   reconnectUs: () => number;
 }
 
-/** Script names by SHA1, for the history. */
-export const scriptNames = new Map<string, string>();
+/** Script names by SHA1, for the history and the invariants. */
+const scriptNames = new Map<string, string>();
+
+/** The name of the script an EVALSHA or EVAL runs (as the lock's ScriptRunner named it), if any. */
+export function scriptOf(args: readonly (string | number)[]): string | undefined {
+  const command = String(args[0]).toUpperCase();
+  if (command === 'EVALSHA') return scriptNames.get(String(args[1]));
+  if (command === 'EVAL') return scriptNames.get(createHash('sha1').update(String(args[1])).digest('hex'));
+  return undefined;
+}
 
 /** The socket a reply came on: one object per connection attempt. */
 class Socket {

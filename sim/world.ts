@@ -3,7 +3,6 @@
  * callers' calls and the faults, all as events of one scheduler, with the invariants checked after
  * every step. Returns the history (the same bytes for the same plan) and the first violation, if any.
  */
-import { createHash } from 'node:crypto';
 import { attachConnection } from '../lib/clients';
 import { LockError } from '../lib/errors/lock.error';
 import type { Lease } from '../lib/lease';
@@ -12,7 +11,7 @@ import { Invariants, type LeaseRecord } from './invariants';
 import { drawProfile, Network } from './network';
 import type { FaultPlan, OpPlan, Plan } from './plan';
 import { Actor, Rng, Scheduler } from './scheduler';
-import { SimConnection, scriptNames } from './sim-connection';
+import { SimConnection, scriptOf } from './sim-connection';
 import { SimServer } from './sim-server';
 import type { VirtualTime } from './virtual-time';
 
@@ -49,7 +48,7 @@ function describe(args: readonly (string | number)[], outcome: unknown): string 
   const upper = name.toUpperCase();
   const call =
     upper === 'EVALSHA' || upper === 'EVAL'
-      ? `${upper === 'EVAL' ? 'EVAL ' : ''}${upper === 'EVALSHA' ? (scriptNames.get(rest[0]) ?? rest[0]) : (scriptNames.get(sha1(rest[0])) ?? '?')} ${rest.slice(2 + Number(rest[1]), 2 + Number(rest[1]) + 1).join(' ')} ${rest
+      ? `${upper === 'EVAL' ? 'EVAL ' : ''}${scriptOf(args) ?? '?'} ${rest.slice(2 + Number(rest[1]), 2 + Number(rest[1]) + 1).join(' ')} ${rest
           .slice(2 + Number(rest[1]) + 1)
           .slice(0, 12)
           .join(' ')}`
@@ -58,11 +57,14 @@ function describe(args: readonly (string | number)[], outcome: unknown): string 
   return `${call.slice(0, 160)} -> ${reply.slice(0, 120)}`;
 }
 
-function sha1(text: string): string {
-  return createHash('sha1').update(text).digest('hex');
+/** How a run reports and judges: `verbose` logs every command; `strict` excuses no eviction (a self-test). */
+export interface RunOptions {
+  verbose?: boolean;
+  strict?: boolean;
 }
 
-export async function runWorld(plan: Plan, time: VirtualTime, verbose = false): Promise<RunResult> {
+export async function runWorld(plan: Plan, time: VirtualTime, options: RunOptions = {}): Promise<RunResult> {
+  const { verbose = false, strict = false } = options;
   const rng = new Rng(plan.seed ^ 0x5eed);
   const scheduler = new Scheduler(rng);
   time.use(scheduler, rng.fork());
@@ -74,17 +76,6 @@ export async function runWorld(plan: Plan, time: VirtualTime, verbose = false): 
   const servers = plan.servers.map(
     (clock, i) => new SimServer(`sim-${i}`, new Actor(`r${i}`, clock.rate, clock.offsetMs * 1000), scheduler),
   );
-  if (verbose) {
-    for (const server of servers) {
-      server.onCommand = (args, outcome) => {
-        const lines = server.redis
-          .snapshot()
-          .filter((e) => e.type === 'list')
-          .map((e) => `${e.key}=[${(e.value as string[]).join(' ')}]`);
-        log(server.actor.name, `${describe(args, outcome)}${lines.length ? `  ${lines.join(' ')}` : ''}`);
-      };
-    }
-  }
   const reconnect = rng.fork();
   const settings = { onDrop: plan.onDrop, reconnectUs: () => reconnect.int(1_000, 80_000) };
   const services: Service[] = plan.services.map((clock, index) => {
@@ -92,7 +83,18 @@ export async function runWorld(plan: Plan, time: VirtualTime, verbose = false): 
     const connections = servers.map((server) => new SimConnection(server, actor, network, settings));
     return { index, actor, connections, lock: undefined };
   });
-  const invariants = new Invariants(plan, scheduler, servers, log);
+  const invariants = new Invariants(plan, scheduler, servers, log, strict);
+  for (const server of servers) {
+    server.onCommand = (args, outcome) => {
+      invariants.observe(server, args, outcome);
+      if (!verbose) return;
+      const lines = server.redis
+        .snapshot()
+        .filter((e) => e.type === 'list')
+        .map((e) => `${e.key}=[${(e.value as string[]).join(' ')}]`);
+      log(server.actor.name, `${describe(args, outcome)}${lines.length ? `  ${lines.join(' ')}` : ''}`);
+    };
+  }
   const outcomes: Record<string, number> = {};
   let callersLeft = 0;
   running = invariants;
@@ -226,7 +228,10 @@ export async function runWorld(plan: Plan, time: VirtualTime, verbose = false): 
   function scheduleFault(fault: FaultPlan): void {
     const service = services[fault.service];
     const server = servers[fault.server];
-    scheduler.at(fault.atMs * 1000, null, () => {
+    // In the context of whom it strikes: what the service's code does about it (a call failed by a
+    // dropped connection) runs on the service's clock, as it would in its process.
+    const actor = fault.kind === 'evict' ? server.actor : service.actor;
+    scheduler.at(fault.atMs * 1000, actor, () => {
       if (service.actor.crashed && fault.kind !== 'evict') return;
       switch (fault.kind) {
         case 'drop':
