@@ -3,7 +3,7 @@
  *
  *   npm run sim -- --seed N            replays run N and prints its history (--verbose: every command)
  *   npm run sim -- --runs 100000       explores seeds 1..100000 (--from S to start elsewhere; --seeds a,b,c)
- *   npm run sim -- --runs 10000 --time-limit 60 --workers 2     the CI smoke
+ *   npm run sim:smoke                  10,000 seeds in two processes: the CI smoke (--time-limit S stops early)
  *
  * Narrowing: --topology single|quorum, --kind mutex|semaphore|rw. --strict-evictions excuses no eviction
  * of a lock's holder state, which breaks exclusion as documented: a self-test that the checks fail. A failed run prints its seed, the

@@ -67,7 +67,8 @@ export interface AcquireOptions {
   /**
    * When the caller needs its work done by: a Date, or ms since the epoch (`Date.now() + 2_000`). The
    * wait ends early enough that, if served, the usual hold of this key (as this service has seen it)
-   * still ends in time; a deadline already past fails at once, without a command. Either way the call
+   * still ends in time, and a grant read after that (a stalled process) is passed on, never started; a
+   * deadline already past fails at once, without a command. Either way the call
    * rejects with LockTimeoutError, `deadline` set (a refusal for overload: `retryAfterMs` set too). It
    * shortens `waitTimeout`, never lengthens it. In an HTTP request, `@Locked` takes it from the request
    * itself (docs/nest.md, "Deadlines"). Default: none.
