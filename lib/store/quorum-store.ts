@@ -45,6 +45,7 @@ import {
   type TicketTerms,
   type WakeHandlers,
 } from './lock-store';
+import { QuorumAttempts } from './quorum-attempts';
 import { QuorumHandoffs } from './quorum-handoffs';
 import { type Owed, QuorumTakeBacks } from './quorum-take-backs';
 import { storeInstanceId, ticketFields } from './token';
@@ -85,8 +86,8 @@ export class QuorumLockStore implements LockStore {
   private readonly arrivals = new WeakMap<LockTicket, number>();
   /** What the nodes announce about hand-offs to this service's waiters. */
   private readonly handoffs: QuorumHandoffs;
-  /** The attempt under way of each token still waiting or holding (nextAttempt). */
-  private readonly attempts = new Map<string, number>();
+  /** Which attempt of each caller is its latest: only its votes are given back when it fails. */
+  private readonly attempts = new QuorumAttempts();
   /** Releases and cancels a node has not answered yet, sent to it again until it does. */
   private readonly takeBacks: QuorumTakeBacks;
   private subscribers: Subscriber[] = [];
@@ -111,7 +112,7 @@ export class QuorumLockStore implements LockStore {
       (ttl) => this.validityDrift(ttl),
       (m) => {
         // Started on a hand-off: the votes of the attempt before are no longer its to give back.
-        if (m.kind === 'grant') this.nextAttempt(m.token);
+        if (m.kind === 'grant') this.attempts.next(m.token);
         handlers.onWake(m);
       },
       options.nodeTimeout,
@@ -146,7 +147,7 @@ export class QuorumLockStore implements LockStore {
     // The line is ordered by each caller's first arrival, which a waiter keeps when it joins again: a
     // late waiter goes back to its place without asking.
     const mode = asked === 'late' ? 'wait' : asked;
-    const attempt = this.nextAttempt(ticket.token);
+    const attempt = this.attempts.next(ticket.token);
     const handed = this.handoffs.take(ticket.token);
     if (mode === 'wait' && handed !== undefined) {
       const grant = await this.confirmHanded(ticket, handed);
@@ -183,14 +184,14 @@ export class QuorumLockStore implements LockStore {
       (node, result) => {
         if (!mayHold(result)) return;
         if (!failed) late.push(node);
-        else if (this.isLatest(token, attempt)) this.giveBack(ticket, mode, [node]);
+        else if (this.attempts.isLatest(token, attempt)) this.giveBack(ticket, mode, [node]);
       },
     );
     try {
       this.assertAnswered(votes, key);
     } catch (error) {
       // Too few nodes answered: the votes that did come in are given back before the call fails.
-      if (this.isLatest(token, attempt)) this.releaseEverywhere(ticket, true).catch(() => {});
+      if (this.attempts.isLatest(token, attempt)) this.releaseEverywhere(ticket, true).catch(() => {});
       throw error;
     }
     const voters: QuorumNode[] = [];
@@ -207,34 +208,15 @@ export class QuorumLockStore implements LockStore {
     // Not granted: give back every vote at once (sent after the votes on each connection, so in order),
     // on every node that voted or failed to answer, and on the late ones as their votes come in.
     failed = true;
-    if (this.isLatest(token, attempt)) {
+    if (this.attempts.isLatest(token, attempt)) {
       this.giveBack(ticket, mode, [
         ...this.nodes.filter((_, i) => votes[i] !== undefined && mayHold(votes[i])),
         ...late,
       ]);
     }
-    if (mode === 'try') this.attempts.delete(token);
+    if (mode === 'try') this.attempts.done(token);
     const { retryIn, first } = this.retryAfter(votes, ttl);
     return { granted: false, ownerTtl: retryIn, serverMs: now(), isHead: first };
-  }
-
-  /**
-   * A new attempt of `token` (a vote round, a hand-off started on, a renewal): the votes of an attempt
-   * that failed are given back only if no attempt came after it. Given back then, they would undo the
-   * holds of the later one: a waiter handed the lock while its vote round still waited for a slow node
-   * started on the hand-off and renewed it, and the round's give-back, when it failed, freed the
-   * holder's nodes for a second caller's majority.
-   */
-  private nextAttempt(token: string): number {
-    const attempt = (this.attempts.get(token) ?? 0) + 1;
-    this.attempts.set(token, attempt);
-    return attempt;
-  }
-
-  /** Whether `attempt` is `token`'s latest (or it is done: released, cancelled, a try that failed). */
-  private isLatest(token: string, attempt: number): boolean {
-    const latest = this.attempts.get(token);
-    return latest === undefined || latest === attempt;
   }
 
   /**
@@ -282,7 +264,7 @@ export class QuorumLockStore implements LockStore {
   }
 
   async release(ticket: LockTicket, fence = 0): Promise<boolean> {
-    this.attempts.delete(ticket.token);
+    this.attempts.done(ticket.token);
     return (await this.releaseEverywhere(ticket, true, this.nodes, fence)) >= this.majority;
   }
 
@@ -291,7 +273,7 @@ export class QuorumLockStore implements LockStore {
   }
 
   async cancel(ticket: LockTicket): Promise<boolean> {
-    this.attempts.delete(ticket.token);
+    this.attempts.done(ticket.token);
     return (await this.releaseEverywhere(ticket, true)) > 0;
   }
 
@@ -300,7 +282,7 @@ export class QuorumLockStore implements LockStore {
    * (restarted, evicted or deleted there) or taken by another caller.
    */
   async extend(ticket: LockTicket, ttl: number): Promise<ExtendOutcome> {
-    this.nextAttempt(ticket.token);
+    this.attempts.next(ticket.token);
     const keys = redisKeys(this.options.prefix, ticket.key);
     // Nodes that lost the key (restarted empty, evicted) get it back while a majority still records the
     // holder: a rolling restart of the nodes then never takes the lease below a majority.
