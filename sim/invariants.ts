@@ -212,7 +212,7 @@ export class Invariants {
         if (instance === caller) continue;
         if (server.listeners(`lock:wake:${instance}`) > 0) {
           this.fail(
-            `${entry}, heard, left ${key} by another service's ${String(args[0])} ${describeScript(args)}`,
+            `${entry}, heard, left ${key} by another service's ${scriptOf(args) ?? String(args[0])} (${tokenOf(args)})`,
           );
         }
       }
@@ -295,8 +295,4 @@ function tokenOf(args: readonly (string | number)[]): string {
 function instanceOf(token: string): string {
   const at = token.indexOf(':');
   return at < 0 ? token : token.slice(0, at);
-}
-
-function describeScript(args: readonly (string | number)[]): string {
-  return tokenOf(args);
 }

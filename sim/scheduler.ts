@@ -110,8 +110,6 @@ export class Scheduler {
   /** Run after every step (the invariants); an error thrown there ends the run. */
   afterStep: (() => void) | undefined;
 
-  constructor(readonly rng: Rng) {}
-
   /** Runs `run` for `actor` at virtual time `at` (µs, never before now). */
   at(at: number, actor: Actor | null, run: () => void): Scheduled {
     const event: Event = {

@@ -306,6 +306,7 @@ export class SimSubscriber implements Subscriber {
     });
   }
 
+  /** The process is gone: as a drop, for good. */
   crashed(): void {
     this.drop();
   }

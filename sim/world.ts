@@ -66,7 +66,7 @@ export interface RunOptions {
 export async function runWorld(plan: Plan, time: VirtualTime, options: RunOptions = {}): Promise<RunResult> {
   const { verbose = false, strict = false } = options;
   const rng = new Rng(plan.seed ^ 0x5eed);
-  const scheduler = new Scheduler(rng);
+  const scheduler = new Scheduler();
   time.use(scheduler, rng.fork());
   const history: string[] = [];
   const log = (who: string, text: string) => {
