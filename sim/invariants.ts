@@ -275,6 +275,18 @@ export class Invariants {
     return key;
   }
 
+  /**
+   * `server` restarted empty. On one server that is every key's holder state and line lost, as an
+   * eviction of them: documented, excused for the holders granted before it. A quorum node that stays
+   * down a ttl (the rule docs/guarantees.md gives) excuses nothing.
+   */
+  lostAll(server: SimServer): void {
+    for (const key of new Set(this.plan.ops.map((op) => op.key))) {
+      if (this.plan.topology === 'single') this.evictedAt.set(key, server.actor.clockAt(this.scheduler.now));
+      this.linesEvicted.add(`lock:{${key}}:q`);
+    }
+  }
+
   /** Once every service closed: no call left unsettled, and nothing but expiring keys left. */
   atEnd(): void {
     for (const call of this.calls) {

@@ -31,7 +31,7 @@ export interface OpPlan {
   deadlineMs?: number;
 }
 
-export type FaultKind = 'drop' | 'lose-pushes' | 'pause' | 'crash' | 'evict';
+export type FaultKind = 'drop' | 'lose-pushes' | 'pause' | 'crash' | 'evict' | 'restart';
 
 export interface FaultPlan {
   id: number;
@@ -109,7 +109,7 @@ export function drawPlan(seed: number, only?: { topology?: Topology; kind?: Kind
   for (let i = 0; i < faultCount; i++) {
     faults.push({
       id: i,
-      kind: rng.pick(['drop', 'drop', 'lose-pushes', 'pause', 'crash', 'evict'] as const),
+      kind: rng.pick(['drop', 'drop', 'lose-pushes', 'pause', 'crash', 'evict', 'restart'] as const),
       atMs: rng.int(0, 300),
       service: rng.int(0, services.length - 1),
       server: rng.int(0, servers.length - 1),

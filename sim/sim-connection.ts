@@ -150,8 +150,8 @@ export class SimConnection implements RedisConnection {
   private transmit(request: Request): void {
     const socket = this.socket;
     this.up.send(() => {
-      // Sent on a connection that has dropped since: it never reached the server.
-      if (this.socket !== socket) return;
+      // Sent on a connection that has dropped since (or to a server that is down): it never ran.
+      if (this.socket !== socket || this.server.down) return;
       const outcome = this.server.execute(request.args);
       this.down.send(() => {
         if (this.socket !== socket) return; // lost with its connection
@@ -176,12 +176,24 @@ export class SimConnection implements RedisConnection {
       for (const request of sent) request.reject(new Error('Socket closed unexpectedly'));
     }
     this.emit('down');
+    this.reconnect();
+  }
+
+  /** Connects again after a while, and again after that while the server is down. */
+  private reconnect(): void {
     this.network.scheduler.after(this.settings.reconnectUs(), this.actor, () => {
       if (this.state !== 'down') return;
+      if (this.server.down) return this.reconnect();
       this.state = 'ready';
       this.emit('ready');
       for (const request of this.inflight) this.transmit(request);
     });
+  }
+
+  /** Its server restarted: this connection and its subscriptions drop, and connect again once it is up. */
+  dropForRestart(): void {
+    this.drop();
+    for (const subscriber of this.subscribers) subscriber.lose();
   }
 
   /** The process is gone: the server sees its connections close. */
@@ -232,7 +244,7 @@ export class SimSubscriber implements Subscriber {
   private request(channel: string, confirmed: () => void, failed: (error: Error) => void): void {
     const socket = this.socket;
     this.up.send(() => {
-      if (this.socket !== socket) return;
+      if (this.socket !== socket || this.server.down) return;
       this.server.subscribe(channel, this.target);
       this.down.send(() => {
         if (this.socket === socket) confirmed();
@@ -289,8 +301,14 @@ export class SimSubscriber implements Subscriber {
     if (this.closed || !this.ready) return;
     this.ready = false;
     this.replaceSocket(this.socket.n + 1);
+    this.resubscribe();
+  }
+
+  /** Subscribes again after a while, and again after that while the server is down. */
+  private resubscribe(): void {
     this.network.scheduler.after(this.settings.reconnectUs(), this.actor, () => {
       if (this.closed) return;
+      if (this.server.down) return this.resubscribe();
       let left = this.channels.size;
       for (const channel of this.channels.keys()) {
         this.request(

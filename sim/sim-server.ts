@@ -13,6 +13,8 @@ export interface PushTarget {
 export class SimServer {
   readonly redis: SimRedis;
   private readonly subscriptions = new Map<string, Set<PushTarget>>();
+  /** Stopped (restarting): it runs nothing and its connections cannot connect. */
+  down = false;
   /** Every command run, for the run's statistics. */
   commands = 0;
   /** The command the current step ran here, if it ran one (the invariants clear it after each step). */
@@ -44,6 +46,19 @@ export class SimServer {
       this.onCommand?.(args, error);
       return { ok: false, error: error as Error };
     }
+  }
+
+  /**
+   * Stops, losing every key, script and subscription (a restart without persistence); it answers again
+   * `forUs` later. Its clients see their connections drop (the caller drops them).
+   */
+  restart(scheduler: Scheduler, forUs: number): void {
+    this.down = true;
+    this.redis.flushAll();
+    this.subscriptions.clear();
+    scheduler.after(forUs, this.actor, () => {
+      this.down = false;
+    });
   }
 
   subscribe(channel: string, target: PushTarget): void {

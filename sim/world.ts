@@ -24,6 +24,9 @@ export interface RunResult {
   outcomes: Record<string, number>;
 }
 
+/** The longest ttl a plan's calls use (plan.ts), ms. */
+const MAX_TTL_MS = 1_000;
+
 /** A run ends by itself once every caller is done and the services closed; this long is a hang. */
 const RUN_LIMIT_US = 120_000_000;
 
@@ -230,9 +233,9 @@ export async function runWorld(plan: Plan, time: VirtualTime, options: RunOption
     const server = servers[fault.server];
     // In the context of whom it strikes: what the service's code does about it (a call failed by a
     // dropped connection) runs on the service's clock, as it would in its process.
-    const actor = fault.kind === 'evict' ? server.actor : service.actor;
+    const actor = fault.kind === 'evict' || fault.kind === 'restart' ? server.actor : service.actor;
     scheduler.at(fault.atMs * 1000, actor, () => {
-      if (service.actor.crashed && fault.kind !== 'evict') return;
+      if (service.actor.crashed && fault.kind !== 'evict' && fault.kind !== 'restart') return;
       switch (fault.kind) {
         case 'drop':
           log('!', `drop s${fault.service} -> ${server.name}`);
@@ -257,6 +260,18 @@ export async function runWorld(plan: Plan, time: VirtualTime, options: RunOption
           invariants.crashed(service.actor);
           finishCrashed(service);
           break;
+        case 'restart': {
+          // A quorum node restarted empty stays down a ttl at least (the rule docs/guarantees.md gives
+          // Redlock); one server restarted empty loses its holders' exclusion, as documented.
+          const downUs = (plan.topology === 'quorum' ? MAX_TTL_MS : 0) * 1000 + fault.durationMs * 1000;
+          log('!', `restart ${server.name} empty, down ${downUs / 1000} ms`);
+          invariants.lostAll(server);
+          server.restart(scheduler, downUs);
+          // Each service learns of it in its own context, as its process would.
+          for (const s of services)
+            scheduler.at(scheduler.now, s.actor, () => s.connections[fault.server].dropForRestart());
+          break;
+        }
         case 'evict': {
           const evicted = invariants.evictOne(server, rng);
           log('!', `evict ${evicted ?? '(nothing)'} on ${server.name}`);

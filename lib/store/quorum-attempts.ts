@@ -9,8 +9,15 @@ export class QuorumAttempts {
   /** The attempt under way of each token still waiting or holding. */
   private readonly latest = new Map<string, number>();
 
+  /**
+   * @param began told of each new attempt: the releases still owed for the token's earlier ones are not
+   *   sent (QuorumTakeBacks.forget), for the same reason.
+   */
+  constructor(private readonly began: (token: string) => void) {}
+
   /** A new attempt of `token`: the number it goes by. */
   next(token: string): number {
+    this.began(token);
     const attempt = (this.latest.get(token) ?? 0) + 1;
     this.latest.set(token, attempt);
     return attempt;

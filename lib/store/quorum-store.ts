@@ -87,7 +87,7 @@ export class QuorumLockStore implements LockStore {
   /** What the nodes announce about hand-offs to this service's waiters. */
   private readonly handoffs: QuorumHandoffs;
   /** Which attempt of each caller is its latest: only its votes are given back when it fails. */
-  private readonly attempts = new QuorumAttempts();
+  private readonly attempts = new QuorumAttempts((token) => this.takeBacks.forget(token));
   /** Releases and cancels a node has not answered yet, sent to it again until it does. */
   private readonly takeBacks: QuorumTakeBacks;
   private subscribers: Subscriber[] = [];

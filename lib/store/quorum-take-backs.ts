@@ -59,6 +59,14 @@ export class QuorumTakeBacks {
     if (!debt.sending && !debt.timer) this.schedule(node, debt.delay);
   }
 
+  /**
+   * `token` tries again (or holds the lock now): what it owes the nodes from before is no longer owed.
+   * Sent late, a release of a waiter that has since been granted would free a node its lease holds.
+   */
+  forget(token: string): void {
+    for (const debt of this.debts) debt.owed.delete(token);
+  }
+
   /** One last attempt for each ticket still owed, then no more retries. */
   async close(): Promise<void> {
     this.closed = true;
