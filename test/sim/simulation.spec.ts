@@ -16,9 +16,10 @@ function sim(...args: string[]): { status: number | null; stdout: string; stderr
  * Seeds whose runs broke an invariant before a fix, each replayed as its test (each fails again with
  * its fix taken out): a join sent again onto a free lock queued twice (9629); a grant read after a
  * deadline started on (2087, 342, 8452); a quorum's failed attempt gave back the holds of a later one
- * (6207, 8724).
+ * (6207, 8724); a release a restarted quorum node was owed, sent once it was back, freed the node for a
+ * second caller after the waiter had been granted (3587, 4380).
  */
-const FOUND = [9629, 2087, 342, 8452, 6207, 8724];
+const FOUND = [9629, 2087, 342, 8452, 6207, 8724, 3587, 4380];
 
 describe('the deterministic simulation', () => {
   it('replays a seed exactly: the same history, byte for byte', () => {
