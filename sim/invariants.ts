@@ -5,10 +5,16 @@
  * in a line once; at the end, no call left unsettled.
  */
 import type { Lease } from '../lib/lease';
+import { redisKeys, wakeChannelPrefix } from '../lib/protocol/keys';
+import { instanceOf } from '../lib/store/token';
 import type { OpPlan, Plan } from './plan';
+import type { KeySnapshot } from './redis/sim-redis';
 import type { Actor, Rng, Scheduler } from './scheduler';
 import { scriptOf } from './sim-connection';
 import type { SimServer } from './sim-server';
+
+/** The services' key prefix: LockService's default, which the runs keep. */
+const PREFIX = 'lock:';
 
 export interface LeaseRecord {
   op: OpPlan;
@@ -149,15 +155,18 @@ export class Invariants {
     if (this.violation) return;
     const now = this.scheduler.now;
     this.checkHolders(now);
-    if (this.plan.topology === 'single' && this.plan.kind === 'mutex') this.checkLines(this.servers[0]);
+    // One read of each server's keys per step, for every check of them.
+    const keys = this.servers.map((server) => server.redis.snapshot());
+    if (this.plan.topology === 'single' && this.plan.kind === 'mutex')
+      this.checkLines(this.servers[0], keys[0]);
     for (const call of this.calls) {
       const paused = call.actor.pausedFor - call.pausedBefore;
       if (now - call.started > call.boundUs + paused) {
         this.fail(`${call.what} of ${call.actor.name} unsettled after ${(now - call.started) / 1000} ms`);
       }
     }
-    for (const server of this.servers) {
-      for (const entry of server.redis.snapshot()) {
+    for (const [i, server] of this.servers.entries()) {
+      for (const entry of keys[i]) {
         if (entry.pexpireAt === undefined) this.fail(`${entry.key} on ${server.name} has no TTL`);
         // One place in line per waiter: a call sent twice (a resend after a reconnect) joins once.
         if (entry.type === 'list') {
@@ -176,7 +185,7 @@ export class Invariants {
    * grant, or unheard (its service no longer subscribed), or with the whole line's expiry. A mutex on
    * one server: the semaphore's and the quorum's lines are not checked this way.
    */
-  private checkLines(server: SimServer): void {
+  private checkLines(server: SimServer, keys: readonly KeySnapshot[]): void {
     const args = server.lastCommand;
     server.lastCommand = undefined;
     const before = this.lines;
@@ -184,7 +193,7 @@ export class Invariants {
     this.lines = new Map();
     this.owners = new Map();
     const expiry = new Map<string, number | undefined>();
-    for (const entry of server.redis.snapshot()) {
+    for (const entry of keys) {
       if (entry.type === 'list') this.lines.set(entry.key, entry.value as string[]);
       else if (entry.type === 'string' && !entry.key.includes('}:'))
         this.owners.set(entry.key, entry.value as string);
@@ -210,7 +219,7 @@ export class Invariants {
         if (entry.startsWith('^') || after.includes(entry) || entry === newOwner) continue;
         const instance = instanceOf(entry);
         if (instance === caller) continue;
-        if (server.listeners(`lock:wake:${instance}`) > 0) {
+        if (server.listeners(wakeChannelPrefix(PREFIX) + instance) > 0) {
           this.fail(
             `${entry}, heard, left ${key} by another service's ${scriptOf(args) ?? String(args[0])} (${tokenOf(args)})`,
           );
@@ -283,7 +292,7 @@ export class Invariants {
   lostAll(server: SimServer): void {
     for (const key of new Set(this.plan.ops.map((op) => op.key))) {
       if (this.plan.topology === 'single') this.evictedAt.set(key, server.actor.clockAt(this.scheduler.now));
-      this.linesEvicted.add(`lock:{${key}}:q`);
+      this.linesEvicted.add(redisKeys(PREFIX, key).queue);
     }
   }
 
@@ -301,10 +310,4 @@ function tokenOf(args: readonly (string | number)[]): string {
   const name = String(args[0]).toUpperCase();
   if (name !== 'EVALSHA' && name !== 'EVAL') return '';
   return String(args[3 + Number(args[2])] ?? '');
-}
-
-/** The service part of a token ("<instance>:<n>~<window>"). */
-function instanceOf(token: string): string {
-  const at = token.indexOf(':');
-  return at < 0 ? token : token.slice(0, at);
 }

@@ -171,17 +171,17 @@ interface Totals {
   failures: { seed: number; violation: string }[];
 }
 
+function emptyTotals(): Totals {
+  return { runs: 0, steps: 0, commands: 0, calls: 0, faults: {}, outcomes: {}, shapes: {}, failures: [] };
+}
+
+/** Adds `n` to `counts[key]`. */
+function tally(counts: Record<string, number>, key: string, n = 1): void {
+  counts[key] = (counts[key] ?? 0) + n;
+}
+
 async function explore(loaded: Loaded, args: Args, seeds: number[], deadline: number): Promise<Totals> {
-  const totals: Totals = {
-    runs: 0,
-    steps: 0,
-    commands: 0,
-    calls: 0,
-    faults: {},
-    outcomes: {},
-    shapes: {},
-    failures: [],
-  };
+  const totals = emptyTotals();
   for (const seed of seeds) {
     if (realSeconds() > deadline) break;
     const plan = loaded.drawPlan(seed, args);
@@ -190,10 +190,9 @@ async function explore(loaded: Loaded, args: Args, seeds: number[], deadline: nu
     totals.steps += result.steps;
     totals.commands += result.commands;
     totals.calls += plan.ops.length;
-    const shape = `${plan.topology} ${plan.kind}`;
-    totals.shapes[shape] = (totals.shapes[shape] ?? 0) + 1;
-    for (const f of plan.faults) totals.faults[f.kind] = (totals.faults[f.kind] ?? 0) + 1;
-    for (const [k, n] of Object.entries(result.outcomes)) totals.outcomes[k] = (totals.outcomes[k] ?? 0) + n;
+    tally(totals.shapes, `${plan.topology} ${plan.kind}`);
+    for (const f of plan.faults) tally(totals.faults, f.kind);
+    for (const [k, n] of Object.entries(result.outcomes)) tally(totals.outcomes, k, n);
     if (result.violation) totals.failures.push({ seed, violation: result.violation });
   }
   return totals;
@@ -205,7 +204,7 @@ function merge(into: Totals, from: Totals): void {
   into.commands += from.commands;
   into.calls += from.calls;
   for (const key of ['faults', 'outcomes', 'shapes'] as const) {
-    for (const [k, n] of Object.entries(from[key])) into[key][k] = (into[key][k] ?? 0) + n;
+    for (const [k, n] of Object.entries(from[key])) tally(into[key], k, n);
   }
   into.failures.push(...from.failures);
 }
@@ -244,16 +243,7 @@ async function main(): Promise<number> {
   }
   if (args.seed !== undefined) return replay(await load(), args);
   const seeds = args.seeds ?? Array.from({ length: args.runs }, (_, i) => args.from + i);
-  const totals: Totals = {
-    runs: 0,
-    steps: 0,
-    commands: 0,
-    calls: 0,
-    faults: {},
-    outcomes: {},
-    shapes: {},
-    failures: [],
-  };
+  const totals = emptyTotals();
   if (args.workers > 1) for (const part of await inWorkers(args, seeds)) merge(totals, part);
   else merge(totals, await explore(await load(), args, seeds, deadline));
   const seconds = realSeconds() - started;
